@@ -1,0 +1,228 @@
+//! The client credentials grant (spec Parts 4.2 and 5.4), sent through the `oauth2` crate.
+
+use futures::future::BoxFuture;
+use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
+use oauth2::{
+    AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl,
+};
+
+use super::ClientSecret;
+use super::token_manager::{IssuedToken, TokenSource};
+use crate::Error;
+use crate::error::{ApiError, ErrorCode};
+use crate::transport::HttpSender;
+use crate::urls;
+
+/// Settings for the client credentials grant; made by
+/// [`Auth::client_credentials`](crate::Auth::client_credentials).
+///
+/// ```
+/// use business_records::Auth;
+/// let auth = Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret")
+///     .scopes(["api/read", "api/write"])
+///     .credentials_in_body();
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ClientCredentials {
+    auth_url: String,
+    token_url: Option<String>,
+    client_id: String,
+    client_secret: ClientSecret,
+    scopes: Vec<String>,
+    in_body: bool,
+}
+
+impl ClientCredentials {
+    pub(crate) fn new(auth_url: String, client_id: String, client_secret: ClientSecret) -> Self {
+        ClientCredentials {
+            auth_url,
+            token_url: None,
+            client_id,
+            client_secret,
+            scopes: Vec::new(),
+            in_body: false,
+        }
+    }
+
+    /// The scopes to request (spec examples: `api/read`, `api/write`). Default: none, which
+    /// lets the authorization server grant the client's default scopes.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
+    /// Default: HTTP Basic.
+    pub fn credentials_in_body(mut self) -> Self {
+        self.in_body = true;
+        self
+    }
+
+    /// The token endpoint, when it is not `{auth_url}/oauth2/token`.
+    pub fn token_url(mut self, url: impl Into<String>) -> Self {
+        self.token_url = Some(url.into());
+        self
+    }
+
+    /// Checks every setting; the client builder calls this from `build()`.
+    pub(crate) fn into_source(self) -> Result<ClientCredentialsSource, Error> {
+        let token_url = match &self.token_url {
+            Some(raw) => urls::parse_service_url("token_url", raw)?,
+            None => {
+                let base = urls::parse_service_url("auth_url", &self.auth_url)?;
+                urls::join_path(&base, "oauth2/token")
+            }
+        };
+        if self.client_id.trim().is_empty() {
+            return Err(Error::invalid(
+                "client_id",
+                "expected a non-empty client id",
+            ));
+        }
+        if self.client_secret.secret().is_empty() {
+            return Err(Error::invalid(
+                "client_secret",
+                "expected a non-empty client secret",
+            ));
+        }
+        for scope in &self.scopes {
+            urls::check_scope(scope)?;
+        }
+        let auth_type = if self.in_body {
+            AuthType::RequestBody
+        } else {
+            AuthType::BasicAuth
+        };
+        let client = BasicClient::new(oauth2::ClientId::new(self.client_id))
+            .set_client_secret(oauth2::ClientSecret::new(
+                self.client_secret.secret().to_owned(),
+            ))
+            .set_token_uri(TokenUrl::from_url(token_url))
+            .set_auth_type(auth_type);
+        Ok(ClientCredentialsSource {
+            client,
+            scopes: self.scopes,
+        })
+    }
+}
+
+type TokenClient =
+    BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+pub(crate) struct ClientCredentialsSource {
+    client: TokenClient,
+    scopes: Vec<String>,
+}
+
+impl std::fmt::Debug for ClientCredentialsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCredentialsSource")
+            .field("client_id", &self.client.client_id().as_str())
+            .field("token_url", &self.client.token_uri().as_str())
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenSource for ClientCredentialsSource {
+    fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
+        Box::pin(async move {
+            let endpoint = self.client.token_uri().url().path().to_owned();
+            let http = |request: oauth2::HttpRequest| {
+                let sender = sender.clone();
+                async move { sender.dispatch_oauth(request).await }
+            };
+            let response = self
+                .client
+                .exchange_client_credentials()
+                .add_scopes(self.scopes.iter().cloned().map(Scope::new))
+                .request_async(&http)
+                .await
+                .map_err(|e| token_error(&endpoint, e))?;
+            Ok(issued(&response))
+        })
+    }
+}
+
+fn issued(response: &BasicTokenResponse) -> IssuedToken {
+    IssuedToken {
+        access_token: super::AccessToken::new(response.access_token().secret().clone()),
+        expires_in: response.expires_in(),
+        scopes: response
+            .scopes()
+            .map(|s| s.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Turns the `oauth2` crate's error into ours. The raw body of a parse failure may hold tokens,
+/// so it is dropped, never shown.
+pub(crate) fn token_error(
+    endpoint: &str,
+    err: RequestTokenError<Error, BasicErrorResponse>,
+) -> Error {
+    match err {
+        RequestTokenError::Request(inner) => inner,
+        RequestTokenError::ServerResponse(body) => {
+            let status = match body.error().as_ref() {
+                "invalid_client" => 401,
+                _ => 400,
+            };
+            Error::Auth(Box::new(ApiError {
+                status,
+                code: ErrorCode::parse(body.error().as_ref()),
+                description: body.error_description().cloned(),
+                endpoint: endpoint.to_owned(),
+                retry_after: None,
+                deprecation: None,
+            }))
+        }
+        RequestTokenError::Parse(parse, _body) => Error::Decode {
+            endpoint: endpoint.to_owned(),
+            message: format!("token response: {}", parse.path()),
+        },
+        RequestTokenError::Other(message) => Error::Decode {
+            endpoint: endpoint.to_owned(),
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_settings_are_named() {
+        let cases = [
+            (
+                ClientCredentials::new("http://auth.example.com".into(), "id".into(), "s".into()),
+                "auth_url",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), " ".into(), "s".into()),
+                "client_id",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), "id".into(), "".into()),
+                "client_secret",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), "id".into(), "s".into())
+                    .scopes(["api/read api/write"]),
+                "scopes",
+            ),
+        ];
+        for (flow, argument) in cases {
+            match flow.into_source() {
+                Err(Error::InvalidArgument { argument: got, .. }) => assert_eq!(got, argument),
+                other => panic!("expected an error for {argument}, got {other:?}"),
+            }
+        }
+    }
+}

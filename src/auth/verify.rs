@@ -1,0 +1,7 @@
+//! placeholder
+#![allow(missing_docs)]
+#[derive(Debug, thiserror::Error)]
+#[error("verify")]
+pub struct VerifyError;
+pub struct Claims;
+pub struct TokenVerifier;

@@ -1,0 +1,365 @@
+//! [`Client`] and its builder.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::HeaderValue;
+use url::Url;
+
+use crate::auth::token_manager::TokenManager;
+use crate::auth::{Auth, AuthKind};
+use crate::deprecation::{
+    DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter,
+};
+use crate::error::HttpError;
+use crate::resources::companies::ListCompanies;
+use crate::resources::contacts::ListContacts;
+use crate::transport::{HttpSender, Transport};
+use crate::{ApiVersion, Error, Preview, urls};
+
+/// Default timeout of one HTTP request.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The business-records API client.
+///
+/// `Client` is cheap to clone: clones share one connection pool and one token cache, so there
+/// is no need to wrap it in an `Arc`. It is `Send + Sync`.
+///
+/// ```
+/// use business_records::{Auth, Client};
+/// let client = Client::builder()
+///     .base_url("https://api.example.com")
+///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret")
+///         .scopes(["api/read"]))
+///     .build()?;
+/// # Ok::<(), business_records::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) transport: Transport,
+    api_root: Url,
+    api_version: ApiVersion,
+    pub(crate) prefetch: bool,
+    pub(crate) page_delay: Option<Duration>,
+}
+
+impl ClientInner {
+    /// The URL of a resource below the versioned root: `https://api.example.com/v1/companies`.
+    pub(crate) fn endpoint(&self, path: &str) -> Url {
+        urls::join_path(&self.api_root, path)
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("api_root", &self.inner.api_root.as_str())
+            .field("api_version", &self.inner.api_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A builder with every option at its default.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    pub(crate) fn inner(&self) -> &ClientInner {
+        &self.inner
+    }
+
+    /// Lists companies: `GET {base_url}/v1/companies`.
+    pub fn companies(&self) -> ListCompanies {
+        ListCompanies::new(self.clone())
+    }
+
+    /// Lists contacts: `GET {base_url}/v1/contacts`.
+    pub fn contacts(&self) -> ListContacts {
+        ListContacts::new(self.clone())
+    }
+
+    /// The versioned API root every request goes below (`https://api.example.com/v1/`).
+    pub fn api_root(&self) -> &Url {
+        &self.inner.api_root
+    }
+
+    /// The API version in use.
+    pub fn api_version(&self) -> ApiVersion {
+        self.inner.api_version
+    }
+}
+
+/// Builds a [`Client`]. Made by [`Client::builder`].
+///
+/// Setters never fail: the first invalid argument is kept and reported by
+/// [`build`](ClientBuilder::build), so the chain reads straight through.
+#[must_use]
+#[derive(Default)]
+pub struct ClientBuilder {
+    base_url: Option<String>,
+    auth: Option<Auth>,
+    api_version: ApiVersion,
+    preview: Option<Preview>,
+    timeout: Option<Duration>,
+    http_client: Option<reqwest::Client>,
+    user_agent: Option<String>,
+    prefetch: Option<bool>,
+    page_delay: Option<Duration>,
+    deprecation_policy: DeprecationPolicy,
+    on_deprecation: Option<DeprecationCallback>,
+    error: Option<Error>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("base_url", &self.base_url)
+            .field("auth", &self.auth)
+            .field("api_version", &self.api_version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    fn fail(mut self, error: Error) -> Self {
+        self.error.get_or_insert(error);
+        self
+    }
+
+    /// The API's base address, without the version segment (`https://api.example.com`); a
+    /// trailing `/v1` is accepted and not doubled. HTTPS is required except on loopback hosts.
+    /// Required.
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// How the client authenticates. Required.
+    pub fn auth(mut self, auth: impl Into<Auth>) -> Self {
+        self.auth = Some(auth.into());
+        self
+    }
+
+    /// The API version, the path segment after the base URL. Default: [`ApiVersion::V1`].
+    pub fn api_version(mut self, version: ApiVersion) -> Self {
+        self.api_version = version;
+        self
+    }
+
+    /// Requests preview features on every call with `X-API-Preview: YYYY-MM`. Default: none.
+    pub fn preview(self, label: impl AsRef<str>) -> Self {
+        match Preview::new(label) {
+            Ok(label) => ClientBuilder {
+                preview: Some(label),
+                ..self
+            },
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Timeout of each HTTP request, from sending to the end of the body. Default: 30 seconds.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        if timeout.is_zero() {
+            return self.fail(Error::invalid(
+                "timeout",
+                "expected a timeout greater than zero",
+            ));
+        }
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sends requests with this `reqwest::Client` (proxies, TLS roots, pools of your own).
+    /// The client's own redirect policy then applies, but a redirect answer is still an error.
+    /// Default: a client of the crate's, which follows no redirects.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http_client = Some(client);
+        self
+    }
+
+    /// The `User-Agent` header. Default: `business-records/<version>`.
+    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        let value = user_agent.into();
+        if HeaderValue::from_str(&value).is_err() {
+            return self.fail(Error::invalid(
+                "user_agent",
+                "expected visible ASCII characters only",
+            ));
+        }
+        self.user_agent = Some(value);
+        self
+    }
+
+    /// Requests page k+1 as soon as page k arrives, while the caller still reads page k.
+    /// Default: on.
+    pub fn prefetch(mut self, prefetch: bool) -> Self {
+        self.prefetch = Some(prefetch);
+        self
+    }
+
+    /// Minimum pause between the starts of two page requests of one listing (spec Part 8
+    /// advises pausing when paging through large datasets). Default: none.
+    pub fn page_delay(mut self, delay: Duration) -> Self {
+        self.page_delay = Some(delay);
+        self
+    }
+
+    /// What to do with deprecated responses. Default: [`DeprecationPolicy::WarnOnce`].
+    pub fn deprecation_policy(mut self, policy: DeprecationPolicy) -> Self {
+        self.deprecation_policy = policy;
+        self
+    }
+
+    /// Called with every deprecation notice, whatever the policy. Default: none.
+    pub fn on_deprecation<F>(mut self, callback: F) -> Self
+    where
+        F: Fn(&DeprecationNotice) + Send + Sync + 'static,
+    {
+        self.on_deprecation = Some(Arc::new(callback));
+        self
+    }
+
+    /// Checks every setting and builds the client.
+    pub fn build(self) -> Result<Client, Error> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let raw = self
+            .base_url
+            .ok_or_else(|| Error::invalid("base_url", "required: the API's base address"))?;
+        let base = urls::parse_service_url("base_url", &raw)?;
+        let api_root = urls::api_root(&base, self.api_version)?;
+        let auth = self
+            .auth
+            .ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
+
+        let http = match self.http_client {
+            Some(http) => http,
+            None => reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| Error::Http(HttpError::from_reqwest("client", e)))?,
+        };
+        let user_agent = self
+            .user_agent
+            .unwrap_or_else(|| concat!("business-records/", env!("CARGO_PKG_VERSION")).to_owned());
+        let user_agent = HeaderValue::from_str(&user_agent)
+            .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
+        let sender = HttpSender::new(
+            http,
+            Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)),
+            user_agent,
+        );
+
+        let tokens = match auth.kind {
+            AuthKind::ClientCredentials(flow) => TokenManager::new(Box::new(flow.into_source()?)),
+            AuthKind::Static(token) => {
+                if token.secret().trim().is_empty() {
+                    return Err(Error::invalid("auth", "expected a non-empty static token"));
+                }
+                TokenManager::fixed(token)
+            }
+        };
+        let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
+        let transport = Transport::new(sender, tokens, self.preview, reporter);
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                transport,
+                api_root,
+                api_version: self.api_version,
+                prefetch: self.prefetch.unwrap_or(true),
+                page_delay: self.page_delay.filter(|d| !d.is_zero()),
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argument_of(result: Result<Client, Error>) -> &'static str {
+        match result {
+            Err(Error::InvalidArgument { argument, .. }) => argument,
+            other => panic!("expected an invalid argument, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn build_reports_the_first_bad_argument() {
+        let auth = || Auth::static_token("t");
+        assert_eq!(
+            argument_of(Client::builder().auth(auth()).build()),
+            "base_url"
+        );
+        assert_eq!(
+            argument_of(Client::builder().base_url("https://a.example").build()),
+            "auth"
+        );
+        assert_eq!(
+            argument_of(
+                Client::builder()
+                    .base_url("http://a.example")
+                    .auth(auth())
+                    .build()
+            ),
+            "base_url"
+        );
+        assert_eq!(
+            argument_of(
+                Client::builder()
+                    .base_url("https://a.example")
+                    .auth(auth())
+                    .preview("2026-1")
+                    .build()
+            ),
+            "preview"
+        );
+        assert_eq!(
+            argument_of(
+                Client::builder()
+                    .base_url("https://a.example")
+                    .auth(auth())
+                    .timeout(Duration::ZERO)
+                    .build()
+            ),
+            "timeout"
+        );
+        assert_eq!(
+            argument_of(
+                Client::builder()
+                    .base_url("https://a.example")
+                    .auth(auth())
+                    .user_agent("bad\n")
+                    .build()
+            ),
+            "user_agent"
+        );
+    }
+
+    #[test]
+    fn version_segment_and_endpoints() {
+        let client = Client::builder()
+            .base_url("https://api.example.com/v1/")
+            .auth(Auth::static_token("t"))
+            .build()
+            .expect("valid client");
+        assert_eq!(
+            client.inner().endpoint("companies").as_str(),
+            "https://api.example.com/v1/companies"
+        );
+        let v2 = Client::builder()
+            .base_url("https://api.example.com")
+            .api_version(ApiVersion::new(2).expect("valid version"))
+            .auth(Auth::static_token("t"))
+            .build()
+            .expect("valid client");
+        assert_eq!(v2.api_root().as_str(), "https://api.example.com/v2/");
+    }
+}

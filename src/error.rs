@@ -1,0 +1,460 @@
+//! The crate's error type.
+//!
+//! Every fallible operation returns [`Error`]. It is a `#[non_exhaustive]` enum whose variants
+//! say what went wrong; the accessors ([`Error::status`], [`Error::code`],
+//! [`Error::description`], [`Error::retry_after`]) and predicates ([`Error::is_retryable`],
+//! [`Error::needs_reauthentication`], [`Error::is_timeout`]) answer the questions callers
+//! usually ask without matching on variants.
+//!
+//! Messages are lowercase, without trailing punctuation, and never contain a token, a secret or
+//! a response body that could hold one.
+
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use url::Url;
+
+use crate::auth::VerifyError;
+use crate::deprecation::DeprecationNotice;
+
+/// Everything that can go wrong when using the client.
+///
+/// ```
+/// # async fn run(client: business_records::Client) {
+/// match client.companies().limit(10).send().await {
+///     Ok(page) => println!("{} companies", page.data.len()),
+///     Err(err) if err.needs_reauthentication() => eprintln!("sign in again: {err}"),
+///     Err(err) if err.is_retryable() => eprintln!("try later: {err}"),
+///     Err(err) => eprintln!("failed: {err}"),
+/// }
+/// # }
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument given to a builder or constructor was rejected before any request was sent.
+    #[error("invalid argument `{argument}`: {message}")]
+    InvalidArgument {
+        /// The argument's name, as in the method that took it (`limit`, `base_url`, ...).
+        argument: &'static str,
+        /// What was expected.
+        message: String,
+    },
+
+    /// The API answered with an error response.
+    #[error("{0}")]
+    Api(Box<ApiError>),
+
+    /// The authorization server refused a token request.
+    #[error("{0}")]
+    Auth(Box<ApiError>),
+
+    /// The API version has reached its sunset and no longer serves requests.
+    #[error("{}", sunset_message(.sunset, .successor))]
+    Sunset {
+        /// When the version stopped working, if the server said.
+        sunset: Option<DateTime<Utc>>,
+        /// The replacement announced with `Link: <..>; rel="successor-version"`.
+        successor: Option<Url>,
+        /// The full error response.
+        response: Box<ApiError>,
+    },
+
+    /// A response was marked deprecated and the client runs with
+    /// [`DeprecationPolicy::Fail`](crate::DeprecationPolicy::Fail).
+    #[error("deprecated endpoint refused by policy: {0}")]
+    Deprecated(Box<DeprecationNotice>),
+
+    /// The cursor of a listing expired or was rejected; the listing must restart from the
+    /// first page.
+    #[error(
+        "cursor rejected by the server ({code}) after {delivered} items; restart the listing from the first page"
+    )]
+    CursorRejected {
+        /// The server's code: `cursor_expired` or `invalid_cursor`.
+        code: ErrorCode,
+        /// How many items this listing had delivered before the failure.
+        delivered: u64,
+        /// The full error response.
+        response: Box<ApiError>,
+    },
+
+    /// The server broke the pagination contract (spec Part 4.1).
+    #[error("pagination protocol violation: {0}")]
+    Pagination(PaginationError),
+
+    /// Sending the request or reading the response failed (connection, timeout, TLS).
+    #[error("{0}")]
+    Http(HttpError),
+
+    /// A response body could not be decoded.
+    #[error("could not decode the response of {endpoint}: {message}")]
+    Decode {
+        /// The request path (no query string).
+        endpoint: String,
+        /// What was wrong with the body (never the body itself).
+        message: String,
+    },
+
+    /// A JWT failed verification.
+    #[error("token verification failed")]
+    TokenVerification(#[from] VerifyError),
+}
+
+fn sunset_message(sunset: &Option<DateTime<Utc>>, successor: &Option<Url>) -> String {
+    let mut text = String::from("api version has reached its sunset");
+    if let Some(date) = sunset {
+        text.push_str(&format!(" on {}", date.format("%Y-%m-%d")));
+    }
+    if let Some(next) = successor {
+        text.push_str(&format!("; successor: {next}"));
+    }
+    text
+}
+
+impl Error {
+    pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            argument,
+            message: message.into(),
+        }
+    }
+
+    /// The HTTP status of the response behind this error, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        self.response().map(|r| r.status)
+    }
+
+    /// The error code the server sent (`invalid_token`, `rate_limited`, ...), if any.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        self.response().map(|r| &r.code)
+    }
+
+    /// The server's human-readable description, if any.
+    pub fn description(&self) -> Option<&str> {
+        self.response().and_then(|r| r.description.as_deref())
+    }
+
+    /// How long the server asked to wait (`Retry-After`), if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.response().and_then(|r| r.retry_after)
+    }
+
+    /// The deprecation notice carried by the failed response, if any.
+    pub fn deprecation(&self) -> Option<&DeprecationNotice> {
+        match self {
+            Error::Deprecated(notice) => Some(notice),
+            _ => self.response().and_then(|r| r.deprecation.as_deref()),
+        }
+    }
+
+    /// For a rejected cursor: how many items the listing had delivered.
+    pub fn items_delivered(&self) -> Option<u64> {
+        match self {
+            Error::CursorRejected { delivered, .. } => Some(*delivered),
+            _ => None,
+        }
+    }
+
+    /// The error response behind this error, for API and authorization-server errors.
+    pub fn response(&self) -> Option<&ApiError> {
+        match self {
+            Error::Api(r) | Error::Auth(r) => Some(r),
+            Error::Sunset { response, .. } | Error::CursorRejected { response, .. } => {
+                Some(response)
+            }
+            _ => None,
+        }
+    }
+
+    /// True when sending the same request again later may succeed: rate limits, 502/503/504,
+    /// connection failures and timeouts.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Http(e) => e.is_timeout() || e.is_connect() || e.kind == HttpErrorKind::Body,
+            Error::Api(r) | Error::Auth(r) => {
+                matches!(r.status, 429 | 502 | 503 | 504)
+                    || matches!(
+                        r.code,
+                        ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    /// True when the user must sign in again: the refresh token was rejected
+    /// (`invalid_grant`), or the client's credentials were (`invalid_client`).
+    pub fn needs_reauthentication(&self) -> bool {
+        matches!(self, Error::Auth(r) if matches!(r.code, ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
+    }
+
+    /// True when the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Http(e) if e.is_timeout())
+    }
+}
+
+/// An error response from the API or the authorization server.
+///
+/// The body format is `{"error": code, "error_description": text}` (spec Part 7); a body in
+/// another shape still yields an `ApiError` with the HTTP status and [`ErrorCode::Unknown`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ApiError {
+    /// HTTP status code.
+    pub status: u16,
+    /// The `error` field.
+    pub code: ErrorCode,
+    /// The `error_description` field.
+    pub description: Option<String>,
+    /// The request path the error answered (no query string).
+    pub endpoint: String,
+    /// `Retry-After`, as a duration from when the response arrived.
+    pub retry_after: Option<Duration>,
+    /// Deprecation headers on the error response.
+    pub deprecation: Option<Box<DeprecationNotice>>,
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} answered {} ({})",
+            self.endpoint, self.status, self.code
+        )?;
+        if let Some(text) = &self.description {
+            write!(f, ": {text}")?;
+        }
+        Ok(())
+    }
+}
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $text:literal,)*) => {
+        /// An OAuth 2.0 or API error code (the `error` field of an error body).
+        ///
+        /// Codes the crate does not know are kept in [`ErrorCode::Other`].
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+            /// A code this version of the crate does not know.
+            Other(String),
+            /// The body carried no code.
+            Unknown,
+        }
+
+        impl ErrorCode {
+            /// The code as sent on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(ErrorCode::$variant => $text,)*
+                    ErrorCode::Other(code) => code,
+                    ErrorCode::Unknown => "unknown",
+                }
+            }
+
+            /// Parses a wire code; unknown codes become [`ErrorCode::Other`].
+            pub fn parse(code: &str) -> Self {
+                match code {
+                    $($text => ErrorCode::$variant,)*
+                    other => ErrorCode::Other(other.to_owned()),
+                }
+            }
+
+            /// Every code this version of the crate knows.
+            pub const KNOWN: &'static [&'static str] = &[$($text,)*];
+        }
+    };
+}
+
+error_codes! {
+    /// The access token is expired or invalid.
+    InvalidToken => "invalid_token",
+    /// The access token lacks a required scope.
+    InsufficientScope => "insufficient_scope",
+    /// The refresh token or authorization code is invalid or expired.
+    InvalidGrant => "invalid_grant",
+    /// Client authentication failed.
+    InvalidClient => "invalid_client",
+    /// The request is malformed (bad limit, sort, filter or parameter).
+    InvalidRequest => "invalid_request",
+    /// A requested scope is invalid or not allowed for the client.
+    InvalidScope => "invalid_scope",
+    /// The client may not use this grant type.
+    UnauthorizedClient => "unauthorized_client",
+    /// The authorization server does not support the grant type.
+    UnsupportedGrantType => "unsupported_grant_type",
+    /// The user or server denied the authorization request.
+    AccessDenied => "access_denied",
+    /// The cursor is malformed or belongs to another query.
+    InvalidCursor => "invalid_cursor",
+    /// The cursor is too old.
+    CursorExpired => "cursor_expired",
+    /// No such resource or version.
+    NotFound => "not_found",
+    /// Too many requests.
+    RateLimited => "rate_limited",
+    /// The server failed.
+    ServerError => "server_error",
+    /// The server is temporarily unable to answer.
+    TemporarilyUnavailable => "temporarily_unavailable",
+    /// The API version has reached its sunset.
+    VersionSunset => "version_sunset",
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a server broke the pagination contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PaginationError {
+    /// `hasMore` was true but no `nextCursor` was given.
+    MissingCursor {
+        /// Pages received so far in this listing, this one included.
+        page: u64,
+    },
+    /// The server returned a cursor it had already returned in this listing.
+    RepeatedCursor {
+        /// Pages received so far in this listing, this one included.
+        page: u64,
+    },
+    /// Too many empty pages in a row with `hasMore` true.
+    TooManyEmptyPages {
+        /// How many empty pages came in a row.
+        count: u32,
+    },
+}
+
+impl fmt::Display for PaginationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PaginationError::MissingCursor { page } => {
+                write!(f, "page {page} has `hasMore: true` but no `nextCursor`")
+            }
+            PaginationError::RepeatedCursor { page } => {
+                write!(
+                    f,
+                    "page {page} repeats a cursor already seen in this listing"
+                )
+            }
+            PaginationError::TooManyEmptyPages { count } => {
+                write!(f, "{count} empty pages in a row with `hasMore: true`")
+            }
+        }
+    }
+}
+
+/// A failure to send a request or read its response.
+#[derive(Debug)]
+pub struct HttpError {
+    kind: HttpErrorKind,
+    endpoint: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HttpErrorKind {
+    Timeout,
+    Connect,
+    Body,
+    Redirect,
+    Other,
+}
+
+impl HttpError {
+    pub(crate) fn from_reqwest(endpoint: &str, err: reqwest::Error) -> Self {
+        let kind = if err.is_timeout() {
+            HttpErrorKind::Timeout
+        } else if err.is_connect() {
+            HttpErrorKind::Connect
+        } else if err.is_body() || err.is_decode() {
+            HttpErrorKind::Body
+        } else if err.is_redirect() {
+            HttpErrorKind::Redirect
+        } else {
+            HttpErrorKind::Other
+        };
+        // The URL inside a reqwest error may carry a query string; keep only the error chain.
+        HttpError {
+            kind,
+            endpoint: endpoint.to_owned(),
+            source: Some(Box::new(err.without_url())),
+        }
+    }
+
+    pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
+        HttpError {
+            kind: HttpErrorKind::Redirect,
+            endpoint: format!("{endpoint} (status {status})"),
+            source: None,
+        }
+    }
+
+    /// True when the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        self.kind == HttpErrorKind::Timeout
+    }
+
+    /// True when no connection could be made.
+    pub fn is_connect(&self) -> bool {
+        self.kind == HttpErrorKind::Connect
+    }
+
+    /// True when the server answered with a redirect, which the client never follows.
+    pub fn is_redirect(&self) -> bool {
+        self.kind == HttpErrorKind::Redirect
+    }
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            HttpErrorKind::Timeout => "timed out",
+            HttpErrorKind::Connect => "could not connect",
+            HttpErrorKind::Body => "failed while reading the response",
+            HttpErrorKind::Redirect => "answered with a redirect, which is not followed",
+            HttpErrorKind::Other => "failed",
+        };
+        write!(f, "request to {} {what}", self.endpoint)
+    }
+}
+
+impl std::error::Error for HttpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for code in ErrorCode::KNOWN {
+            assert_eq!(ErrorCode::parse(code).as_str(), *code);
+            assert!(!matches!(ErrorCode::parse(code), ErrorCode::Other(_)));
+        }
+        assert_eq!(
+            ErrorCode::parse("teapot"),
+            ErrorCode::Other("teapot".into())
+        );
+    }
+
+    #[test]
+    fn messages_are_lowercase_without_trailing_punctuation() {
+        let err = Error::invalid("limit", "expected 1..=100, got 0");
+        let text = err.to_string();
+        assert_eq!(text, "invalid argument `limit`: expected 1..=100, got 0");
+        assert!(!text.ends_with('.'));
+    }
+}

@@ -1,0 +1,491 @@
+//! Cursor pagination (spec Part 4.1): pages, cursors, and the streams that follow them.
+//!
+//! The rules, each enforced here:
+//! - a listing ends only on `hasMore: false`; an empty page with `hasMore: true` continues
+//!   (up to a bound, then an error);
+//! - `hasMore: true` without a cursor, or with a cursor this listing already used, is an error;
+//! - every page request repeats limit, sort and filters with the cursor;
+//! - `max_items` stops early and never requests past the cap;
+//! - a failed page ends the stream with that error, after every item already received;
+//! - with prefetch on, page k+1 is requested as soon as page k arrives.
+
+use std::collections::{HashSet, VecDeque};
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::stream::{BoxStream, StreamExt};
+use serde::Deserialize;
+use sync_wrapper::SyncWrapper;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::deprecation::DeprecationNotice;
+use crate::error::{ErrorCode, PaginationError};
+use crate::resources::{ListQuery, MAX_LIMIT, Resource};
+use crate::transport::ApiRequest;
+use crate::{Client, Error};
+
+/// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
+const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
+
+/// An opaque pagination cursor (`pagination.nextCursor`), passed back unchanged.
+///
+/// Cursors are for immediate use: they may expire and are bound to the query that produced
+/// them (spec Part 4.1 rule 3).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Cursor(String);
+
+impl Cursor {
+    /// The cursor text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Cursor {
+    fn from(s: String) -> Self {
+        Cursor(s)
+    }
+}
+
+impl From<&str> for Cursor {
+    fn from(s: &str) -> Self {
+        Cursor(s.to_owned())
+    }
+}
+
+impl From<&Cursor> for Cursor {
+    fn from(c: &Cursor) -> Self {
+        c.clone()
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Page<T> {
+    /// The results of this page; may be empty even when more follow.
+    pub data: Vec<T>,
+    /// True when further results exist.
+    pub has_more: bool,
+    /// The cursor of the next page, when `has_more`.
+    pub next_cursor: Option<Cursor>,
+    /// Total number of results, when the server says.
+    pub total_count: Option<u64>,
+    /// Deprecation headers sent with this page.
+    pub deprecation: Option<DeprecationNotice>,
+}
+
+impl<T> Page<T> {
+    /// Keeps at most `max` items; a page cut short reports `has_more` as the server sent it.
+    pub(crate) fn truncated(mut self, max: u64) -> Self {
+        let max = usize::try_from(max).unwrap_or(usize::MAX);
+        self.data.truncate(max);
+        self
+    }
+}
+
+/// The page envelope on the wire (spec Part 2).
+#[derive(Deserialize)]
+struct Envelope<T> {
+    data: Vec<T>,
+    pagination: PaginationMeta,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PaginationMeta {
+    has_more: bool,
+    #[serde(default)]
+    next_cursor: Option<Cursor>,
+    #[serde(default)]
+    total_count: Option<u64>,
+}
+
+/// Requests one page.
+pub(crate) async fn fetch_page<T: Resource>(
+    client: &Client,
+    query: &ListQuery,
+    limit: Option<u32>,
+    cursor: Option<&Cursor>,
+) -> Result<Page<T>, Error> {
+    let inner = client.inner();
+    let url = inner.endpoint(T::PATH);
+    let pairs = query.pairs(limit, cursor);
+    let call = ApiRequest {
+        url: &url,
+        query: &pairs,
+        preview: query.preview.as_ref(),
+    };
+    let response = inner.transport.get_json::<Envelope<T>>(&call).await?;
+    let Envelope { data, pagination } = response.body;
+    Ok(Page {
+        data,
+        has_more: pagination.has_more,
+        next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
+        total_count: pagination.total_count,
+        deprecation: response.deprecation,
+    })
+}
+
+type PageResult<T> = Result<Page<T>, Error>;
+
+/// The state of one listing: where it is, what it has seen, and the page in flight.
+struct Pager<T: Resource> {
+    client: Client,
+    query: ListQuery,
+    page_size: u32,
+    /// The cursor of the next page to request; `None` before the first page.
+    cursor: Option<Cursor>,
+    seen: HashSet<Cursor>,
+    empty_in_a_row: u32,
+    pages: u64,
+    delivered: u64,
+    finished: bool,
+    prefetched: Option<JoinHandle<PageResult<T>>>,
+    not_before: Option<Instant>,
+}
+
+impl<T: Resource> Pager<T> {
+    fn new(client: Client, query: ListQuery) -> Self {
+        let page_size = query.limit.unwrap_or(MAX_LIMIT);
+        let cursor = query.cursor.clone();
+        Pager {
+            client,
+            query,
+            page_size,
+            cursor,
+            seen: HashSet::new(),
+            empty_in_a_row: 0,
+            pages: 0,
+            delivered: 0,
+            finished: false,
+            prefetched: None,
+            not_before: None,
+        }
+    }
+
+    fn remaining(&self) -> Option<u64> {
+        self.query
+            .max_items
+            .map(|max| max.saturating_sub(self.delivered))
+    }
+
+    /// Starts the request for the page at `self.cursor`, as a task of its own.
+    fn start_fetch(&mut self) -> JoinHandle<PageResult<T>> {
+        let limit = match self.remaining() {
+            Some(remaining) => self
+                .page_size
+                .min(u32::try_from(remaining).unwrap_or(u32::MAX)),
+            None => self.page_size,
+        };
+        let client = self.client.clone();
+        let query = self.query.clone();
+        let cursor = self.cursor.clone();
+        let not_before = self.not_before;
+        if let Some(delay) = client.inner().page_delay {
+            self.not_before =
+                Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
+        }
+        tokio::spawn(async move {
+            if let Some(at) = not_before {
+                tokio::time::sleep_until(at).await;
+            }
+            fetch_page(&client, &query, Some(limit), cursor.as_ref()).await
+        })
+    }
+
+    async fn next_page(&mut self) -> Option<PageResult<T>> {
+        if self.finished {
+            return None;
+        }
+        if self.remaining() == Some(0) {
+            self.finished = true;
+            return None;
+        }
+        let handle = match self.prefetched.take() {
+            Some(handle) => handle,
+            None => self.start_fetch(),
+        };
+        let result = match handle.await {
+            Ok(result) => result,
+            Err(join) => Err(Error::invalid(
+                "stream",
+                format!("the page request task failed: {join}"),
+            )),
+        };
+        let page = match result {
+            Ok(page) => page,
+            Err(error) => return Some(Err(self.fail(error))),
+        };
+        Some(self.accept(page))
+    }
+
+    fn fail(&mut self, error: Error) -> Error {
+        self.finished = true;
+        match error {
+            Error::Api(response)
+                if self.cursor.is_some()
+                    && matches!(
+                        response.code,
+                        ErrorCode::CursorExpired | ErrorCode::InvalidCursor
+                    ) =>
+            {
+                Error::CursorRejected {
+                    code: response.code.clone(),
+                    delivered: self.delivered,
+                    response,
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Applies the pagination rules to a page that arrived, and starts the next request.
+    fn accept(&mut self, mut page: Page<T>) -> PageResult<T> {
+        self.pages += 1;
+        if let Some(remaining) = self.remaining() {
+            page = page.truncated(remaining);
+        }
+        self.delivered += page.data.len() as u64;
+        if !page.has_more {
+            self.finished = true;
+            return Ok(page);
+        }
+        let Some(next) = page.next_cursor.clone() else {
+            return Err(self.fail(Error::Pagination(PaginationError::MissingCursor {
+                page: self.pages,
+            })));
+        };
+        if !self.seen.insert(next.clone()) || self.cursor.as_ref() == Some(&next) {
+            return Err(
+                self.fail(Error::Pagination(PaginationError::RepeatedCursor {
+                    page: self.pages,
+                })),
+            );
+        }
+        if page.data.is_empty() {
+            self.empty_in_a_row += 1;
+            let bound = self
+                .query
+                .max_empty_pages
+                .unwrap_or(DEFAULT_MAX_EMPTY_PAGES);
+            if self.empty_in_a_row > bound {
+                let count = self.empty_in_a_row;
+                return Err(
+                    self.fail(Error::Pagination(PaginationError::TooManyEmptyPages {
+                        count,
+                    })),
+                );
+            }
+        } else {
+            self.empty_in_a_row = 0;
+        }
+        self.cursor = Some(next);
+        if self.remaining() == Some(0) {
+            self.finished = true;
+        } else if self.client.inner().prefetch {
+            self.prefetched = Some(self.start_fetch());
+        }
+        Ok(page)
+    }
+}
+
+impl<T: Resource> Drop for Pager<T> {
+    fn drop(&mut self) {
+        if let Some(handle) = self.prefetched.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// A stream of pages: `Stream<Item = Result<Page<T>, Error>>`.
+///
+/// Owns a clone of the client, so it is `'static` and can move to another task. The stream ends
+/// after the last page, or after its first error.
+///
+/// ```no_run
+/// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+/// let mut pages = client.contacts().company_id("cmp_1").pages();
+/// while let Some(page) = pages.try_next().await? {
+///     println!("{} contacts", page.data.len());
+/// }
+/// # Ok(()) }
+/// ```
+pub struct PageStream<T: Resource> {
+    inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
+    resume: ResumePoint,
+}
+
+/// What a stream knows about where to resume; shared with the pager through the stream item.
+#[derive(Debug, Clone, Default)]
+struct ResumePoint {
+    cursor: Option<Cursor>,
+    delivered: u64,
+}
+
+impl<T: Resource> PageStream<T> {
+    pub(crate) fn new(client: Client, query: ListQuery, error: Option<Error>) -> Self {
+        let resume = ResumePoint {
+            cursor: query.cursor.clone(),
+            delivered: 0,
+        };
+        let inner = match error {
+            Some(error) => futures::stream::once(async move { Err(error) }).boxed(),
+            None => {
+                futures::stream::unfold(Pager::<T>::new(client, query), |mut pager| async move {
+                    pager.next_page().await.map(|item| (item, pager))
+                })
+                .boxed()
+            }
+        };
+        PageStream {
+            inner: SyncWrapper::new(inner),
+            resume,
+        }
+    }
+
+    /// The next page, `Ok(None)` at the end.
+    pub async fn try_next(&mut self) -> Result<Option<Page<T>>, Error> {
+        self.next().await.transpose()
+    }
+
+    /// Every remaining page.
+    pub async fn try_collect(mut self) -> Result<Vec<Page<T>>, Error> {
+        let mut pages = Vec::new();
+        while let Some(page) = self.try_next().await? {
+            pages.push(page);
+        }
+        Ok(pages)
+    }
+
+    /// The cursor of the first page this stream has not yet delivered: pass it to
+    /// [`List::cursor`](crate::resources::List::cursor), in the same session and with the same
+    /// query, to resume after an error. `None` before the first page of a listing that started
+    /// at the beginning, and after the last page.
+    pub fn resume_cursor(&self) -> Option<&Cursor> {
+        self.resume.cursor.as_ref()
+    }
+
+    /// How many items the pages delivered so far hold.
+    pub fn items_delivered(&self) -> u64 {
+        self.resume.delivered
+    }
+}
+
+impl<T: Resource> Stream for PageStream<T> {
+    type Item = PageResult<T>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.get_mut().poll_next_unpin(cx);
+        if let Poll::Ready(Some(Ok(page))) = &polled {
+            let next = if page.has_more {
+                page.next_cursor.clone()
+            } else {
+                None
+            };
+            self.resume.cursor = next;
+            self.resume.delivered += page.data.len() as u64;
+        }
+        polled
+    }
+}
+
+impl<T: Resource> fmt::Debug for PageStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageStream")
+            .field("resume", &self.resume)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A stream of items across pages: `Stream<Item = Result<T, Error>>`.
+///
+/// ```no_run
+/// use business_records::CompanySort;
+/// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+/// let mut companies = client.companies().sort(CompanySort::Name.asc()).stream();
+/// while let Some(company) = companies.try_next().await? {
+///     println!("{}", company.name);
+/// }
+/// # Ok(()) }
+/// ```
+pub struct ItemStream<T: Resource> {
+    pages: PageStream<T>,
+    buffer: VecDeque<T>,
+}
+
+impl<T: Resource> ItemStream<T> {
+    pub(crate) fn new(pages: PageStream<T>) -> Self {
+        ItemStream {
+            pages,
+            buffer: VecDeque::new(),
+        }
+    }
+
+    /// The next item, `Ok(None)` at the end.
+    pub async fn try_next(&mut self) -> Result<Option<T>, Error> {
+        self.next().await.transpose()
+    }
+
+    /// Every remaining item.
+    pub async fn try_collect(mut self) -> Result<Vec<T>, Error> {
+        let mut items = Vec::new();
+        while let Some(item) = self.try_next().await? {
+            items.push(item);
+        }
+        Ok(items)
+    }
+
+    /// The cursor of the first page none of whose items this stream has delivered yet, once
+    /// the items of every page received so far have been taken. See
+    /// [`PageStream::resume_cursor`].
+    pub fn resume_cursor(&self) -> Option<&Cursor> {
+        self.pages.resume_cursor()
+    }
+
+    /// How many items this stream has handed out.
+    pub fn items_delivered(&self) -> u64 {
+        self.pages.items_delivered() - self.buffer.len() as u64
+    }
+}
+
+// Neither stream pins its items or pages; they are only moved.
+impl<T: Resource> Unpin for ItemStream<T> {}
+impl<T: Resource> Unpin for PageStream<T> {}
+
+impl<T: Resource> Stream for ItemStream<T> {
+    type Item = Result<T, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            if let Some(item) = self.buffer.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
+            }
+            match self.pages.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(page))) => self.buffer.extend(page.data),
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl<T: Resource> fmt::Debug for ItemStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemStream")
+            .field("pages", &self.pages)
+            .field("buffered", &self.buffer.len())
+            .finish()
+    }
+}

@@ -1,0 +1,446 @@
+//! The list resources and their request builders (spec Part 4.1).
+//!
+//! [`List`] holds a validated query: page size, sort, filters, a starting cursor and a cap on
+//! the total. It serialises straight into the query string, and ends in [`List::send`] (one
+//! page), [`List::pages`] (a stream of pages) or [`List::stream`] (a stream of items).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::str::FromStr;
+
+use serde::de::DeserializeOwned;
+
+use crate::pagination::{self, Cursor, ItemStream, Page, PageStream};
+use crate::{Client, Error, Preview};
+
+macro_rules! sort_fields {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $name {
+            /// `name`
+            Name,
+            /// `createdAt`
+            CreatedAt,
+            /// `updatedAt`
+            UpdatedAt,
+        }
+
+        impl $name {
+            /// The field name on the wire.
+            pub fn field(self) -> &'static str {
+                match self {
+                    $name::Name => "name",
+                    $name::CreatedAt => "createdAt",
+                    $name::UpdatedAt => "updatedAt",
+                }
+            }
+
+            /// Ascending order on this field.
+            pub fn asc(self) -> $crate::Sort {
+                $crate::Sort::ascending(self.field())
+            }
+
+            /// Descending order on this field.
+            pub fn desc(self) -> $crate::Sort {
+                $crate::Sort::descending(self.field())
+            }
+        }
+
+        impl From<$name> for $crate::Sort {
+            fn from(field: $name) -> $crate::Sort {
+                field.asc()
+            }
+        }
+    };
+}
+
+pub mod companies;
+pub mod contacts;
+
+/// Largest page size the API accepts (spec Part 8).
+pub const MAX_LIMIT: u32 = 100;
+/// Page size the API uses when none is given (spec Part 8).
+pub const DEFAULT_LIMIT: u32 = 20;
+
+/// A resource that can be listed. Implemented by [`Company`](crate::Company) and
+/// [`Contact`](crate::Contact).
+pub trait Resource: DeserializeOwned + Send + 'static + private::Sealed {
+    /// The path below the versioned API root (`companies`).
+    const PATH: &'static str;
+    /// Fields accepted by `sort`.
+    const SORT_FIELDS: &'static [&'static str];
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for crate::Company {}
+    impl Sealed for crate::Contact {}
+}
+
+/// A sort order: a field, ascending or descending (`-field` on the wire).
+///
+/// Built from the typed fields ([`CompanySort`](crate::CompanySort),
+/// [`ContactSort`](crate::ContactSort)) or parsed from the wire form:
+///
+/// ```
+/// use business_records::{CompanySort, Sort};
+/// let sort: Sort = "-createdAt".parse()?;
+/// assert_eq!(sort, CompanySort::CreatedAt.desc());
+/// assert!(sort.is_descending());
+/// # Ok::<(), business_records::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Sort {
+    field: String,
+    descending: bool,
+}
+
+impl Sort {
+    /// Ascending on `field`.
+    pub fn ascending(field: impl Into<String>) -> Self {
+        Sort {
+            field: field.into(),
+            descending: false,
+        }
+    }
+
+    /// Descending on `field`.
+    pub fn descending(field: impl Into<String>) -> Self {
+        Sort {
+            field: field.into(),
+            descending: true,
+        }
+    }
+
+    /// The field name.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// True for descending order.
+    pub fn is_descending(&self) -> bool {
+        self.descending
+    }
+}
+
+impl fmt::Display for Sort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.descending {
+            f.write_str("-")?;
+        }
+        f.write_str(&self.field)
+    }
+}
+
+impl FromStr for Sort {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let (descending, field) = match s.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, s),
+        };
+        if field.is_empty() || !field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::invalid(
+                "sort",
+                format!("expected a field name, optionally with a leading `-`, got {s:?}"),
+            ));
+        }
+        Ok(Sort {
+            field: field.to_owned(),
+            descending,
+        })
+    }
+}
+
+/// Anything [`List::sort`] takes: a [`Sort`], a typed field (ascending), or the wire form as a
+/// string (`"-createdAt"`).
+pub trait IntoSort {
+    /// Converts, or says why not.
+    fn into_sort(self) -> Result<Sort, Error>;
+}
+
+impl<T: Into<Sort>> IntoSort for T {
+    fn into_sort(self) -> Result<Sort, Error> {
+        Ok(self.into())
+    }
+}
+
+impl IntoSort for &str {
+    fn into_sort(self) -> Result<Sort, Error> {
+        self.parse()
+    }
+}
+
+impl IntoSort for String {
+    fn into_sort(self) -> Result<Sort, Error> {
+        self.parse()
+    }
+}
+
+/// The query of a listing, validated as it is built.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListQuery {
+    pub(crate) limit: Option<u32>,
+    pub(crate) sort: Option<Sort>,
+    pub(crate) filters: Vec<(&'static str, String)>,
+    pub(crate) cursor: Option<Cursor>,
+    pub(crate) max_items: Option<u64>,
+    pub(crate) max_empty_pages: Option<u32>,
+    pub(crate) preview: Option<Preview>,
+}
+
+impl ListQuery {
+    /// Query pairs for one page request: limit, sort, filters, then the cursor. Every page
+    /// repeats all of them (spec Part 4.1 rule 4).
+    pub(crate) fn pairs(
+        &self,
+        limit: Option<u32>,
+        cursor: Option<&Cursor>,
+    ) -> Vec<(&'static str, String)> {
+        let mut pairs = Vec::with_capacity(3 + self.filters.len());
+        if let Some(limit) = limit {
+            pairs.push(("limit", limit.to_string()));
+        }
+        if let Some(sort) = &self.sort {
+            pairs.push(("sort", sort.to_string()));
+        }
+        pairs.extend(self.filters.iter().cloned());
+        if let Some(cursor) = cursor {
+            pairs.push(("cursor", cursor.as_str().to_owned()));
+        }
+        pairs
+    }
+}
+
+/// A request builder for a list endpoint: `client.companies()` or `client.contacts()`.
+///
+/// Setters never fail; the first invalid argument is kept and reported by
+/// [`send`](List::send), [`pages`](List::pages) or [`stream`](List::stream) before any request
+/// is sent.
+///
+/// ```no_run
+/// use business_records::{Client, CompanySort};
+/// # async fn run(client: Client) -> Result<(), business_records::Error> {
+/// let page = client.companies()
+///     .status("active")
+///     .sort(CompanySort::Name.asc())
+///     .limit(50)
+///     .send()
+///     .await?;
+/// println!("{} of {:?}", page.data.len(), page.total_count);
+/// # Ok(()) }
+/// ```
+#[must_use = "a list builder does nothing until `send`, `pages` or `stream`"]
+pub struct List<T> {
+    client: Client,
+    query: ListQuery,
+    error: Option<Error>,
+    _resource: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for List<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("List")
+            .field("query", &self.query)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Resource> List<T> {
+    pub(crate) fn new(client: Client) -> Self {
+        List {
+            client,
+            query: ListQuery::default(),
+            error: None,
+            _resource: PhantomData,
+        }
+    }
+
+    fn fail(mut self, error: Error) -> Self {
+        self.error.get_or_insert(error);
+        self
+    }
+
+    /// Results per page, 1 to 100. Default: the server's (20) for [`send`](List::send), 100 for
+    /// [`pages`](List::pages) and [`stream`](List::stream). This is a page size, not a total:
+    /// see [`max_items`](List::max_items).
+    pub fn limit(mut self, limit: u32) -> Self {
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return self.fail(Error::invalid(
+                "limit",
+                format!("expected 1..={MAX_LIMIT}, got {limit}"),
+            ));
+        }
+        self.query.limit = Some(limit);
+        self
+    }
+
+    /// The sort order. Takes a typed field (`CompanySort::CreatedAt.desc()`) or the wire form
+    /// (`"-createdAt"`); fields the endpoint cannot sort on are rejected. Default: the
+    /// server's order.
+    pub fn sort(mut self, sort: impl IntoSort) -> Self {
+        match sort.into_sort() {
+            Ok(sort) if T::SORT_FIELDS.contains(&sort.field()) => {
+                self.query.sort = Some(sort);
+                self
+            }
+            Ok(sort) => {
+                let fields = T::SORT_FIELDS.join(", ");
+                self.fail(Error::invalid(
+                    "sort",
+                    format!(
+                        "expected one of {fields} (with an optional leading `-`), got {:?}",
+                        sort.field()
+                    ),
+                ))
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    pub(crate) fn filter(mut self, name: &'static str, value: String) -> Self {
+        if value.trim().is_empty() {
+            return self.fail(Error::invalid(name, "expected a non-empty value"));
+        }
+        self.query.filters.retain(|(n, _)| *n != name);
+        self.query.filters.push((name, value));
+        self
+    }
+
+    /// Starts at this cursor instead of the first page (a `nextCursor` from this session:
+    /// cursors expire and are bound to the query that produced them).
+    pub fn cursor(mut self, cursor: impl Into<Cursor>) -> Self {
+        let cursor = cursor.into();
+        if cursor.as_str().is_empty() {
+            return self.fail(Error::invalid("cursor", "expected a non-empty cursor"));
+        }
+        self.query.cursor = Some(cursor);
+        self
+    }
+
+    /// Stops after this many items in total, and never requests more than that. Default: no
+    /// cap.
+    pub fn max_items(mut self, max_items: u64) -> Self {
+        self.query.max_items = Some(max_items);
+        self
+    }
+
+    /// How many empty pages with `hasMore: true` may come in a row before the listing fails
+    /// with [`PaginationError::TooManyEmptyPages`](crate::PaginationError). Default: 25.
+    pub fn max_empty_pages(mut self, count: u32) -> Self {
+        self.query.max_empty_pages = Some(count);
+        self
+    }
+
+    /// Asks for preview features with `X-API-Preview` on this listing, overriding the client's
+    /// label. The label is `YYYY-MM`.
+    pub fn preview(mut self, label: impl AsRef<str>) -> Self {
+        match Preview::new(label) {
+            Ok(label) => {
+                self.query.preview = Some(label);
+                self
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Fetches one page.
+    pub async fn send(self) -> Result<Page<T>, Error> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        let limit = match (self.query.limit, self.query.max_items) {
+            (limit, Some(max)) => Some(
+                limit
+                    .unwrap_or(DEFAULT_LIMIT)
+                    .min(max.min(u64::from(MAX_LIMIT)) as u32)
+                    .max(1),
+            ),
+            (limit, None) => limit,
+        };
+        let page =
+            pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref())
+                .await?;
+        Ok(match self.query.max_items {
+            Some(max) => page.truncated(max),
+            None => page,
+        })
+    }
+
+    /// Every page, following `nextCursor` while `hasMore` is true.
+    pub fn pages(self) -> PageStream<T> {
+        PageStream::new(self.client, self.query, self.error)
+    }
+
+    /// Every item of every page.
+    pub fn stream(self) -> ItemStream<T> {
+        ItemStream::new(self.pages())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Auth, CompanySort, ContactSort};
+
+    fn client() -> Client {
+        Client::builder()
+            .base_url("https://api.example.com")
+            .auth(Auth::static_token("t"))
+            .build()
+            .expect("a valid client")
+    }
+
+    #[test]
+    fn query_string_is_pinned() {
+        let list = client()
+            .companies()
+            .status("active")
+            .sort(CompanySort::CreatedAt.desc())
+            .limit(50);
+        let cursor = Cursor::from("abc");
+        let pairs = list.query.pairs(list.query.limit, Some(&cursor));
+        let mut url = url::Url::parse("https://x.example/").expect("static url");
+        url.query_pairs_mut()
+            .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert_eq!(
+            url.query(),
+            Some("limit=50&sort=-createdAt&status=active&cursor=abc")
+        );
+
+        let list = client().contacts().company_id("cmp 1&x").sort("name");
+        let pairs = list.query.pairs(None, None);
+        let mut url = url::Url::parse("https://x.example/").expect("static url");
+        url.query_pairs_mut()
+            .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert_eq!(url.query(), Some("sort=name&companyId=cmp+1%26x"));
+        assert_eq!(ContactSort::UpdatedAt.desc().to_string(), "-updatedAt");
+    }
+
+    #[test]
+    fn invalid_arguments_name_the_argument() {
+        let cases: Vec<(List<crate::Company>, &str)> = vec![
+            (client().companies().limit(0), "limit"),
+            (client().companies().limit(101), "limit"),
+            (client().companies().sort("-email"), "sort"),
+            (client().companies().sort("--name"), "sort"),
+            (client().companies().sort(""), "sort"),
+            (client().companies().status(""), "status"),
+            (client().companies().status("  "), "status"),
+            (client().companies().cursor(""), "cursor"),
+            (client().companies().preview("2026-13"), "preview"),
+        ];
+        for (list, argument) in cases {
+            match list.error {
+                Some(Error::InvalidArgument { argument: got, .. }) => assert_eq!(got, argument),
+                other => panic!("expected an error for {argument}, got {other:?}"),
+            }
+        }
+        assert!(client().contacts().company_id("").error.is_some());
+        assert!(client().companies().limit(1).limit(100).error.is_none());
+    }
+}

@@ -1,0 +1,400 @@
+//! The one place requests are sent.
+//!
+//! [`HttpSender`] puts a request on the wire: one `tracing` span per request with
+//! OpenTelemetry's HTTP field names, the client's timeout, and no redirects followed.
+//! [`Transport`] is the API pipeline on top of it: bearer token, `X-API-Preview`, the 401
+//! `invalid_token` refresh-and-resend, deprecation headers, error bodies and decoding.
+
+use std::time::Duration;
+
+use http::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER, USER_AGENT};
+use serde::de::DeserializeOwned;
+use tracing::Instrument;
+use url::Url;
+
+use crate::auth::AccessToken;
+use crate::auth::token_manager::TokenManager;
+use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter};
+use crate::error::{ApiError, ErrorCode, HttpError};
+use crate::{Error, Preview};
+
+/// The request header that asks for preview features (spec Part 9.6).
+pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
+
+/// Puts requests on the wire.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpSender {
+    http: reqwest::Client,
+    timeout: Option<Duration>,
+    user_agent: HeaderValue,
+}
+
+impl HttpSender {
+    pub(crate) fn new(
+        http: reqwest::Client,
+        timeout: Option<Duration>,
+        user_agent: HeaderValue,
+    ) -> Self {
+        HttpSender {
+            http,
+            timeout,
+            user_agent,
+        }
+    }
+
+    /// Sends one request. A 3xx answer is an error: credentials are never carried to another
+    /// address.
+    pub(crate) async fn dispatch(
+        &self,
+        mut request: reqwest::Request,
+        attempt: u32,
+    ) -> Result<reqwest::Response, Error> {
+        let path = request.url().path().to_owned();
+        let span = tracing::debug_span!(
+            "http_request",
+            "http.request.method" = %request.method(),
+            "url.path" = %path,
+            "http.response.status_code" = tracing::field::Empty,
+            attempt,
+        );
+        if !request.headers().contains_key(USER_AGENT) {
+            request
+                .headers_mut()
+                .insert(USER_AGENT, self.user_agent.clone());
+        }
+        if let Some(timeout) = self.timeout {
+            request.timeout_mut().get_or_insert(timeout);
+        }
+        let http = self.http.clone();
+        async move {
+            let response = http
+                .execute(request)
+                .await
+                .map_err(|e| Error::Http(HttpError::from_reqwest(&path, e)))?;
+            let status = response.status();
+            tracing::Span::current().record("http.response.status_code", status.as_u16());
+            if status.is_redirection() {
+                return Err(Error::Http(HttpError::redirect(&path, status.as_u16())));
+            }
+            Ok(response)
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The HTTP client handed to the `oauth2` crate for token requests.
+    pub(crate) async fn dispatch_oauth(
+        &self,
+        request: oauth2::HttpRequest,
+    ) -> Result<oauth2::HttpResponse, Error> {
+        let path = request.uri().path().to_owned();
+        let request = reqwest::Request::try_from(request)
+            .map_err(|e| Error::Http(HttpError::from_reqwest(&path, e)))?;
+        let response = self.dispatch(request, 1).await?;
+        let mut builder = http::Response::builder().status(response.status());
+        if let Some(headers) = builder.headers_mut() {
+            headers.extend(
+                response
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        let body = read_body(&path, response).await?;
+        builder.body(body).map_err(|e| Error::Decode {
+            endpoint: path,
+            message: e.to_string(),
+        })
+    }
+}
+
+async fn read_body(endpoint: &str, response: reqwest::Response) -> Result<Vec<u8>, Error> {
+    let bytes = response
+        .bytes()
+        .await
+        .map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?;
+    Ok(bytes.to_vec())
+}
+
+/// One API call, described before it is sent.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiRequest<'a> {
+    pub(crate) url: &'a Url,
+    pub(crate) query: &'a [(&'static str, String)],
+    pub(crate) preview: Option<&'a Preview>,
+}
+
+/// A decoded API response.
+#[derive(Debug)]
+pub(crate) struct ApiResponse<T> {
+    pub(crate) body: T,
+    pub(crate) deprecation: Option<DeprecationNotice>,
+}
+
+/// The API pipeline: authentication, headers, error mapping, deprecation reporting.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    pub(crate) sender: HttpSender,
+    tokens: TokenManager,
+    preview: Option<Preview>,
+    deprecation: DeprecationReporter,
+}
+
+impl Transport {
+    pub(crate) fn new(
+        sender: HttpSender,
+        tokens: TokenManager,
+        preview: Option<Preview>,
+        deprecation: DeprecationReporter,
+    ) -> Self {
+        Transport {
+            sender,
+            tokens,
+            preview,
+            deprecation,
+        }
+    }
+
+    /// Sends a GET and decodes a JSON body of type `T`.
+    ///
+    /// A 401 `invalid_token` makes the token manager drop the token, and the request is sent
+    /// once more with a new one; `insufficient_scope` never does.
+    pub(crate) async fn get_json<T: DeserializeOwned>(
+        &self,
+        call: &ApiRequest<'_>,
+    ) -> Result<ApiResponse<T>, Error> {
+        let endpoint = call.url.path();
+        let mut resent_for_token = false;
+        let mut attempt = 1;
+        loop {
+            let token = self.tokens.token(&self.sender).await?;
+            let request = self.build_get(call, &token)?;
+            let response = self.sender.dispatch(request, attempt).await?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let deprecation =
+                DeprecationNotice::from_headers(&http::Method::GET, call.url, &headers);
+            if let Some(notice) = &deprecation {
+                self.deprecation.report(notice);
+            }
+            let body = read_body(endpoint, response).await?;
+
+            if status.is_success() {
+                if let Some(notice) = deprecation {
+                    if self.deprecation.policy() == DeprecationPolicy::Fail {
+                        return Err(Error::Deprecated(Box::new(notice)));
+                    }
+                    return decode(endpoint, &body).map(|body| ApiResponse {
+                        body,
+                        deprecation: Some(notice),
+                    });
+                }
+                return decode(endpoint, &body).map(|body| ApiResponse {
+                    body,
+                    deprecation: None,
+                });
+            }
+
+            let error = api_error(status.as_u16(), &headers, &body, endpoint, deprecation);
+            if status.as_u16() == 401
+                && error.code == ErrorCode::InvalidToken
+                && !resent_for_token
+                && self.tokens.invalidate(&token)
+            {
+                tracing::debug!("access token rejected; fetching a new one and resending once");
+                resent_for_token = true;
+                attempt += 1;
+                continue;
+            }
+            return Err(classify(error));
+        }
+    }
+
+    fn build_get(
+        &self,
+        call: &ApiRequest<'_>,
+        token: &AccessToken,
+    ) -> Result<reqwest::Request, Error> {
+        let mut url = call.url.clone();
+        if !call.query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(call.query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        let mut request = reqwest::Request::new(reqwest::Method::GET, url);
+        let headers = request.headers_mut();
+        let mut bearer =
+            HeaderValue::from_str(&format!("Bearer {}", token.secret())).map_err(|_| {
+                Error::invalid(
+                    "auth",
+                    "the access token holds characters not allowed in a header",
+                )
+            })?;
+        bearer.set_sensitive(true);
+        headers.insert(AUTHORIZATION, bearer);
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(preview) = call.preview.or(self.preview.as_ref()) {
+            // A validated label is `YYYY-MM`, always a valid header value.
+            if let Ok(value) = HeaderValue::from_str(preview.as_str()) {
+                headers.insert(PREVIEW_HEADER, value);
+            }
+        }
+        Ok(request)
+    }
+}
+
+fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| Error::Decode {
+        endpoint: endpoint.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// The wire shape of an error body (spec Part 7).
+#[derive(serde::Deserialize)]
+struct ErrorBody {
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// Builds an [`ApiError`] from an error response, whatever its body looks like.
+pub(crate) fn api_error(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    endpoint: &str,
+    deprecation: Option<DeprecationNotice>,
+) -> ApiError {
+    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let (code, description) = match parsed {
+        Some(ErrorBody {
+            error: Some(code),
+            error_description,
+        }) => (ErrorCode::parse(&code), error_description),
+        Some(ErrorBody {
+            error: None,
+            error_description,
+        }) => (ErrorCode::Unknown, error_description),
+        None => (ErrorCode::Unknown, None),
+    };
+    let code = if code == ErrorCode::Unknown {
+        www_authenticate_error(headers).unwrap_or(code)
+    } else {
+        code
+    };
+    ApiError {
+        status,
+        code,
+        description,
+        endpoint: endpoint.to_owned(),
+        retry_after: headers
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after),
+        deprecation: deprecation.map(Box::new),
+    }
+}
+
+/// The `error="..."` parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 3).
+fn www_authenticate_error(headers: &HeaderMap) -> Option<ErrorCode> {
+    let value = headers.get(http::header::WWW_AUTHENTICATE)?.to_str().ok()?;
+    let start = value.find("error=\"")? + "error=\"".len();
+    let end = value[start..].find('"')? + start;
+    Some(ErrorCode::parse(&value[start..end]))
+}
+
+/// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3).
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// Chooses the variant for an API error response.
+fn classify(error: ApiError) -> Error {
+    let sunset_passed = error
+        .deprecation
+        .as_ref()
+        .and_then(|n| n.sunset)
+        .is_some_and(|date| date <= chrono::Utc::now());
+    if error.code == ErrorCode::VersionSunset
+        || (error.status == 410 && sunset_passed)
+        || sunset_passed
+    {
+        let (sunset, successor) = error
+            .deprecation
+            .as_ref()
+            .map(|n| (n.sunset, n.successor.clone()))
+            .unwrap_or((None, None));
+        return Error::Sunset {
+            sunset,
+            successor,
+            response: Box::new(error),
+        };
+    }
+    Error::Api(Box::new(error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(parse_retry_after("5"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        let later = std::time::SystemTime::now() + Duration::from_secs(120);
+        let parsed = parse_retry_after(&httpdate::fmt_http_date(later)).unwrap_or_default();
+        assert!(
+            parsed > Duration::from_secs(100) && parsed <= Duration::from_secs(120),
+            "{parsed:?}"
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn error_bodies_of_any_shape() {
+        let headers = HeaderMap::new();
+        let e = api_error(
+            400,
+            &headers,
+            br#"{"error":"invalid_cursor","error_description":"bad"}"#,
+            "/v1/companies",
+            None,
+        );
+        assert_eq!(
+            (e.code, e.description.as_deref()),
+            (ErrorCode::InvalidCursor, Some("bad"))
+        );
+        let e = api_error(
+            502,
+            &headers,
+            b"<html>bad gateway</html>",
+            "/v1/companies",
+            None,
+        );
+        assert_eq!(
+            (e.status, e.code, e.description),
+            (502, ErrorCode::Unknown, None)
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(
+                r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#,
+            ),
+        );
+        let e = api_error(403, &headers, b"", "/v1/companies", None);
+        assert_eq!(e.code, ErrorCode::InsufficientScope);
+    }
+}

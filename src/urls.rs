@@ -1,0 +1,173 @@
+//! URL rules shared by the API and authorization-server addresses: HTTPS except on loopback,
+//! and the version segment added exactly once.
+
+use url::{Host, Url};
+
+use crate::{ApiVersion, Error};
+
+/// Parses an address given by the user: `https`, or `http` on a loopback host only; no query
+/// string or fragment.
+pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url, Error> {
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        Error::invalid(
+            argument,
+            format!("expected an absolute URL, got {raw:?} ({e})"),
+        )
+    })?;
+    check_service_url(argument, url)
+}
+
+/// Applies the rules of [`parse_service_url`] to an already parsed URL.
+pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url, Error> {
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback(&url) => {}
+        "http" => {
+            return Err(Error::invalid(
+                argument,
+                format!(
+                    "expected an https URL (http is allowed only on loopback hosts), got {url}"
+                ),
+            ));
+        }
+        other => {
+            return Err(Error::invalid(
+                argument,
+                format!("expected an https URL, got scheme {other:?}"),
+            ));
+        }
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(Error::invalid(
+            argument,
+            format!("expected a URL without query or fragment, got {url}"),
+        ));
+    }
+    if url.host().is_none() {
+        return Err(Error::invalid(
+            argument,
+            format!("expected a URL with a host, got {url}"),
+        ));
+    }
+    Ok(url)
+}
+
+/// `base` with `path` appended below its own path: `https://a.example/auth` + `oauth2/token`
+/// is `https://a.example/auth/oauth2/token`.
+pub(crate) fn join_path(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let joined = format!(
+        "{}/{}",
+        base.path().trim_end_matches('/'),
+        path.trim_start_matches('/')
+    );
+    url.set_path(&joined);
+    url
+}
+
+/// A scope token of RFC 6749 section 3.3: one or more printable ASCII characters other than
+/// space, `"` and `\`.
+pub(crate) fn check_scope(scope: &str) -> Result<(), Error> {
+    let valid = !scope.is_empty()
+        && scope
+            .bytes()
+            .all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "scopes",
+            format!("expected scope tokens without spaces, quotes or backslashes, got {scope:?}"),
+        ))
+    }
+}
+
+/// True for `localhost`, `127.0.0.0/8` and `::1`.
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
+/// The versioned API root with a trailing slash: `https://api.example.com/v1/`.
+///
+/// A base URL that already ends in the version segment is not doubled; one that ends in another
+/// version segment is an error rather than a silent `/v2/v1/`.
+pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
+    let mut root = base.clone();
+    let segments: Vec<String> = base
+        .path_segments()
+        .map(|s| s.filter(|s| !s.is_empty()).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let wanted = version.segment();
+    let mut kept = segments.clone();
+    if let Some(last) = segments.last() {
+        if *last == wanted {
+            kept.pop();
+        } else if let Ok(other) = last.parse::<ApiVersion>() {
+            return Err(Error::invalid(
+                "base_url",
+                format!(
+                    "the base URL ends in /{other} but the client is set to {version}; drop the version from the base URL or set api_version"
+                ),
+            ));
+        }
+    }
+    kept.push(wanted);
+    root.set_path(&format!("/{}/", kept.join("/")));
+    Ok(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(base: &str) -> Result<String, Error> {
+        let url = parse_service_url("base_url", base)?;
+        api_root(&url, ApiVersion::V1).map(String::from)
+    }
+
+    #[test]
+    fn version_segment_is_added_once() {
+        assert_eq!(
+            root("https://api.example.com").ok().as_deref(),
+            Some("https://api.example.com/v1/")
+        );
+        assert_eq!(
+            root("https://api.example.com/").ok().as_deref(),
+            Some("https://api.example.com/v1/")
+        );
+        assert_eq!(
+            root("https://api.example.com/v1").ok().as_deref(),
+            Some("https://api.example.com/v1/")
+        );
+        assert_eq!(
+            root("https://api.example.com/v1/").ok().as_deref(),
+            Some("https://api.example.com/v1/")
+        );
+        assert_eq!(
+            root("https://example.com/records/api").ok().as_deref(),
+            Some("https://example.com/records/api/v1/")
+        );
+        assert!(root("https://api.example.com/v2").is_err());
+    }
+
+    #[test]
+    fn https_is_required_except_on_loopback() {
+        assert!(parse_service_url("base_url", "http://api.example.com").is_err());
+        assert!(parse_service_url("base_url", "ftp://api.example.com").is_err());
+        assert!(parse_service_url("base_url", "not a url").is_err());
+        assert!(parse_service_url("base_url", "https://api.example.com?x=1").is_err());
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1",
+            "http://[::1]:9",
+            "https://a.example",
+        ] {
+            assert!(parse_service_url("base_url", ok).is_ok(), "{ok}");
+        }
+    }
+}
