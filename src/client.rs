@@ -9,14 +9,12 @@ use url::Url;
 
 use crate::auth::token_manager::TokenManager;
 use crate::auth::{Auth, AuthKind};
-use crate::deprecation::{
-    DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter,
-};
+use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::error::HttpError;
 use crate::resources::companies::ListCompanies;
 use crate::resources::contacts::ListContacts;
 use crate::transport::{HttpSender, Transport};
-use crate::{ApiVersion, Error, Preview, urls};
+use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 
 /// Default timeout of one HTTP request.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -111,6 +109,7 @@ pub struct ClientBuilder {
     user_agent: Option<String>,
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
+    retry: Option<RetryPolicy>,
     deprecation_policy: DeprecationPolicy,
     on_deprecation: Option<DeprecationCallback>,
     error: Option<Error>,
@@ -155,10 +154,7 @@ impl ClientBuilder {
     /// Requests preview features on every call with `X-API-Preview: YYYY-MM`. Default: none.
     pub fn preview(self, label: impl AsRef<str>) -> Self {
         match Preview::new(label) {
-            Ok(label) => ClientBuilder {
-                preview: Some(label),
-                ..self
-            },
+            Ok(label) => ClientBuilder { preview: Some(label), ..self },
             Err(e) => self.fail(e),
         }
     }
@@ -166,10 +162,7 @@ impl ClientBuilder {
     /// Timeout of each HTTP request, from sending to the end of the body. Default: 30 seconds.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         if timeout.is_zero() {
-            return self.fail(Error::invalid(
-                "timeout",
-                "expected a timeout greater than zero",
-            ));
+            return self.fail(Error::invalid("timeout", "expected a timeout greater than zero"));
         }
         self.timeout = Some(timeout);
         self
@@ -187,10 +180,7 @@ impl ClientBuilder {
     pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
         let value = user_agent.into();
         if HeaderValue::from_str(&value).is_err() {
-            return self.fail(Error::invalid(
-                "user_agent",
-                "expected visible ASCII characters only",
-            ));
+            return self.fail(Error::invalid("user_agent", "expected visible ASCII characters only"));
         }
         self.user_agent = Some(value);
         self
@@ -207,6 +197,13 @@ impl ClientBuilder {
     /// advises pausing when paging through large datasets). Default: none.
     pub fn page_delay(mut self, delay: Duration) -> Self {
         self.page_delay = Some(delay);
+        self
+    }
+
+    /// How transient failures are retried. Default: [`RetryPolicy::default`]; a listing can
+    /// override it with [`List::retry`](crate::List::retry).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
         self
     }
 
@@ -230,14 +227,12 @@ impl ClientBuilder {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let raw = self
-            .base_url
-            .ok_or_else(|| Error::invalid("base_url", "required: the API's base address"))?;
+        let raw =
+            self.base_url.ok_or_else(|| Error::invalid("base_url", "required: the API's base address"))?;
         let base = urls::parse_service_url("base_url", &raw)?;
         let api_root = urls::api_root(&base, self.api_version)?;
-        let auth = self
-            .auth
-            .ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
+        let auth =
+            self.auth.ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
 
         let http = match self.http_client {
             Some(http) => http,
@@ -251,11 +246,7 @@ impl ClientBuilder {
             .unwrap_or_else(|| concat!("business-records/", env!("CARGO_PKG_VERSION")).to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
-        let sender = HttpSender::new(
-            http,
-            Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)),
-            user_agent,
-        );
+        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent);
 
         let tokens = match auth.kind {
             AuthKind::ClientCredentials(flow) => TokenManager::new(Box::new(flow.into_source()?)),
@@ -267,7 +258,8 @@ impl ClientBuilder {
             }
         };
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
-        let transport = Transport::new(sender, tokens, self.preview, reporter);
+        let transport =
+            Transport::new(sender, tokens, self.preview, reporter, self.retry.unwrap_or_default());
         Ok(Client {
             inner: Arc::new(ClientInner {
                 transport,
@@ -294,50 +286,27 @@ mod tests {
     #[test]
     fn build_reports_the_first_bad_argument() {
         let auth = || Auth::static_token("t");
+        assert_eq!(argument_of(Client::builder().auth(auth()).build()), "base_url");
+        assert_eq!(argument_of(Client::builder().base_url("https://a.example").build()), "auth");
         assert_eq!(
-            argument_of(Client::builder().auth(auth()).build()),
-            "base_url"
-        );
-        assert_eq!(
-            argument_of(Client::builder().base_url("https://a.example").build()),
-            "auth"
-        );
-        assert_eq!(
-            argument_of(
-                Client::builder()
-                    .base_url("http://a.example")
-                    .auth(auth())
-                    .build()
-            ),
+            argument_of(Client::builder().base_url("http://a.example").auth(auth()).build()),
             "base_url"
         );
         assert_eq!(
             argument_of(
-                Client::builder()
-                    .base_url("https://a.example")
-                    .auth(auth())
-                    .preview("2026-1")
-                    .build()
+                Client::builder().base_url("https://a.example").auth(auth()).preview("2026-1").build()
             ),
             "preview"
         );
         assert_eq!(
             argument_of(
-                Client::builder()
-                    .base_url("https://a.example")
-                    .auth(auth())
-                    .timeout(Duration::ZERO)
-                    .build()
+                Client::builder().base_url("https://a.example").auth(auth()).timeout(Duration::ZERO).build()
             ),
             "timeout"
         );
         assert_eq!(
             argument_of(
-                Client::builder()
-                    .base_url("https://a.example")
-                    .auth(auth())
-                    .user_agent("bad\n")
-                    .build()
+                Client::builder().base_url("https://a.example").auth(auth()).user_agent("bad\n").build()
             ),
             "user_agent"
         );
@@ -350,10 +319,7 @@ mod tests {
             .auth(Auth::static_token("t"))
             .build()
             .expect("valid client");
-        assert_eq!(
-            client.inner().endpoint("companies").as_str(),
-            "https://api.example.com/v1/companies"
-        );
+        assert_eq!(client.inner().endpoint("companies").as_str(), "https://api.example.com/v1/companies");
         let v2 = Client::builder()
             .base_url("https://api.example.com")
             .api_version(ApiVersion::new(2).expect("valid version"))

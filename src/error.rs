@@ -97,6 +97,17 @@ pub enum Error {
         message: String,
     },
 
+    /// A transient failure persisted through every attempt of the retry policy.
+    #[error("gave up after {attempts} attempts")]
+    RetriesExhausted {
+        /// Attempts made, the first one included.
+        attempts: u32,
+        /// The last attempt's error; its status and `Retry-After` are reachable through
+        /// [`Error::status`] and [`Error::retry_after`] on the outer error too.
+        #[source]
+        last: Box<Error>,
+    },
+
     /// A JWT failed verification.
     #[error("token verification failed")]
     TokenVerification(#[from] VerifyError),
@@ -115,10 +126,7 @@ fn sunset_message(sunset: &Option<DateTime<Utc>>, successor: &Option<Url>) -> St
 
 impl Error {
     pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
-        Error::InvalidArgument {
-            argument,
-            message: message.into(),
-        }
+        Error::InvalidArgument { argument, message: message.into() }
     }
 
     /// The HTTP status of the response behind this error, if there was one.
@@ -161,9 +169,8 @@ impl Error {
     pub fn response(&self) -> Option<&ApiError> {
         match self {
             Error::Api(r) | Error::Auth(r) => Some(r),
-            Error::Sunset { response, .. } | Error::CursorRejected { response, .. } => {
-                Some(response)
-            }
+            Error::Sunset { response, .. } | Error::CursorRejected { response, .. } => Some(response),
+            Error::RetriesExhausted { last, .. } => last.response(),
             _ => None,
         }
     }
@@ -173,12 +180,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Http(e) => e.is_timeout() || e.is_connect() || e.kind == HttpErrorKind::Body,
+            Error::RetriesExhausted { last, .. } => last.is_retryable(),
             Error::Api(r) | Error::Auth(r) => {
                 matches!(r.status, 429 | 502 | 503 | 504)
-                    || matches!(
-                        r.code,
-                        ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable
-                    )
+                    || matches!(r.code, ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable)
             }
             _ => false,
         }
@@ -190,9 +195,13 @@ impl Error {
         matches!(self, Error::Auth(r) if matches!(r.code, ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
     }
 
-    /// True when the request timed out.
+    /// True when the request timed out (on the last attempt, after retries).
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Http(e) if e.is_timeout())
+        match self {
+            Error::Http(e) => e.is_timeout(),
+            Error::RetriesExhausted { last, .. } => last.is_timeout(),
+            _ => false,
+        }
     }
 }
 
@@ -219,11 +228,7 @@ pub struct ApiError {
 
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} answered {} ({})",
-            self.endpoint, self.status, self.code
-        )?;
+        write!(f, "{} answered {} ({})", self.endpoint, self.status, self.code)?;
         if let Some(text) = &self.description {
             write!(f, ": {text}")?;
         }
@@ -339,10 +344,7 @@ impl fmt::Display for PaginationError {
                 write!(f, "page {page} has `hasMore: true` but no `nextCursor`")
             }
             PaginationError::RepeatedCursor { page } => {
-                write!(
-                    f,
-                    "page {page} repeats a cursor already seen in this listing"
-                )
+                write!(f, "page {page} repeats a cursor already seen in this listing")
             }
             PaginationError::TooManyEmptyPages { count } => {
                 write!(f, "{count} empty pages in a row with `hasMore: true`")
@@ -382,11 +384,7 @@ impl HttpError {
             HttpErrorKind::Other
         };
         // The URL inside a reqwest error may carry a query string; keep only the error chain.
-        HttpError {
-            kind,
-            endpoint: endpoint.to_owned(),
-            source: Some(Box::new(err.without_url())),
-        }
+        HttpError { kind, endpoint: endpoint.to_owned(), source: Some(Box::new(err.without_url())) }
     }
 
     pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
@@ -428,9 +426,7 @@ impl fmt::Display for HttpError {
 
 impl std::error::Error for HttpError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -444,10 +440,7 @@ mod tests {
             assert_eq!(ErrorCode::parse(code).as_str(), *code);
             assert!(!matches!(ErrorCode::parse(code), ErrorCode::Other(_)));
         }
-        assert_eq!(
-            ErrorCode::parse("teapot"),
-            ErrorCode::Other("teapot".into())
-        );
+        assert_eq!(ErrorCode::parse("teapot"), ErrorCode::Other("teapot".into()));
     }
 
     #[test]

@@ -121,11 +121,8 @@ pub(crate) async fn fetch_page<T: Resource>(
     let inner = client.inner();
     let url = inner.endpoint(T::PATH);
     let pairs = query.pairs(limit, cursor);
-    let call = ApiRequest {
-        url: &url,
-        query: &pairs,
-        preview: query.preview.as_ref(),
-    };
+    let call =
+        ApiRequest { url: &url, query: &pairs, preview: query.preview.as_ref(), retry: query.retry.as_ref() };
     let response = inner.transport.get_json::<Envelope<T>>(&call).await?;
     let Envelope { data, pagination } = response.body;
     Ok(Page {
@@ -175,17 +172,13 @@ impl<T: Resource> Pager<T> {
     }
 
     fn remaining(&self) -> Option<u64> {
-        self.query
-            .max_items
-            .map(|max| max.saturating_sub(self.delivered))
+        self.query.max_items.map(|max| max.saturating_sub(self.delivered))
     }
 
     /// Starts the request for the page at `self.cursor`, as a task of its own.
     fn start_fetch(&mut self) -> JoinHandle<PageResult<T>> {
         let limit = match self.remaining() {
-            Some(remaining) => self
-                .page_size
-                .min(u32::try_from(remaining).unwrap_or(u32::MAX)),
+            Some(remaining) => self.page_size.min(u32::try_from(remaining).unwrap_or(u32::MAX)),
             None => self.page_size,
         };
         let client = self.client.clone();
@@ -193,8 +186,7 @@ impl<T: Resource> Pager<T> {
         let cursor = self.cursor.clone();
         let not_before = self.not_before;
         if let Some(delay) = client.inner().page_delay {
-            self.not_before =
-                Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
+            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
         }
         tokio::spawn(async move {
             if let Some(at) = not_before {
@@ -218,10 +210,7 @@ impl<T: Resource> Pager<T> {
         };
         let result = match handle.await {
             Ok(result) => result,
-            Err(join) => Err(Error::invalid(
-                "stream",
-                format!("the page request task failed: {join}"),
-            )),
+            Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
         };
         let page = match result {
             Ok(page) => page,
@@ -235,16 +224,9 @@ impl<T: Resource> Pager<T> {
         match error {
             Error::Api(response)
                 if self.cursor.is_some()
-                    && matches!(
-                        response.code,
-                        ErrorCode::CursorExpired | ErrorCode::InvalidCursor
-                    ) =>
+                    && matches!(response.code, ErrorCode::CursorExpired | ErrorCode::InvalidCursor) =>
             {
-                Error::CursorRejected {
-                    code: response.code.clone(),
-                    delivered: self.delivered,
-                    response,
-                }
+                Error::CursorRejected { code: response.code.clone(), delivered: self.delivered, response }
             }
             other => other,
         }
@@ -262,30 +244,17 @@ impl<T: Resource> Pager<T> {
             return Ok(page);
         }
         let Some(next) = page.next_cursor.clone() else {
-            return Err(self.fail(Error::Pagination(PaginationError::MissingCursor {
-                page: self.pages,
-            })));
+            return Err(self.fail(Error::Pagination(PaginationError::MissingCursor { page: self.pages })));
         };
         if !self.seen.insert(next.clone()) || self.cursor.as_ref() == Some(&next) {
-            return Err(
-                self.fail(Error::Pagination(PaginationError::RepeatedCursor {
-                    page: self.pages,
-                })),
-            );
+            return Err(self.fail(Error::Pagination(PaginationError::RepeatedCursor { page: self.pages })));
         }
         if page.data.is_empty() {
             self.empty_in_a_row += 1;
-            let bound = self
-                .query
-                .max_empty_pages
-                .unwrap_or(DEFAULT_MAX_EMPTY_PAGES);
+            let bound = self.query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES);
             if self.empty_in_a_row > bound {
                 let count = self.empty_in_a_row;
-                return Err(
-                    self.fail(Error::Pagination(PaginationError::TooManyEmptyPages {
-                        count,
-                    })),
-                );
+                return Err(self.fail(Error::Pagination(PaginationError::TooManyEmptyPages { count })));
             }
         } else {
             self.empty_in_a_row = 0;
@@ -335,23 +304,15 @@ struct ResumePoint {
 
 impl<T: Resource> PageStream<T> {
     pub(crate) fn new(client: Client, query: ListQuery, error: Option<Error>) -> Self {
-        let resume = ResumePoint {
-            cursor: query.cursor.clone(),
-            delivered: 0,
-        };
+        let resume = ResumePoint { cursor: query.cursor.clone(), delivered: 0 };
         let inner = match error {
             Some(error) => futures::stream::once(async move { Err(error) }).boxed(),
-            None => {
-                futures::stream::unfold(Pager::<T>::new(client, query), |mut pager| async move {
-                    pager.next_page().await.map(|item| (item, pager))
-                })
-                .boxed()
-            }
+            None => futures::stream::unfold(Pager::<T>::new(client, query), |mut pager| async move {
+                pager.next_page().await.map(|item| (item, pager))
+            })
+            .boxed(),
         };
-        PageStream {
-            inner: SyncWrapper::new(inner),
-            resume,
-        }
+        PageStream { inner: SyncWrapper::new(inner), resume }
     }
 
     /// The next page, `Ok(None)` at the end.
@@ -388,11 +349,7 @@ impl<T: Resource> Stream for PageStream<T> {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let polled = self.inner.get_mut().poll_next_unpin(cx);
         if let Poll::Ready(Some(Ok(page))) = &polled {
-            let next = if page.has_more {
-                page.next_cursor.clone()
-            } else {
-                None
-            };
+            let next = if page.has_more { page.next_cursor.clone() } else { None };
             self.resume.cursor = next;
             self.resume.delivered += page.data.len() as u64;
         }
@@ -402,9 +359,7 @@ impl<T: Resource> Stream for PageStream<T> {
 
 impl<T: Resource> fmt::Debug for PageStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PageStream")
-            .field("resume", &self.resume)
-            .finish_non_exhaustive()
+        f.debug_struct("PageStream").field("resume", &self.resume).finish_non_exhaustive()
     }
 }
 
@@ -426,10 +381,7 @@ pub struct ItemStream<T: Resource> {
 
 impl<T: Resource> ItemStream<T> {
     pub(crate) fn new(pages: PageStream<T>) -> Self {
-        ItemStream {
-            pages,
-            buffer: VecDeque::new(),
-        }
+        ItemStream { pages, buffer: VecDeque::new() }
     }
 
     /// The next item, `Ok(None)` at the end.

@@ -16,7 +16,7 @@ use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::error::{ApiError, ErrorCode, HttpError};
-use crate::{Error, Preview};
+use crate::{Error, Preview, RetryPolicy};
 
 /// The request header that asks for preview features (spec Part 9.6).
 pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
@@ -30,16 +30,8 @@ pub(crate) struct HttpSender {
 }
 
 impl HttpSender {
-    pub(crate) fn new(
-        http: reqwest::Client,
-        timeout: Option<Duration>,
-        user_agent: HeaderValue,
-    ) -> Self {
-        HttpSender {
-            http,
-            timeout,
-            user_agent,
-        }
+    pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
+        HttpSender { http, timeout, user_agent }
     }
 
     /// Sends one request. A 3xx answer is an error: credentials are never carried to another
@@ -58,19 +50,15 @@ impl HttpSender {
             attempt,
         );
         if !request.headers().contains_key(USER_AGENT) {
-            request
-                .headers_mut()
-                .insert(USER_AGENT, self.user_agent.clone());
+            request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }
         if let Some(timeout) = self.timeout {
             request.timeout_mut().get_or_insert(timeout);
         }
         let http = self.http.clone();
         async move {
-            let response = http
-                .execute(request)
-                .await
-                .map_err(|e| Error::Http(HttpError::from_reqwest(&path, e)))?;
+            let response =
+                http.execute(request).await.map_err(|e| Error::Http(HttpError::from_reqwest(&path, e)))?;
             let status = response.status();
             tracing::Span::current().record("http.response.status_code", status.as_u16());
             if status.is_redirection() {
@@ -93,26 +81,15 @@ impl HttpSender {
         let response = self.dispatch(request, 1).await?;
         let mut builder = http::Response::builder().status(response.status());
         if let Some(headers) = builder.headers_mut() {
-            headers.extend(
-                response
-                    .headers()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.clone())),
-            );
+            headers.extend(response.headers().iter().map(|(k, v)| (k.clone(), v.clone())));
         }
         let body = read_body(&path, response).await?;
-        builder.body(body).map_err(|e| Error::Decode {
-            endpoint: path,
-            message: e.to_string(),
-        })
+        builder.body(body).map_err(|e| Error::Decode { endpoint: path, message: e.to_string() })
     }
 }
 
 async fn read_body(endpoint: &str, response: reqwest::Response) -> Result<Vec<u8>, Error> {
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?;
+    let bytes = response.bytes().await.map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?;
     Ok(bytes.to_vec())
 }
 
@@ -122,6 +99,7 @@ pub(crate) struct ApiRequest<'a> {
     pub(crate) url: &'a Url,
     pub(crate) query: &'a [(&'static str, String)],
     pub(crate) preview: Option<&'a Preview>,
+    pub(crate) retry: Option<&'a RetryPolicy>,
 }
 
 /// A decoded API response.
@@ -138,6 +116,7 @@ pub(crate) struct Transport {
     tokens: TokenManager,
     preview: Option<Preview>,
     deprecation: DeprecationReporter,
+    retry: RetryPolicy,
 }
 
 impl Transport {
@@ -146,53 +125,60 @@ impl Transport {
         tokens: TokenManager,
         preview: Option<Preview>,
         deprecation: DeprecationReporter,
+        retry: RetryPolicy,
     ) -> Self {
-        Transport {
-            sender,
-            tokens,
-            preview,
-            deprecation,
-        }
+        Transport { sender, tokens, preview, deprecation, retry }
     }
 
-    /// Sends a GET and decodes a JSON body of type `T`.
-    ///
-    /// A 401 `invalid_token` makes the token manager drop the token, and the request is sent
-    /// once more with a new one; `insufficient_scope` never does.
+    /// Sends a GET and decodes a JSON body of type `T`, retrying transient failures under
+    /// the request's retry policy (or the client's).
     pub(crate) async fn get_json<T: DeserializeOwned>(
         &self,
         call: &ApiRequest<'_>,
     ) -> Result<ApiResponse<T>, Error> {
+        let mut schedule = call.retry.unwrap_or(&self.retry).schedule();
+        loop {
+            match self.attempt(call, schedule.attempt()).await {
+                Ok(response) => return Ok(response),
+                Err(error) => match schedule.next_delay(&error) {
+                    Some(delay) => {
+                        tracing::debug!(error = %error, delay_ms = delay.as_millis() as u64, "transient failure; retrying");
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => return Err(schedule.give_up(error)),
+                },
+            }
+        }
+    }
+
+    /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the
+    /// request is sent once more with a new one; `insufficient_scope` never does.
+    async fn attempt<T: DeserializeOwned>(
+        &self,
+        call: &ApiRequest<'_>,
+        attempt: u32,
+    ) -> Result<ApiResponse<T>, Error> {
         let endpoint = call.url.path();
         let mut resent_for_token = false;
-        let mut attempt = 1;
         loop {
             let token = self.tokens.token(&self.sender).await?;
             let request = self.build_get(call, &token)?;
             let response = self.sender.dispatch(request, attempt).await?;
             let status = response.status();
             let headers = response.headers().clone();
-            let deprecation =
-                DeprecationNotice::from_headers(&http::Method::GET, call.url, &headers);
+            let deprecation = DeprecationNotice::from_headers(&http::Method::GET, call.url, &headers);
             if let Some(notice) = &deprecation {
                 self.deprecation.report(notice);
             }
             let body = read_body(endpoint, response).await?;
 
             if status.is_success() {
-                if let Some(notice) = deprecation {
+                if let Some(notice) = &deprecation {
                     if self.deprecation.policy() == DeprecationPolicy::Fail {
-                        return Err(Error::Deprecated(Box::new(notice)));
+                        return Err(Error::Deprecated(Box::new(notice.clone())));
                     }
-                    return decode(endpoint, &body).map(|body| ApiResponse {
-                        body,
-                        deprecation: Some(notice),
-                    });
                 }
-                return decode(endpoint, &body).map(|body| ApiResponse {
-                    body,
-                    deprecation: None,
-                });
+                return decode(endpoint, &body).map(|body| ApiResponse { body, deprecation });
             }
 
             let error = api_error(status.as_u16(), &headers, &body, endpoint, deprecation);
@@ -203,32 +189,22 @@ impl Transport {
             {
                 tracing::debug!("access token rejected; fetching a new one and resending once");
                 resent_for_token = true;
-                attempt += 1;
                 continue;
             }
             return Err(classify(error));
         }
     }
 
-    fn build_get(
-        &self,
-        call: &ApiRequest<'_>,
-        token: &AccessToken,
-    ) -> Result<reqwest::Request, Error> {
+    fn build_get(&self, call: &ApiRequest<'_>, token: &AccessToken) -> Result<reqwest::Request, Error> {
         let mut url = call.url.clone();
         if !call.query.is_empty() {
-            url.query_pairs_mut()
-                .extend_pairs(call.query.iter().map(|(k, v)| (*k, v.as_str())));
+            url.query_pairs_mut().extend_pairs(call.query.iter().map(|(k, v)| (*k, v.as_str())));
         }
         let mut request = reqwest::Request::new(reqwest::Method::GET, url);
         let headers = request.headers_mut();
-        let mut bearer =
-            HeaderValue::from_str(&format!("Bearer {}", token.secret())).map_err(|_| {
-                Error::invalid(
-                    "auth",
-                    "the access token holds characters not allowed in a header",
-                )
-            })?;
+        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", token.secret())).map_err(|_| {
+            Error::invalid("auth", "the access token holds characters not allowed in a header")
+        })?;
         bearer.set_sensitive(true);
         headers.insert(AUTHORIZATION, bearer);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -243,10 +219,8 @@ impl Transport {
 }
 
 fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode {
-        endpoint: endpoint.to_owned(),
-        message: e.to_string(),
-    })
+    serde_json::from_slice(body)
+        .map_err(|e| Error::Decode { endpoint: endpoint.to_owned(), message: e.to_string() })
 }
 
 /// The wire shape of an error body (spec Part 7).
@@ -266,30 +240,20 @@ pub(crate) fn api_error(
 ) -> ApiError {
     let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
     let (code, description) = match parsed {
-        Some(ErrorBody {
-            error: Some(code),
-            error_description,
-        }) => (ErrorCode::parse(&code), error_description),
-        Some(ErrorBody {
-            error: None,
-            error_description,
-        }) => (ErrorCode::Unknown, error_description),
+        Some(ErrorBody { error: Some(code), error_description }) => {
+            (ErrorCode::parse(&code), error_description)
+        }
+        Some(ErrorBody { error: None, error_description }) => (ErrorCode::Unknown, error_description),
         None => (ErrorCode::Unknown, None),
     };
-    let code = if code == ErrorCode::Unknown {
-        www_authenticate_error(headers).unwrap_or(code)
-    } else {
-        code
-    };
+    let code =
+        if code == ErrorCode::Unknown { www_authenticate_error(headers).unwrap_or(code) } else { code };
     ApiError {
         status,
         code,
         description,
         endpoint: endpoint.to_owned(),
-        retry_after: headers
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after),
+        retry_after: headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after),
         deprecation: deprecation.map(Box::new),
     }
 }
@@ -309,33 +273,17 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
         return Some(Duration::from_secs(seconds));
     }
     let when = httpdate::parse_http_date(value).ok()?;
-    Some(
-        when.duration_since(std::time::SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// Chooses the variant for an API error response.
 fn classify(error: ApiError) -> Error {
-    let sunset_passed = error
-        .deprecation
-        .as_ref()
-        .and_then(|n| n.sunset)
-        .is_some_and(|date| date <= chrono::Utc::now());
-    if error.code == ErrorCode::VersionSunset
-        || (error.status == 410 && sunset_passed)
-        || sunset_passed
-    {
-        let (sunset, successor) = error
-            .deprecation
-            .as_ref()
-            .map(|n| (n.sunset, n.successor.clone()))
-            .unwrap_or((None, None));
-        return Error::Sunset {
-            sunset,
-            successor,
-            response: Box::new(error),
-        };
+    let sunset_passed =
+        error.deprecation.as_ref().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
+    if error.code == ErrorCode::VersionSunset || (error.status == 410 && sunset_passed) || sunset_passed {
+        let (sunset, successor) =
+            error.deprecation.as_ref().map(|n| (n.sunset, n.successor.clone())).unwrap_or((None, None));
+        return Error::Sunset { sunset, successor, response: Box::new(error) };
     }
     Error::Api(Box::new(error))
 }
@@ -348,16 +296,10 @@ mod tests {
     fn retry_after_forms() {
         assert_eq!(parse_retry_after("5"), Some(Duration::from_secs(5)));
         assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
-            Some(Duration::ZERO)
-        );
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
         let later = std::time::SystemTime::now() + Duration::from_secs(120);
         let parsed = parse_retry_after(&httpdate::fmt_http_date(later)).unwrap_or_default();
-        assert!(
-            parsed > Duration::from_secs(100) && parsed <= Duration::from_secs(120),
-            "{parsed:?}"
-        );
+        assert!(parsed > Duration::from_secs(100) && parsed <= Duration::from_secs(120), "{parsed:?}");
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);
     }
@@ -372,27 +314,13 @@ mod tests {
             "/v1/companies",
             None,
         );
-        assert_eq!(
-            (e.code, e.description.as_deref()),
-            (ErrorCode::InvalidCursor, Some("bad"))
-        );
-        let e = api_error(
-            502,
-            &headers,
-            b"<html>bad gateway</html>",
-            "/v1/companies",
-            None,
-        );
-        assert_eq!(
-            (e.status, e.code, e.description),
-            (502, ErrorCode::Unknown, None)
-        );
+        assert_eq!((e.code, e.description.as_deref()), (ErrorCode::InvalidCursor, Some("bad")));
+        let e = api_error(502, &headers, b"<html>bad gateway</html>", "/v1/companies", None);
+        assert_eq!((e.status, e.code, e.description), (502, ErrorCode::Unknown, None));
         let mut headers = HeaderMap::new();
         headers.insert(
             http::header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(
-                r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#,
-            ),
+            HeaderValue::from_static(r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#),
         );
         let e = api_error(403, &headers, b"", "/v1/companies", None);
         assert_eq!(e.code, ErrorCode::InsufficientScope);

@@ -8,12 +8,8 @@ use crate::{ApiVersion, Error};
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no query
 /// string or fragment.
 pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid(
-            argument,
-            format!("expected an absolute URL, got {raw:?} ({e})"),
-        )
-    })?;
+    let url = Url::parse(raw.trim())
+        .map_err(|e| Error::invalid(argument, format!("expected an absolute URL, got {raw:?} ({e})")))?;
     check_service_url(argument, url)
 }
 
@@ -25,29 +21,18 @@ pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url,
         "http" => {
             return Err(Error::invalid(
                 argument,
-                format!(
-                    "expected an https URL (http is allowed only on loopback hosts), got {url}"
-                ),
+                format!("expected an https URL (http is allowed only on loopback hosts), got {url}"),
             ));
         }
         other => {
-            return Err(Error::invalid(
-                argument,
-                format!("expected an https URL, got scheme {other:?}"),
-            ));
+            return Err(Error::invalid(argument, format!("expected an https URL, got scheme {other:?}")));
         }
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(Error::invalid(
-            argument,
-            format!("expected a URL without query or fragment, got {url}"),
-        ));
+        return Err(Error::invalid(argument, format!("expected a URL without query or fragment, got {url}")));
     }
     if url.host().is_none() {
-        return Err(Error::invalid(
-            argument,
-            format!("expected a URL with a host, got {url}"),
-        ));
+        return Err(Error::invalid(argument, format!("expected a URL with a host, got {url}")));
     }
     Ok(url)
 }
@@ -56,11 +41,7 @@ pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url,
 /// is `https://a.example/auth/oauth2/token`.
 pub(crate) fn join_path(base: &Url, path: &str) -> Url {
     let mut url = base.clone();
-    let joined = format!(
-        "{}/{}",
-        base.path().trim_end_matches('/'),
-        path.trim_start_matches('/')
-    );
+    let joined = format!("{}/{}", base.path().trim_end_matches('/'), path.trim_start_matches('/'));
     url.set_path(&joined);
     url
 }
@@ -69,9 +50,7 @@ pub(crate) fn join_path(base: &Url, path: &str) -> Url {
 /// space, `"` and `\`.
 pub(crate) fn check_scope(scope: &str) -> Result<(), Error> {
     let valid = !scope.is_empty()
-        && scope
-            .bytes()
-            .all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b));
+        && scope.bytes().all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b));
     if valid {
         Ok(())
     } else {
@@ -132,22 +111,10 @@ mod tests {
 
     #[test]
     fn version_segment_is_added_once() {
-        assert_eq!(
-            root("https://api.example.com").ok().as_deref(),
-            Some("https://api.example.com/v1/")
-        );
-        assert_eq!(
-            root("https://api.example.com/").ok().as_deref(),
-            Some("https://api.example.com/v1/")
-        );
-        assert_eq!(
-            root("https://api.example.com/v1").ok().as_deref(),
-            Some("https://api.example.com/v1/")
-        );
-        assert_eq!(
-            root("https://api.example.com/v1/").ok().as_deref(),
-            Some("https://api.example.com/v1/")
-        );
+        assert_eq!(root("https://api.example.com").ok().as_deref(), Some("https://api.example.com/v1/"));
+        assert_eq!(root("https://api.example.com/").ok().as_deref(), Some("https://api.example.com/v1/"));
+        assert_eq!(root("https://api.example.com/v1").ok().as_deref(), Some("https://api.example.com/v1/"));
+        assert_eq!(root("https://api.example.com/v1/").ok().as_deref(), Some("https://api.example.com/v1/"));
         assert_eq!(
             root("https://example.com/records/api").ok().as_deref(),
             Some("https://example.com/records/api/v1/")
@@ -161,12 +128,7 @@ mod tests {
         assert!(parse_service_url("base_url", "ftp://api.example.com").is_err());
         assert!(parse_service_url("base_url", "not a url").is_err());
         assert!(parse_service_url("base_url", "https://api.example.com?x=1").is_err());
-        for ok in [
-            "http://127.0.0.1:8080",
-            "http://localhost:1",
-            "http://[::1]:9",
-            "https://a.example",
-        ] {
+        for ok in ["http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:9", "https://a.example"] {
             assert!(parse_service_url("base_url", ok).is_ok(), "{ok}");
         }
     }

@@ -23,10 +23,7 @@ impl ApiVersion {
     /// Version `v{number}`; the number must be at least 1.
     pub fn new(number: u32) -> Result<Self, Error> {
         if number == 0 {
-            return Err(Error::invalid(
-                "api_version",
-                "expected a version of 1 or more, got 0",
-            ));
+            return Err(Error::invalid("api_version", "expected a version of 1 or more, got 0"));
         }
         Ok(ApiVersion(number))
     }
@@ -61,10 +58,9 @@ impl FromStr for ApiVersion {
         let digits = s.strip_prefix('v').or_else(|| s.strip_prefix('V'));
         match digits.and_then(|d| d.parse::<u32>().ok()) {
             Some(n) if digits.is_some_and(|d| !d.starts_with('+')) => ApiVersion::new(n),
-            _ => Err(Error::invalid(
-                "api_version",
-                format!("expected `v` and a number like `v1`, got {s:?}"),
-            )),
+            _ => {
+                Err(Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}")))
+            }
         }
     }
 }
@@ -126,15 +122,9 @@ mod tests {
     #[test]
     fn versions_parse() {
         assert_eq!("v1".parse::<ApiVersion>().ok(), Some(ApiVersion::V1));
-        assert_eq!(
-            "v12".parse::<ApiVersion>().ok().map(ApiVersion::number),
-            Some(12)
-        );
+        assert_eq!("v12".parse::<ApiVersion>().ok().map(ApiVersion::number), Some(12));
         for bad in ["", "v", "1", "v0", "v+1", "v1.0", "version1"] {
-            assert!(
-                bad.parse::<ApiVersion>().is_err(),
-                "{bad:?} should be rejected"
-            );
+            assert!(bad.parse::<ApiVersion>().is_err(), "{bad:?} should be rejected");
         }
     }
 
@@ -143,16 +133,7 @@ mod tests {
         for good in ["2026-01", "2026-12", "1999-09"] {
             assert!(Preview::new(good).is_ok(), "{good}");
         }
-        for bad in [
-            "2026-00",
-            "2026-13",
-            "2026-1",
-            "26-01",
-            "2026/01",
-            "2026-01-01",
-            "abcd-ef",
-            "",
-        ] {
+        for bad in ["2026-00", "2026-13", "2026-1", "26-01", "2026/01", "2026-01-01", "abcd-ef", ""] {
             let err = Preview::new(bad).unwrap_err();
             assert!(err.to_string().contains("preview"), "{err}");
         }

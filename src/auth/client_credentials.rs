@@ -2,9 +2,7 @@
 
 use futures::future::BoxFuture;
 use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
-use oauth2::{
-    AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl,
-};
+use oauth2::{AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl};
 
 use super::ClientSecret;
 use super::token_manager::{IssuedToken, TokenSource};
@@ -79,40 +77,24 @@ impl ClientCredentials {
             }
         };
         if self.client_id.trim().is_empty() {
-            return Err(Error::invalid(
-                "client_id",
-                "expected a non-empty client id",
-            ));
+            return Err(Error::invalid("client_id", "expected a non-empty client id"));
         }
         if self.client_secret.secret().is_empty() {
-            return Err(Error::invalid(
-                "client_secret",
-                "expected a non-empty client secret",
-            ));
+            return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
         }
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
-        let auth_type = if self.in_body {
-            AuthType::RequestBody
-        } else {
-            AuthType::BasicAuth
-        };
+        let auth_type = if self.in_body { AuthType::RequestBody } else { AuthType::BasicAuth };
         let client = BasicClient::new(oauth2::ClientId::new(self.client_id))
-            .set_client_secret(oauth2::ClientSecret::new(
-                self.client_secret.secret().to_owned(),
-            ))
+            .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(auth_type);
-        Ok(ClientCredentialsSource {
-            client,
-            scopes: self.scopes,
-        })
+        Ok(ClientCredentialsSource { client, scopes: self.scopes })
     }
 }
 
-type TokenClient =
-    BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+type TokenClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 
 pub(crate) struct ClientCredentialsSource {
     client: TokenClient,
@@ -153,19 +135,13 @@ fn issued(response: &BasicTokenResponse) -> IssuedToken {
     IssuedToken {
         access_token: super::AccessToken::new(response.access_token().secret().clone()),
         expires_in: response.expires_in(),
-        scopes: response
-            .scopes()
-            .map(|s| s.iter().map(|s| s.to_string()).collect())
-            .unwrap_or_default(),
+        scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
     }
 }
 
 /// Turns the `oauth2` crate's error into ours. The raw body of a parse failure may hold tokens,
 /// so it is dropped, never shown.
-pub(crate) fn token_error(
-    endpoint: &str,
-    err: RequestTokenError<Error, BasicErrorResponse>,
-) -> Error {
+pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErrorResponse>) -> Error {
     match err {
         RequestTokenError::Request(inner) => inner,
         RequestTokenError::ServerResponse(body) => {
@@ -186,10 +162,7 @@ pub(crate) fn token_error(
             endpoint: endpoint.to_owned(),
             message: format!("token response: {}", parse.path()),
         },
-        RequestTokenError::Other(message) => Error::Decode {
-            endpoint: endpoint.to_owned(),
-            message,
-        },
+        RequestTokenError::Other(message) => Error::Decode { endpoint: endpoint.to_owned(), message },
     }
 }
 
@@ -200,14 +173,8 @@ mod tests {
     #[test]
     fn bad_settings_are_named() {
         let cases = [
-            (
-                ClientCredentials::new("http://auth.example.com".into(), "id".into(), "s".into()),
-                "auth_url",
-            ),
-            (
-                ClientCredentials::new("https://auth.example.com".into(), " ".into(), "s".into()),
-                "client_id",
-            ),
+            (ClientCredentials::new("http://auth.example.com".into(), "id".into(), "s".into()), "auth_url"),
+            (ClientCredentials::new("https://auth.example.com".into(), " ".into(), "s".into()), "client_id"),
             (
                 ClientCredentials::new("https://auth.example.com".into(), "id".into(), "".into()),
                 "client_secret",

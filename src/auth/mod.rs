@@ -52,11 +52,7 @@ impl Auth {
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
     ) -> ClientCredentials {
-        ClientCredentials::new(
-            auth_url.into(),
-            client_id.into(),
-            ClientSecret::new(client_secret),
-        )
+        ClientCredentials::new(auth_url.into(), client_id.into(), ClientSecret::new(client_secret))
     }
 
     /// A bearer token the caller obtains and renews; the client sends it as it is and never
@@ -71,16 +67,12 @@ impl Auth {
     /// # Ok::<(), business_records::Error>(())
     /// ```
     pub fn static_token(token: impl Into<String>) -> Auth {
-        Auth {
-            kind: AuthKind::Static(AccessToken::new(token)),
-        }
+        Auth { kind: AuthKind::Static(AccessToken::new(token)) }
     }
 }
 
 impl From<ClientCredentials> for Auth {
     fn from(flow: ClientCredentials) -> Self {
-        Auth {
-            kind: AuthKind::ClientCredentials(flow),
-        }
+        Auth { kind: AuthKind::ClientCredentials(flow) }
     }
 }

@@ -48,11 +48,7 @@ impl CachedToken {
             let buffer = MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR);
             sent_at + lifetime.saturating_sub(buffer)
         });
-        CachedToken {
-            token: issued.access_token,
-            refresh_at,
-            expires_at,
-        }
+        CachedToken { token: issued.access_token, refresh_at, expires_at }
     }
 
     fn is_fresh(&self, now: Instant) -> bool {
@@ -74,28 +70,18 @@ pub(crate) struct TokenManager {
 
 impl std::fmt::Debug for CachedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CachedToken")
-            .field("expires_at", &self.expires_at)
-            .finish_non_exhaustive()
+        f.debug_struct("CachedToken").field("expires_at", &self.expires_at).finish_non_exhaustive()
     }
 }
 
 impl TokenManager {
     pub(crate) fn new(source: Box<dyn TokenSource>) -> Self {
-        TokenManager {
-            source,
-            cache: RwLock::new(None),
-            refresh: Mutex::new(()),
-        }
+        TokenManager { source, cache: RwLock::new(None), refresh: Mutex::new(()) }
     }
 
     /// A token fixed by the caller: never refreshed, never expires on our side.
     pub(crate) fn fixed(token: AccessToken) -> Self {
-        let cached = CachedToken {
-            token,
-            refresh_at: None,
-            expires_at: None,
-        };
+        let cached = CachedToken { token, refresh_at: None, expires_at: None };
         TokenManager {
             source: Box::new(NoRefresh),
             cache: RwLock::new(Some(cached)),
@@ -164,10 +150,7 @@ struct NoRefresh;
 impl TokenSource for NoRefresh {
     fn fetch<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async {
-            Err(Error::invalid(
-                "auth",
-                "the static token was rejected and cannot be refreshed",
-            ))
+            Err(Error::invalid("auth", "the static token was rejected and cannot be refreshed"))
         })
     }
 }

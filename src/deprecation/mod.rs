@@ -1,55 +1,420 @@
-//! Deprecation and sunset headers (placeholder until the parsers land).
-#![allow(missing_docs, dead_code)]
-use std::sync::Arc;
+//! Deprecation and sunset notices sent by the API.
+//!
+//! A deprecated endpoint answers with up to three response headers (spec Part 9):
+//!
+//! | Header | Standard | Read by |
+//! |---|---|---|
+//! | `Deprecation` | RFC 9745 (`@<epoch>`), or the legacy `true` / HTTP-date | [`parse_deprecation`] |
+//! | `Sunset` | RFC 8594, an HTTP-date in any RFC 9110 form | [`parse_sunset`] |
+//! | `Link` | RFC 8288, `rel="successor-version"` and friends | [`parse_links`] |
+//!
+//! [`DeprecationNotice::from_headers`] reads all three from a response into one value; the
+//! client hands each notice to its [`DeprecationReporter`], which calls the user's callback
+//! every time and logs through `tracing` as its [`DeprecationPolicy`] says (by default one
+//! warning per method and endpoint). Every parser is total: no header value makes them
+//! panic or fail, and a malformed `Deprecation` value still means "deprecated".
+//!
+//! ```
+//! use business_records::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter};
+//! use http::{HeaderMap, HeaderValue, Method};
+//! use url::Url;
+//!
+//! let url = Url::parse("https://api.example.com/v1/companies?limit=5")?;
+//! let mut headers = HeaderMap::new();
+//! headers.insert("deprecation", HeaderValue::from_static("@1767225600"));
+//! headers.insert("sunset", HeaderValue::from_static("Fri, 01 Jan 2027 00:00:00 GMT"));
+//! headers.insert("link", HeaderValue::from_static(r#"</v2/companies>; rel="successor-version""#));
+//!
+//! let notice = DeprecationNotice::from_headers(&Method::GET, &url, &headers).ok_or("no notice")?;
+//! assert_eq!(notice.endpoint, "/v1/companies");
+//! assert_eq!(notice.successor.as_ref().map(|u| u.as_str()), Some("https://api.example.com/v2/companies"));
+//!
+//! let reporter = DeprecationReporter::new(DeprecationPolicy::WarnOnce, None);
+//! reporter.report(&notice); // one `tracing` warning for GET /v1/companies, then silence
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-#[derive(Debug, Clone, PartialEq)]
+mod headers;
+mod link;
+mod report;
+
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use http::{HeaderMap, Method};
+use url::Url;
+
+pub use headers::{Deprecation, parse_deprecation, parse_sunset};
+pub use link::{Link, parse_links};
+pub use report::{DeprecationCallback, DeprecationPolicy, DeprecationReporter};
+
+// Header names and link relation types read by `DeprecationNotice::from_headers`.
+const DEPRECATION: &str = "deprecation";
+const SUNSET: &str = "sunset";
+const LINK: &str = "link";
+const REL_SUCCESSOR_VERSION: &str = "successor-version";
+const REL_LATEST_VERSION: &str = "latest-version";
+const REL_DEPRECATION: &str = "deprecation";
+const REL_SUNSET: &str = "sunset";
+
+/// The longest piece of a malformed header quoted in a diagnostic.
+const QUOTED_LIMIT: usize = 64;
+
+/// What one response said about the deprecation of the endpoint that produced it.
+///
+/// Built by [`DeprecationNotice::from_headers`]; carried by every page the client returns and
+/// passed to the `on_deprecation` callback.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeprecationNotice {
-    pub method: http::Method,
+    /// The method of the request.
+    pub method: Method,
+    /// The request path without query, e.g. `/v1/companies`.
     pub endpoint: String,
-    pub sunset: Option<chrono::DateTime<chrono::Utc>>,
-    pub successor: Option<url::Url>,
+    /// The `Deprecation` header, when present.
+    pub deprecation: Option<Deprecation>,
+    /// The `Sunset` header, when present and readable: when the endpoint stops working.
+    pub sunset: Option<DateTime<Utc>>,
+    /// The first link with `rel="successor-version"`: the replacement of this endpoint.
+    pub successor: Option<Url>,
+    /// The first link with `rel="latest-version"`.
+    pub latest_version: Option<Url>,
+    /// The first link with `rel="deprecation"` (RFC 9745): documentation of the deprecation.
+    pub documentation: Option<Url>,
+    /// The first link with `rel="sunset"` (RFC 8594): the sunset policy.
+    pub sunset_policy: Option<Url>,
+    /// Every link of the response's `Link` headers.
+    pub links: Vec<Link>,
+    /// What looked wrong in the headers, e.g. `sunset is earlier than deprecation`; several
+    /// findings are joined with `; `.
+    pub diagnostic: Option<String>,
 }
+
 impl DeprecationNotice {
-    pub fn from_headers(_m: &http::Method, _u: &url::Url, _h: &http::HeaderMap) -> Option<Self> {
-        None
-    }
-}
-impl std::fmt::Display for DeprecationNotice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {} is deprecated", self.method, self.endpoint)
-    }
-}
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum DeprecationPolicy {
-    #[default]
-    WarnOnce,
-    WarnEvery,
-    Ignore,
-    Fail,
-}
-pub type DeprecationCallback = Arc<dyn Fn(&DeprecationNotice) + Send + Sync>;
-pub struct DeprecationReporter {
-    policy: DeprecationPolicy,
-    callback: Option<DeprecationCallback>,
-}
-impl std::fmt::Debug for DeprecationReporter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeprecationReporter")
-            .finish_non_exhaustive()
-    }
-}
-impl DeprecationReporter {
-    pub fn new(policy: DeprecationPolicy, callback: Option<DeprecationCallback>) -> Self {
-        DeprecationReporter { policy, callback }
-    }
-    pub fn report(&self, notice: &DeprecationNotice) {
-        if let Some(cb) = &self.callback {
-            cb(notice)
+    /// Reads the notice from a response's headers; `url` is the request URL, against which
+    /// relative link targets are resolved.
+    ///
+    /// Returns `None` when the response carries neither `Deprecation` nor `Sunset`. With
+    /// several field lines of `Deprecation` or `Sunset`, the first counts. Values that are
+    /// not valid UTF-8 are read lossily; an unreadable `Sunset` leaves `sunset` empty and is
+    /// named in `diagnostic`.
+    ///
+    /// ```
+    /// use business_records::deprecation::{Deprecation, DeprecationNotice};
+    /// use http::{HeaderMap, HeaderValue, Method};
+    /// use url::Url;
+    ///
+    /// let url = Url::parse("https://api.example.com/v1/contacts")?;
+    /// let mut headers = HeaderMap::new();
+    /// assert!(DeprecationNotice::from_headers(&Method::GET, &url, &headers).is_none());
+    ///
+    /// headers.insert("deprecation", HeaderValue::from_static("true"));
+    /// let notice = DeprecationNotice::from_headers(&Method::GET, &url, &headers);
+    /// assert_eq!(notice.and_then(|n| n.deprecation), Some(Deprecation::Deprecated));
+    /// # Ok::<(), url::ParseError>(())
+    /// ```
+    #[must_use]
+    pub fn from_headers(method: &Method, url: &Url, headers: &HeaderMap) -> Option<Self> {
+        let deprecation_raw = first_value(headers, DEPRECATION);
+        let sunset_raw = first_value(headers, SUNSET);
+        if deprecation_raw.is_none() && sunset_raw.is_none() {
+            return None;
         }
+        let deprecation = deprecation_raw.as_deref().map(parse_deprecation);
+        let sunset = sunset_raw.as_deref().and_then(parse_sunset);
+
+        let link_lines: Vec<String> = headers
+            .get_all(LINK)
+            .iter()
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+            .collect();
+        let links = parse_links(link_lines.iter().map(String::as_str), url);
+        let target_of = |relation| link::find_relation(&links, relation).map(|l| l.target.clone());
+
+        let mut findings = Vec::new();
+        if let Some(Deprecation::Unrecognized(raw)) = &deprecation {
+            findings.push(format!("deprecation header {:?} is in no known form", shorten(raw)));
+        }
+        if let Some(raw) = &sunset_raw
+            && sunset.is_none()
+        {
+            findings.push(format!("sunset header {:?} is not an http-date", shorten(raw)));
+        }
+        if let (Some(since), Some(sunset)) = (deprecation.as_ref().and_then(Deprecation::since), sunset)
+            && sunset < since
+        {
+            findings.push("sunset is earlier than deprecation".to_owned());
+        }
+
+        Some(Self {
+            method: method.clone(),
+            endpoint: url.path().to_owned(),
+            successor: target_of(REL_SUCCESSOR_VERSION),
+            latest_version: target_of(REL_LATEST_VERSION),
+            documentation: target_of(REL_DEPRECATION),
+            sunset_policy: target_of(REL_SUNSET),
+            deprecation,
+            sunset,
+            links,
+            diagnostic: (!findings.is_empty()).then(|| findings.join("; ")),
+        })
     }
-    pub fn policy(&self) -> DeprecationPolicy {
-        self.policy
+
+    /// Whether the sunset date is known and at or before `now`: the endpoint may stop
+    /// working at any time.
+    ///
+    /// ```
+    /// # use business_records::deprecation::DeprecationNotice;
+    /// # use http::{HeaderMap, HeaderValue, Method};
+    /// # let url = url::Url::parse("https://api.example.com/v1/companies")?;
+    /// # let mut headers = HeaderMap::new();
+    /// headers.insert("sunset", HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"));
+    /// let notice = DeprecationNotice::from_headers(&Method::GET, &url, &headers).ok_or("no notice")?;
+    /// assert!(notice.is_sunset_past(chrono::Utc::now()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn is_sunset_past(&self, now: DateTime<Utc>) -> bool {
+        self.sunset.is_some_and(|sunset| sunset <= now)
+    }
+
+    /// When the endpoint was deprecated, if the `Deprecation` header gave a date.
+    #[must_use]
+    pub fn deprecated_since(&self) -> Option<DateTime<Utc>> {
+        self.deprecation.as_ref().and_then(Deprecation::since)
+    }
+}
+
+/// One line for people, e.g. `GET /v1/companies is deprecated since 2026-01-01T00:00:00Z,
+/// sunset at 2027-01-01T00:00:00Z, successor https://api.example.com/v2/companies`.
+impl fmt::Display for DeprecationNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.method, self.endpoint)?;
+        match &self.deprecation {
+            Some(Deprecation::Since(since)) => {
+                write!(f, " is deprecated since {}", rfc3339(*since))?;
+            }
+            Some(_) => f.write_str(" is deprecated")?,
+            None => f.write_str(" is scheduled for sunset")?,
+        }
+        if let Some(sunset) = self.sunset {
+            write!(f, ", sunset at {}", rfc3339(sunset))?;
+        }
+        if let Some(successor) = &self.successor {
+            write!(f, ", successor {successor}")?;
+        } else if let Some(latest) = &self.latest_version {
+            write!(f, ", latest version {latest}")?;
+        }
+        if let Some(documentation) = &self.documentation {
+            write!(f, ", see {documentation}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The first field line of `name`, read lossily when it is not UTF-8.
+fn first_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+}
+
+/// At most [`QUOTED_LIMIT`] characters of `text`, for quoting in a diagnostic.
+fn shorten(text: &str) -> &str {
+    text.char_indices().nth(QUOTED_LIMIT).and_then(|(end, _)| text.get(..end)).unwrap_or(text)
+}
+
+/// An instant as RFC 3339 in UTC, to the second: `2026-01-01T00:00:00Z`.
+pub(crate) fn rfc3339(date: DateTime<Utc>) -> String {
+    date.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+    use proptest::prelude::*;
+
+    fn request_url() -> Url {
+        Url::parse("https://api.example.com/v1/companies?limit=5").expect("valid test url")
+    }
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    fn notice(pairs: &[(&'static str, &'static str)]) -> Option<DeprecationNotice> {
+        DeprecationNotice::from_headers(&Method::GET, &request_url(), &headers(pairs))
+    }
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(seconds, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn no_headers_no_notice() {
+        assert_eq!(notice(&[]), None);
+        assert_eq!(notice(&[("link", "</v2/companies>; rel=successor-version")]), None);
+    }
+
+    #[test]
+    fn full_notice() {
+        let n = notice(&[
+            ("deprecation", "@1767225600"),
+            ("sunset", "Fri, 01 Jan 2027 00:00:00 GMT"),
+            (
+                "link",
+                r#"</v2/companies>; rel="successor-version", <https://docs.example.com/deprecations/v1>; rel="deprecation"; type="text/html""#,
+            ),
+            (
+                "link",
+                r#"</v3/companies>; rel=latest-version, <https://docs.example.com/policy>; rel=sunset"#,
+            ),
+        ])
+        .expect("notice");
+        assert_eq!(n.method, Method::GET);
+        assert_eq!(n.endpoint, "/v1/companies");
+        assert_eq!(n.deprecation, Some(Deprecation::Since(at(1_767_225_600))));
+        assert_eq!(n.deprecated_since(), Some(at(1_767_225_600)));
+        assert_eq!(n.sunset, Some(at(1_798_761_600)));
+        let as_str = |u: &Option<Url>| u.as_ref().map(|u| u.as_str().to_owned());
+        assert_eq!(as_str(&n.successor).as_deref(), Some("https://api.example.com/v2/companies"));
+        assert_eq!(as_str(&n.latest_version).as_deref(), Some("https://api.example.com/v3/companies"));
+        assert_eq!(as_str(&n.documentation).as_deref(), Some("https://docs.example.com/deprecations/v1"));
+        assert_eq!(as_str(&n.sunset_policy).as_deref(), Some("https://docs.example.com/policy"));
+        assert_eq!(n.links.len(), 4);
+        assert_eq!(n.diagnostic, None);
+        assert_eq!(
+            n.to_string(),
+            "GET /v1/companies is deprecated since 2026-01-01T00:00:00Z, sunset at \
+             2027-01-01T00:00:00Z, successor https://api.example.com/v2/companies, see \
+             https://docs.example.com/deprecations/v1"
+        );
+    }
+
+    #[test]
+    fn successor_from_a_shared_rel_list() {
+        let n = notice(&[
+            ("deprecation", "true"),
+            ("link", r#"</v2/companies>; rel="successor-version latest-version""#),
+        ])
+        .expect("notice");
+        assert_eq!(n.successor, n.latest_version);
+        assert!(n.successor.is_some());
+        assert_eq!(n.deprecation, Some(Deprecation::Deprecated));
+        assert_eq!(n.deprecated_since(), None);
+        assert_eq!(
+            n.to_string(),
+            "GET /v1/companies is deprecated, successor https://api.example.com/v2/companies"
+        );
+    }
+
+    #[test]
+    fn uppercase_rel_name_and_value() {
+        let n = notice(&[("deprecation", "true"), ("link", "</v2/companies>; REL=Successor-Version")])
+            .expect("notice");
+        assert_eq!(n.successor.as_ref().map(Url::as_str), Some("https://api.example.com/v2/companies"));
+    }
+
+    #[test]
+    fn sunset_alone_is_a_notice() {
+        let n = notice(&[("sunset", "Sunday, 06-Nov-94 08:49:37 UTC")]).expect("notice");
+        assert_eq!(n.deprecation, None);
+        assert_eq!(n.sunset, Some(at(784_111_777)));
+        assert!(n.is_sunset_past(at(784_111_777)));
+        assert!(!n.is_sunset_past(at(784_111_776)));
+        assert_eq!(
+            n.to_string(),
+            "GET /v1/companies is scheduled for sunset, sunset at 1994-11-06T08:49:37Z"
+        );
+    }
+
+    #[test]
+    fn sunset_before_deprecation_is_diagnosed() {
+        let n = notice(&[("deprecation", "@1798761600"), ("sunset", "Thu, 01 Jan 2026 00:00:00 GMT")])
+            .expect("notice");
+        assert_eq!(n.diagnostic.as_deref(), Some("sunset is earlier than deprecation"));
+        let same_day = notice(&[("deprecation", "@1767225600"), ("sunset", "Thu, 01 Jan 2026 00:00:00 GMT")])
+            .expect("notice");
+        assert_eq!(same_day.diagnostic, None);
+    }
+
+    #[test]
+    fn malformed_headers_are_diagnosed_and_still_deprecated() {
+        let n = notice(&[("deprecation", "soon"), ("sunset", "tomorrow")]).expect("notice");
+        assert_eq!(n.deprecation, Some(Deprecation::Unrecognized("soon".to_owned())));
+        assert_eq!(n.sunset, None);
+        assert!(!n.is_sunset_past(Utc::now()));
+        assert_eq!(
+            n.diagnostic.as_deref(),
+            Some(
+                "deprecation header \"soon\" is in no known form; sunset header \"tomorrow\" \
+                 is not an http-date"
+            )
+        );
+        assert_eq!(n.to_string(), "GET /v1/companies is deprecated");
+    }
+
+    #[test]
+    fn long_malformed_values_are_shortened_in_the_diagnostic() {
+        let long = "x".repeat(500);
+        let mut map = HeaderMap::new();
+        map.insert("sunset", HeaderValue::from_str(&long).expect("ascii"));
+        let n = DeprecationNotice::from_headers(&Method::GET, &request_url(), &map).expect("notice");
+        let diagnostic = n.diagnostic.unwrap_or_default();
+        assert!(diagnostic.len() < 120, "{diagnostic}");
+    }
+
+    #[test]
+    fn first_field_line_counts() {
+        let n = notice(&[
+            ("deprecation", "@0"),
+            ("deprecation", "true"),
+            ("sunset", "Thu, 01 Jan 1970 00:00:01 GMT"),
+            ("sunset", "garbage"),
+        ])
+        .expect("notice");
+        assert_eq!(n.deprecated_since(), Some(at(0)));
+        assert_eq!(n.sunset, Some(at(1)));
+        assert_eq!(n.diagnostic, None);
+    }
+
+    #[test]
+    fn non_utf8_values_are_read_lossily() {
+        let mut map = HeaderMap::new();
+        let bytes = HeaderValue::from_bytes(b"caf\xe9").expect("opaque bytes are allowed");
+        map.insert("deprecation", bytes.clone());
+        map.insert("link", bytes);
+        map.append("link", HeaderValue::from_bytes(b"</v2/caf\xe9>; rel=successor-version").expect("bytes"));
+        let n = DeprecationNotice::from_headers(&Method::GET, &request_url(), &map).expect("notice");
+        assert!(matches!(n.deprecation, Some(Deprecation::Unrecognized(_))));
+        assert_eq!(n.successor.as_ref().map(Url::as_str), Some("https://api.example.com/v2/caf%EF%BF%BD"));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_header_bytes_never_panic(
+            deprecation in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
+            sunset in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..40)),
+            links in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..60), 0..3),
+            path in "(/[a-zA-Z0-9%._~-]{1,8}){0,3}",
+        ) {
+            let mut map = HeaderMap::new();
+            let value = |bytes: &[u8]| HeaderValue::from_bytes(bytes).ok();
+            if let Some(v) = deprecation.as_deref().and_then(value) { map.insert("deprecation", v); }
+            if let Some(v) = sunset.as_deref().and_then(value) { map.insert("sunset", v); }
+            for link in &links {
+                if let Some(v) = value(link) { map.append("link", v); }
+            }
+            let url = request_url().join(&path).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let n = DeprecationNotice::from_headers(&Method::DELETE, &url, &map);
+            prop_assert_eq!(n.is_some(), map.contains_key("deprecation") || map.contains_key("sunset"));
+            if let Some(n) = n {
+                let _ = n.to_string();
+                let _ = n.is_sunset_past(Utc::now());
+            }
+        }
     }
 }

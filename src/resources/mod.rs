@@ -11,7 +11,7 @@ use std::str::FromStr;
 use serde::de::DeserializeOwned;
 
 use crate::pagination::{self, Cursor, ItemStream, Page, PageStream};
-use crate::{Client, Error, Preview};
+use crate::{Client, Error, Preview, RetryPolicy};
 
 macro_rules! sort_fields {
     ($(#[$doc:meta])* $name:ident) => {
@@ -100,18 +100,12 @@ pub struct Sort {
 impl Sort {
     /// Ascending on `field`.
     pub fn ascending(field: impl Into<String>) -> Self {
-        Sort {
-            field: field.into(),
-            descending: false,
-        }
+        Sort { field: field.into(), descending: false }
     }
 
     /// Descending on `field`.
     pub fn descending(field: impl Into<String>) -> Self {
-        Sort {
-            field: field.into(),
-            descending: true,
-        }
+        Sort { field: field.into(), descending: true }
     }
 
     /// The field name.
@@ -148,10 +142,7 @@ impl FromStr for Sort {
                 format!("expected a field name, optionally with a leading `-`, got {s:?}"),
             ));
         }
-        Ok(Sort {
-            field: field.to_owned(),
-            descending,
-        })
+        Ok(Sort { field: field.to_owned(), descending })
     }
 }
 
@@ -190,16 +181,13 @@ pub(crate) struct ListQuery {
     pub(crate) max_items: Option<u64>,
     pub(crate) max_empty_pages: Option<u32>,
     pub(crate) preview: Option<Preview>,
+    pub(crate) retry: Option<RetryPolicy>,
 }
 
 impl ListQuery {
     /// Query pairs for one page request: limit, sort, filters, then the cursor. Every page
     /// repeats all of them (spec Part 4.1 rule 4).
-    pub(crate) fn pairs(
-        &self,
-        limit: Option<u32>,
-        cursor: Option<&Cursor>,
-    ) -> Vec<(&'static str, String)> {
+    pub(crate) fn pairs(&self, limit: Option<u32>, cursor: Option<&Cursor>) -> Vec<(&'static str, String)> {
         let mut pairs = Vec::with_capacity(3 + self.filters.len());
         if let Some(limit) = limit {
             pairs.push(("limit", limit.to_string()));
@@ -243,21 +231,13 @@ pub struct List<T> {
 
 impl<T> fmt::Debug for List<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("List")
-            .field("query", &self.query)
-            .field("error", &self.error)
-            .finish_non_exhaustive()
+        f.debug_struct("List").field("query", &self.query).field("error", &self.error).finish_non_exhaustive()
     }
 }
 
 impl<T: Resource> List<T> {
     pub(crate) fn new(client: Client) -> Self {
-        List {
-            client,
-            query: ListQuery::default(),
-            error: None,
-            _resource: PhantomData,
-        }
+        List { client, query: ListQuery::default(), error: None, _resource: PhantomData }
     }
 
     fn fail(mut self, error: Error) -> Self {
@@ -270,10 +250,7 @@ impl<T: Resource> List<T> {
     /// see [`max_items`](List::max_items).
     pub fn limit(mut self, limit: u32) -> Self {
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return self.fail(Error::invalid(
-                "limit",
-                format!("expected 1..={MAX_LIMIT}, got {limit}"),
-            ));
+            return self.fail(Error::invalid("limit", format!("expected 1..={MAX_LIMIT}, got {limit}")));
         }
         self.query.limit = Some(limit);
         self
@@ -348,23 +325,25 @@ impl<T: Resource> List<T> {
         }
     }
 
+    /// The retry policy for this listing's requests, instead of the client's.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.query.retry = Some(policy);
+        self
+    }
+
     /// Fetches one page.
     pub async fn send(self) -> Result<Page<T>, Error> {
         if let Some(error) = self.error {
             return Err(error);
         }
         let limit = match (self.query.limit, self.query.max_items) {
-            (limit, Some(max)) => Some(
-                limit
-                    .unwrap_or(DEFAULT_LIMIT)
-                    .min(max.min(u64::from(MAX_LIMIT)) as u32)
-                    .max(1),
-            ),
+            (limit, Some(max)) => {
+                Some(limit.unwrap_or(DEFAULT_LIMIT).min(max.min(u64::from(MAX_LIMIT)) as u32).max(1))
+            }
             (limit, None) => limit,
         };
         let page =
-            pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref())
-                .await?;
+            pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref()).await?;
         Ok(match self.query.max_items {
             Some(max) => page.truncated(max),
             None => page,
@@ -397,26 +376,17 @@ mod tests {
 
     #[test]
     fn query_string_is_pinned() {
-        let list = client()
-            .companies()
-            .status("active")
-            .sort(CompanySort::CreatedAt.desc())
-            .limit(50);
+        let list = client().companies().status("active").sort(CompanySort::CreatedAt.desc()).limit(50);
         let cursor = Cursor::from("abc");
         let pairs = list.query.pairs(list.query.limit, Some(&cursor));
         let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut()
-            .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
-        assert_eq!(
-            url.query(),
-            Some("limit=50&sort=-createdAt&status=active&cursor=abc")
-        );
+        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        assert_eq!(url.query(), Some("limit=50&sort=-createdAt&status=active&cursor=abc"));
 
         let list = client().contacts().company_id("cmp 1&x").sort("name");
         let pairs = list.query.pairs(None, None);
         let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut()
-            .extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
         assert_eq!(url.query(), Some("sort=name&companyId=cmp+1%26x"));
         assert_eq!(ContactSort::UpdatedAt.desc().to_string(), "-updatedAt");
     }

@@ -1,0 +1,197 @@
+//! Retries of transient failures: exponential backoff with full jitter, `Retry-After`, and
+//! limits on attempts and elapsed time.
+
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+
+use crate::Error;
+
+/// When and how often a failed request is sent again.
+///
+/// Retried: 429, 502, 503 and 504 answers, connection failures, timeouts and bodies cut off
+/// mid-way; never any other 4xx. Requests are GETs, so a retry repeats nothing; a page is
+/// retried at the same cursor and a listing never restarts. The wait before attempt n is drawn
+/// uniformly from zero to `initial_delay * 2^(n-2)` (capped at `max_delay`), or is the
+/// server's `Retry-After` when that is longer.
+///
+/// ```
+/// use std::time::Duration;
+/// use business_records::RetryPolicy;
+/// let policy = RetryPolicy::default()
+///     .max_attempts(6)
+///     .initial_delay(Duration::from_millis(100))
+///     .max_elapsed(Duration::from_secs(30));
+/// assert_eq!(policy.attempts(), 6);
+/// let never = RetryPolicy::none();
+/// assert_eq!(never.attempts(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    initial_delay: Duration,
+    max_delay: Duration,
+    max_elapsed: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// 4 attempts, 200 ms initial delay, 10 s maximum delay, 60 s in all.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            initial_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(10),
+            max_elapsed: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries: every failure is returned at once.
+    pub fn none() -> Self {
+        RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }
+    }
+
+    /// Attempts in all, the first one included (at least 1). Default: 4.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// Ceiling of the first backoff; it doubles with each retry. Default: 200 ms.
+    pub fn initial_delay(mut self, delay: Duration) -> Self {
+        self.initial_delay = delay;
+        self
+    }
+
+    /// Largest wait between two attempts, `Retry-After` included: a server asking for a longer
+    /// wait ends the retries. Default: 10 s.
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// Total time spent waiting between attempts of one request. Default: 60 s.
+    pub fn max_elapsed(mut self, elapsed: Duration) -> Self {
+        self.max_elapsed = elapsed;
+        self
+    }
+
+    /// Attempts in all.
+    pub fn attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    pub(crate) fn schedule(&self) -> RetrySchedule {
+        let ceilings = ExponentialBuilder::default()
+            .with_min_delay(self.initial_delay)
+            .with_max_delay(self.max_delay)
+            .with_factor(2.0)
+            .with_max_times(self.max_attempts.saturating_sub(1) as usize)
+            .build();
+        RetrySchedule {
+            policy: self.clone(),
+            ceilings: Box::new(ceilings),
+            waited: Duration::ZERO,
+            attempt: 1,
+        }
+    }
+}
+
+/// The retry state of one request.
+pub(crate) struct RetrySchedule {
+    policy: RetryPolicy,
+    ceilings: Box<dyn Iterator<Item = Duration> + Send + Sync>,
+    waited: Duration,
+    attempt: u32,
+}
+
+impl RetrySchedule {
+    /// The number of the attempt about to be made (1 for the first).
+    pub(crate) fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// How long to wait before sending again after `error`, or `None` to give up.
+    pub(crate) fn next_delay(&mut self, error: &Error) -> Option<Duration> {
+        if !error.is_retryable() {
+            return None;
+        }
+        let ceiling = self.ceilings.next()?;
+        let jittered = ceiling.mul_f64(fastrand::f64());
+        let delay = match error.retry_after() {
+            Some(asked) if asked > self.policy.max_delay => return None,
+            Some(asked) => asked.max(jittered),
+            None => jittered,
+        };
+        if self.waited + delay > self.policy.max_elapsed {
+            return None;
+        }
+        self.waited += delay;
+        self.attempt += 1;
+        Some(delay)
+    }
+
+    /// Wraps the last error once retries are over, if any retry was made.
+    pub(crate) fn give_up(&self, error: Error) -> Error {
+        if self.attempt > 1 && error.is_retryable() {
+            Error::RetriesExhausted { attempts: self.attempt, last: Box::new(error) }
+        } else {
+            error
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{ApiError, ErrorCode};
+
+    fn status(code: u16, retry_after: Option<Duration>) -> Error {
+        Error::Api(Box::new(ApiError {
+            status: code,
+            code: ErrorCode::Unknown,
+            description: None,
+            endpoint: "/v1/companies".into(),
+            retry_after,
+            deprecation: None,
+        }))
+    }
+
+    #[test]
+    fn retries_only_transient_statuses() {
+        for code in [429, 502, 503, 504] {
+            assert!(RetryPolicy::default().schedule().next_delay(&status(code, None)).is_some(), "{code}");
+        }
+        for code in [400, 401, 403, 404, 409, 410, 500, 501] {
+            assert!(RetryPolicy::default().schedule().next_delay(&status(code, None)).is_none(), "{code}");
+        }
+    }
+
+    #[test]
+    fn full_jitter_stays_under_the_doubling_ceiling_and_attempts_are_bounded() {
+        let policy = RetryPolicy::default().max_attempts(5).initial_delay(Duration::from_millis(100));
+        let mut schedule = policy.schedule();
+        let mut ceiling = Duration::from_millis(100);
+        for _ in 0..4 {
+            let delay = schedule.next_delay(&status(503, None)).expect("a retry");
+            assert!(delay <= ceiling, "{delay:?} > {ceiling:?}");
+            ceiling *= 2;
+        }
+        assert_eq!(schedule.attempt(), 5);
+        assert!(schedule.next_delay(&status(503, None)).is_none());
+    }
+
+    #[test]
+    fn retry_after_is_honoured_within_limits() {
+        let mut schedule = RetryPolicy::default().schedule();
+        let delay = schedule.next_delay(&status(429, Some(Duration::from_secs(2))));
+        assert_eq!(delay, Some(Duration::from_secs(2)));
+        let mut schedule = RetryPolicy::default().max_delay(Duration::from_secs(1)).schedule();
+        assert!(schedule.next_delay(&status(429, Some(Duration::from_secs(2)))).is_none());
+        let mut schedule = RetryPolicy::default().max_elapsed(Duration::from_secs(3)).schedule();
+        assert!(schedule.next_delay(&status(429, Some(Duration::from_secs(2)))).is_some());
+        assert!(schedule.next_delay(&status(429, Some(Duration::from_secs(2)))).is_none());
+    }
+}
