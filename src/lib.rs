@@ -47,3 +47,8 @@ pub use resources::contacts::{Contact, ContactSort, ListContacts};
 pub use resources::{IntoSort, List, Resource, Sort};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

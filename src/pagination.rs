@@ -150,6 +150,8 @@ struct Pager<T: Resource> {
     finished: bool,
     prefetched: Option<JoinHandle<PageResult<T>>>,
     not_before: Option<Instant>,
+    /// A contract violation found on a page whose items are delivered first.
+    deferred: Option<Error>,
 }
 
 impl<T: Resource> Pager<T> {
@@ -168,6 +170,7 @@ impl<T: Resource> Pager<T> {
             finished: false,
             prefetched: None,
             not_before: None,
+            deferred: None,
         }
     }
 
@@ -197,6 +200,9 @@ impl<T: Resource> Pager<T> {
     }
 
     async fn next_page(&mut self) -> Option<PageResult<T>> {
+        if let Some(error) = self.deferred.take() {
+            return Some(Err(error));
+        }
         if self.finished {
             return None;
         }
@@ -232,29 +238,43 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Applies the pagination rules to a page that arrived, and starts the next request.
+    /// Applies the pagination rules to a page that arrived, and starts the next request. A page
+    /// that breaks the contract is still delivered; the error follows it.
     fn accept(&mut self, mut page: Page<T>) -> PageResult<T> {
         self.pages += 1;
         if let Some(remaining) = self.remaining() {
             page = page.truncated(remaining);
         }
         self.delivered += page.data.len() as u64;
+        match self.advance(&page) {
+            Ok(()) => Ok(page),
+            Err(violation) => {
+                let error = self.fail(Error::Pagination(violation));
+                if page.data.is_empty() {
+                    Err(error)
+                } else {
+                    self.deferred = Some(error);
+                    Ok(page)
+                }
+            }
+        }
+    }
+
+    /// Moves to the page after `page`, or says which rule it broke.
+    fn advance(&mut self, page: &Page<T>) -> Result<(), PaginationError> {
         if !page.has_more {
             self.finished = true;
-            return Ok(page);
+            return Ok(());
         }
-        let Some(next) = page.next_cursor.clone() else {
-            return Err(self.fail(Error::Pagination(PaginationError::MissingCursor { page: self.pages })));
-        };
-        if !self.seen.insert(next.clone()) || self.cursor.as_ref() == Some(&next) {
-            return Err(self.fail(Error::Pagination(PaginationError::RepeatedCursor { page: self.pages })));
+        let next = page.next_cursor.clone().ok_or(PaginationError::MissingCursor { page: self.pages })?;
+        if self.cursor.as_ref() == Some(&next) || !self.seen.insert(next.clone()) {
+            return Err(PaginationError::RepeatedCursor { page: self.pages });
         }
         if page.data.is_empty() {
             self.empty_in_a_row += 1;
             let bound = self.query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES);
             if self.empty_in_a_row > bound {
-                let count = self.empty_in_a_row;
-                return Err(self.fail(Error::Pagination(PaginationError::TooManyEmptyPages { count })));
+                return Err(PaginationError::TooManyEmptyPages { count: self.empty_in_a_row });
             }
         } else {
             self.empty_in_a_row = 0;
@@ -265,7 +285,7 @@ impl<T: Resource> Pager<T> {
         } else if self.client.inner().prefetch {
             self.prefetched = Some(self.start_fetch());
         }
-        Ok(page)
+        Ok(())
     }
 }
 

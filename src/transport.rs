@@ -173,10 +173,10 @@ impl Transport {
             let body = read_body(endpoint, response).await?;
 
             if status.is_success() {
-                if let Some(notice) = &deprecation {
-                    if self.deprecation.policy() == DeprecationPolicy::Fail {
-                        return Err(Error::Deprecated(Box::new(notice.clone())));
-                    }
+                if let Some(notice) =
+                    deprecation.as_ref().filter(|_| self.deprecation.policy() == DeprecationPolicy::Fail)
+                {
+                    return Err(Error::Deprecated(Box::new(notice.clone())));
                 }
                 return decode(endpoint, &body).map(|body| ApiResponse { body, deprecation });
             }
@@ -280,7 +280,7 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
 fn classify(error: ApiError) -> Error {
     let sunset_passed =
         error.deprecation.as_ref().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
-    if error.code == ErrorCode::VersionSunset || (error.status == 410 && sunset_passed) || sunset_passed {
+    if error.code == ErrorCode::VersionSunset || sunset_passed {
         let (sunset, successor) =
             error.deprecation.as_ref().map(|n| (n.sunset, n.successor.clone())).unwrap_or((None, None));
         return Error::Sunset { sunset, successor, response: Box::new(error) };

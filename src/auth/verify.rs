@@ -1,7 +1,630 @@
-//! placeholder
-#![allow(missing_docs)]
+//! Access-token verification for resource servers (spec Part 5.7).
+//!
+//! A backend that receives `Authorization: Bearer <token>` from callers of the
+//! business-records API validates the token locally with a [`TokenVerifier`]:
+//! the signing key is selected by the token's `kid` header from the
+//! authorization server's JWKS, the RS256 signature is checked, `exp` must be
+//! in the future, `iss` must equal the configured issuer and `aud` must
+//! include the configured audience.
+//!
+//! ```no_run
+//! # async fn run(token: &str) -> Result<(), business_records::auth::VerifyError> {
+//! use business_records::auth::TokenVerifier;
+//!
+//! let verifier = TokenVerifier::new(
+//!     "https://auth.example.com/.well-known/jwks.json",
+//!     "https://auth.example.com",
+//!     "business-records-api",
+//! )?;
+//! let claims = verifier.verify(token).await?;
+//! if !claims.has_scope("api/read") {
+//!     // answer 401 insufficient_scope
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Once, RwLock};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// Default minimum pause between two JWKS fetches triggered by unknown key ids.
+const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+/// Timeout of the default HTTP client used for JWKS requests.
+const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest JWKS document accepted.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
+/// Longest token accepted; anything larger is rejected before any parsing.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Longest key id quoted back in an error.
+const MAX_KID_IN_ERROR: usize = 64;
+
+/// Installs the crate's JWT crypto backend once per process.
+///
+/// Feature unification in a larger dependency tree may enable more than one
+/// `jsonwebtoken` backend, in which case `jsonwebtoken` cannot pick one by
+/// itself and would panic at the first signature operation. Installing the
+/// provider explicitly avoids that; if another provider is already installed,
+/// it is kept.
+pub(crate) fn ensure_crypto_provider() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
+            &jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER,
+        );
+    });
+}
+
+/// Why a token (or the verifier's configuration) was rejected.
+///
+/// Messages never contain the token itself.
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
-#[error("verify")]
-pub struct VerifyError;
-pub struct Claims;
-pub struct TokenVerifier;
+pub enum VerifyError {
+    /// The token is not a well-formed JWS compact serialization, or its
+    /// header or claims are not valid JSON of the expected shape.
+    #[error("malformed token")]
+    Malformed,
+    /// The token header carries no `kid`, so no key can be selected.
+    #[error("token header has no key id")]
+    MissingKeyId,
+    /// No key with the token's `kid` is published in the JWKS.
+    #[error("no signing key with id `{kid}`")]
+    UnknownKey {
+        /// The key id from the token header (shortened if very long).
+        kid: String,
+    },
+    /// The token is signed with an algorithm other than RS256.
+    #[error("unsupported signing algorithm `{alg}`")]
+    UnsupportedAlgorithm {
+        /// The `alg` value from the token header (shortened if very long).
+        alg: String,
+    },
+    /// The signature does not match the selected key.
+    #[error("invalid token signature")]
+    InvalidSignature,
+    /// The token's `exp` is not in the future (allowing for the leeway).
+    #[error("token has expired")]
+    Expired,
+    /// The token's `nbf` is in the future (allowing for the leeway).
+    #[error("token is not valid yet")]
+    NotYetValid,
+    /// The token's `iss` is not the configured issuer.
+    #[error("token issuer does not match")]
+    InvalidIssuer,
+    /// The token's `aud` does not include the configured audience.
+    #[error("token audience does not match")]
+    InvalidAudience,
+    /// A required claim (`exp`, `iss` or `aud`) is absent.
+    #[error("token has no `{claim}` claim")]
+    MissingClaim {
+        /// Name of the missing claim.
+        claim: String,
+    },
+    /// The JWKS could not be fetched or parsed.
+    #[error("jwks unavailable: {message}")]
+    Jwks {
+        /// What went wrong; never includes a token.
+        message: String,
+    },
+    /// The verifier was configured with an unusable value.
+    #[error("invalid verifier configuration: {message}")]
+    InvalidConfig {
+        /// What is wrong with the configuration.
+        message: String,
+    },
+}
+
+/// The validated claims of an access token.
+///
+/// Claims the struct does not name are kept in [`extra`](Self::extra).
+#[non_exhaustive]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Claims {
+    /// Issuer: the authorization server.
+    pub iss: String,
+    /// Subject: the user, or the client id for client-credentials tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    /// Audiences; a single string in the token is read as a one-element list.
+    #[serde(deserialize_with = "string_or_seq")]
+    pub aud: Vec<String>,
+    /// Expiry, seconds since the Unix epoch.
+    pub exp: i64,
+    /// Issue time, seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
+    /// Space-separated granted scopes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The OAuth client the token was issued to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Every other claim of the token.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl Claims {
+    /// The granted scopes, split on spaces.
+    ///
+    /// ```
+    /// # use business_records::auth::Claims;
+    /// # fn check(claims: &Claims) {
+    /// for scope in claims.scopes() {
+    ///     println!("granted: {scope}");
+    /// }
+    /// # }
+    /// ```
+    pub fn scopes(&self) -> impl Iterator<Item = &str> {
+        self.scope.as_deref().unwrap_or("").split(' ').filter(|s| !s.is_empty())
+    }
+
+    /// Whether `scope` is among the granted scopes (exact match).
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes().any(|s| s == scope)
+    }
+
+    /// The expiry (`exp`) as a UTC timestamp.
+    pub fn expires_at(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp(self.exp, 0).unwrap_or(if self.exp < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
+    }
+}
+
+fn string_or_seq<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+/// Validates access tokens against the authorization server's signing keys.
+///
+/// Cheap to clone: clones share the key cache. `Send + Sync`.
+///
+/// Keys are cached by `kid`. A token whose `kid` is not cached makes
+/// [`verify`](Self::verify) fetch the JWKS again, at most once per
+/// [`refetch_interval`](Self::refetch_interval), so rotated keys are picked
+/// up while a flood of tokens with made-up key ids cannot flood the
+/// authorization server.
+#[derive(Clone)]
+pub struct TokenVerifier {
+    config: Arc<Config>,
+    state: Arc<State>,
+}
+
+#[derive(Clone)]
+struct Config {
+    source: Source,
+    issuer: String,
+    audience: String,
+    leeway: Duration,
+    refetch_interval: Duration,
+}
+
+#[derive(Clone)]
+enum Source {
+    Remote { url: url::Url, client: reqwest::Client },
+    Fixed,
+}
+
+struct State {
+    keys: RwLock<HashMap<String, Arc<DecodingKey>>>,
+    fetch: tokio::sync::Mutex<FetchState>,
+}
+
+#[derive(Default)]
+struct FetchState {
+    last_attempt: Option<Instant>,
+    last_error: Option<String>,
+}
+
+impl fmt::Debug for TokenVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let jwks_url = match &self.config.source {
+            Source::Remote { url, .. } => Some(url.as_str()),
+            Source::Fixed => None,
+        };
+        let cached_keys = self.state.keys.try_read().map(|k| k.len()).ok();
+        f.debug_struct("TokenVerifier")
+            .field("jwks_url", &jwks_url)
+            .field("issuer", &self.config.issuer)
+            .field("audience", &self.config.audience)
+            .field("leeway", &self.config.leeway)
+            .field("refetch_interval", &self.config.refetch_interval)
+            .field("cached_keys", &cached_keys)
+            .finish()
+    }
+}
+
+impl TokenVerifier {
+    /// A verifier that fetches keys from `jwks_url` when it first needs them.
+    ///
+    /// `issuer` must equal the tokens' `iss` claim; `audience` must be one
+    /// of the tokens' `aud` values. The JWKS URL must use `https`, except
+    /// for loopback hosts (`127.0.0.1`, `::1`, `localhost`).
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError::InvalidConfig`] for an unparsable or non-HTTPS URL, an
+    /// empty issuer or audience, or if the HTTP client cannot be built.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), business_records::auth::VerifyError> {
+    /// use business_records::auth::TokenVerifier;
+    /// use std::time::Duration;
+    ///
+    /// let verifier = TokenVerifier::new(
+    ///     "https://auth.example.com/.well-known/jwks.json",
+    ///     "https://auth.example.com",
+    ///     "business-records-api",
+    /// )?
+    /// .leeway(Duration::from_secs(5));
+    /// # let _ = verifier; Ok(()) }
+    /// ```
+    pub fn new(
+        jwks_url: impl AsRef<str>,
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+    ) -> Result<Self, VerifyError> {
+        let url = parse_jwks_url(jwks_url.as_ref())?;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(JWKS_TIMEOUT)
+            .build()
+            .map_err(|e| VerifyError::InvalidConfig { message: format!("cannot build http client: {e}") })?;
+        Self::with_source(Source::Remote { url, client }, HashMap::new(), issuer, audience)
+    }
+
+    /// A verifier with a fixed key set that never fetches.
+    ///
+    /// `jwks_json` is a JWKS document (`{"keys":[...]}`); RSA signing keys
+    /// with a `kid` are used, other keys are ignored.
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError::Jwks`] if the document is not a JWKS,
+    /// [`VerifyError::InvalidConfig`] for an empty issuer or audience.
+    pub fn from_jwks(
+        jwks_json: &str,
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+    ) -> Result<Self, VerifyError> {
+        let keys = parse_jwks(jwks_json.as_bytes())?;
+        Self::with_source(Source::Fixed, keys, issuer, audience)
+    }
+
+    fn with_source(
+        source: Source,
+        keys: HashMap<String, Arc<DecodingKey>>,
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+    ) -> Result<Self, VerifyError> {
+        let issuer = issuer.into();
+        let audience = audience.into();
+        if issuer.is_empty() {
+            return Err(VerifyError::InvalidConfig { message: "issuer is empty".into() });
+        }
+        if audience.is_empty() {
+            return Err(VerifyError::InvalidConfig { message: "audience is empty".into() });
+        }
+        ensure_crypto_provider();
+        Ok(Self {
+            config: Arc::new(Config {
+                source,
+                issuer,
+                audience,
+                leeway: Duration::ZERO,
+                refetch_interval: DEFAULT_REFETCH_INTERVAL,
+            }),
+            state: Arc::new(State {
+                keys: RwLock::new(keys),
+                fetch: tokio::sync::Mutex::new(FetchState::default()),
+            }),
+        })
+    }
+
+    /// Uses `client` for JWKS requests instead of the default one (which
+    /// follows no redirects and times out after 10 seconds).
+    ///
+    /// Has no effect on a verifier made with [`from_jwks`](Self::from_jwks).
+    #[must_use]
+    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
+        let config = Arc::make_mut(&mut self.config);
+        if let Source::Remote { client: c, .. } = &mut config.source {
+            *c = client;
+        }
+        self
+    }
+
+    /// Clock-skew allowance for `exp` and `nbf`. Default: zero, so `exp`
+    /// must be in the future.
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        Arc::make_mut(&mut self.config).leeway = leeway;
+        self
+    }
+
+    /// Minimum pause between two JWKS fetches triggered by unknown key ids.
+    /// Default: 60 seconds.
+    #[must_use]
+    pub fn refetch_interval(mut self, interval: Duration) -> Self {
+        Arc::make_mut(&mut self.config).refetch_interval = interval;
+        self
+    }
+
+    /// Validates `token`, fetching the JWKS first if its `kid` is not cached
+    /// (subject to the refetch interval).
+    ///
+    /// # Errors
+    ///
+    /// The [`VerifyError`] describing the first check that failed.
+    pub async fn verify(&self, token: &str) -> Result<Claims, VerifyError> {
+        let kid = parse_header(token)?;
+        if let Some(key) = self.cached_key(&kid) {
+            return self.verify_with_key(token, &key);
+        }
+        let Source::Remote { url, client } = &self.config.source else {
+            return Err(unknown_key(&kid));
+        };
+        let mut fetch = self.state.fetch.lock().await;
+        // Another task may have refreshed the keys while this one waited.
+        if let Some(key) = self.cached_key(&kid) {
+            drop(fetch);
+            return self.verify_with_key(token, &key);
+        }
+        let due = fetch.last_attempt.is_none_or(|at| at.elapsed() >= self.config.refetch_interval);
+        if !due {
+            return Err(match &fetch.last_error {
+                Some(message) => VerifyError::Jwks { message: message.clone() },
+                None => unknown_key(&kid),
+            });
+        }
+        fetch.last_attempt = Some(Instant::now());
+        match fetch_jwks(client, url).await {
+            Ok(keys) => {
+                fetch.last_error = None;
+                *self.state.keys.write().unwrap_or_else(|e| e.into_inner()) = keys;
+            }
+            Err(err) => {
+                if let VerifyError::Jwks { message } = &err {
+                    fetch.last_error = Some(message.clone());
+                }
+                return Err(err);
+            }
+        }
+        drop(fetch);
+        match self.cached_key(&kid) {
+            Some(key) => self.verify_with_key(token, &key),
+            None => Err(unknown_key(&kid)),
+        }
+    }
+
+    /// Validates `token` with the cached keys only; never performs I/O.
+    ///
+    /// # Errors
+    ///
+    /// The [`VerifyError`] describing the first check that failed;
+    /// [`VerifyError::UnknownKey`] if the `kid` is not cached.
+    pub fn verify_cached(&self, token: &str) -> Result<Claims, VerifyError> {
+        let kid = parse_header(token)?;
+        match self.cached_key(&kid) {
+            Some(key) => self.verify_with_key(token, &key),
+            None => Err(unknown_key(&kid)),
+        }
+    }
+
+    fn cached_key(&self, kid: &str) -> Option<Arc<DecodingKey>> {
+        self.state.keys.read().unwrap_or_else(|e| e.into_inner()).get(kid).cloned()
+    }
+
+    fn verify_with_key(&self, token: &str, key: &DecodingKey) -> Result<Claims, VerifyError> {
+        let mut validation = Validation::new(Algorithm::RS256);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.set_issuer(&[&self.config.issuer]);
+        validation.set_audience(&[&self.config.audience]);
+        validation.leeway = self.config.leeway.as_secs();
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.validate_aud = true;
+
+        let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, key, &validation)
+            .map_err(map_jwt_error)?;
+        let claims: Claims =
+            serde_json::from_value(Value::Object(data.claims)).map_err(|_| VerifyError::Malformed)?;
+        // `exp` must be strictly in the future (jsonwebtoken accepts `exp == now`).
+        let now = Utc::now().timestamp();
+        let leeway = i64::try_from(self.config.leeway.as_secs()).unwrap_or(i64::MAX);
+        if claims.exp.saturating_add(leeway) <= now {
+            return Err(VerifyError::Expired);
+        }
+        Ok(claims)
+    }
+}
+
+fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
+    match err.into_kind() {
+        ErrorKind::InvalidSignature => VerifyError::InvalidSignature,
+        ErrorKind::ExpiredSignature => VerifyError::Expired,
+        ErrorKind::ImmatureSignature => VerifyError::NotYetValid,
+        ErrorKind::InvalidIssuer => VerifyError::InvalidIssuer,
+        ErrorKind::InvalidAudience => VerifyError::InvalidAudience,
+        ErrorKind::MissingRequiredClaim(claim) => VerifyError::MissingClaim { claim },
+        ErrorKind::InvalidAlgorithm | ErrorKind::UnsupportedAlgorithm => {
+            VerifyError::UnsupportedAlgorithm { alg: "unknown".into() }
+        }
+        _ => VerifyError::Malformed,
+    }
+}
+
+fn shorten(s: &str) -> String {
+    s.chars().take(MAX_KID_IN_ERROR).collect()
+}
+
+fn unknown_key(kid: &str) -> VerifyError {
+    VerifyError::UnknownKey { kid: shorten(kid) }
+}
+
+/// Checks the token's shape and header; returns its `kid`.
+fn parse_header(token: &str) -> Result<String, VerifyError> {
+    #[derive(Deserialize)]
+    struct RawHeader {
+        alg: Option<String>,
+        kid: Option<String>,
+        crit: Option<Value>,
+    }
+
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(VerifyError::Malformed);
+    }
+    let mut parts = token.split('.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(VerifyError::Malformed);
+    };
+    if header.is_empty() || payload.is_empty() || signature.is_empty() {
+        return Err(VerifyError::Malformed);
+    }
+    let bytes = b64url_decode(header).ok_or(VerifyError::Malformed)?;
+    let raw: RawHeader = serde_json::from_slice(&bytes).map_err(|_| VerifyError::Malformed)?;
+    match raw.alg.as_deref() {
+        Some("RS256") => {}
+        Some(other) => {
+            return Err(VerifyError::UnsupportedAlgorithm { alg: shorten(other) });
+        }
+        None => return Err(VerifyError::Malformed),
+    }
+    // No critical header extensions are understood (RFC 7515 section 4.1.11).
+    if raw.crit.is_some() {
+        return Err(VerifyError::Malformed);
+    }
+    match raw.kid {
+        Some(kid) if !kid.is_empty() => Ok(kid),
+        _ => Err(VerifyError::MissingKeyId),
+    }
+}
+
+/// Decodes unpadded base64url; `None` for any other input.
+fn b64url_decode(input: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(input.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits: u32 = 0;
+    for &c in input.as_bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // A single dangling character cannot encode a byte.
+    if bits >= 6 {
+        return None;
+    }
+    Some(out)
+}
+
+fn parse_jwks_url(raw: &str) -> Result<url::Url, VerifyError> {
+    let url = url::Url::parse(raw)
+        .map_err(|e| VerifyError::InvalidConfig { message: format!("invalid jwks url: {e}") })?;
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        "http" => Err(VerifyError::InvalidConfig {
+            message: "jwks url must use https (http is allowed for loopback hosts only)".into(),
+        }),
+        other => {
+            Err(VerifyError::InvalidConfig { message: format!("unsupported jwks url scheme `{other}`") })
+        }
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
+        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
+        None => false,
+    }
+}
+
+async fn fetch_jwks(
+    client: &reqwest::Client,
+    url: &url::Url,
+) -> Result<HashMap<String, Arc<DecodingKey>>, VerifyError> {
+    let jwks_error = |message: String| VerifyError::Jwks { message };
+    let response = client
+        .get(url.clone())
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|e| jwks_error(format!("request failed: {e}")))?;
+    let status = response.status();
+    if !status.is_success() {
+        return Err(jwks_error(format!("endpoint returned status {}", status.as_u16())));
+    }
+    if response.content_length().is_some_and(|len| len > MAX_JWKS_BYTES as u64) {
+        return Err(jwks_error("document is too large".into()));
+    }
+    let body = response.bytes().await.map_err(|e| jwks_error(format!("reading the response failed: {e}")))?;
+    if body.len() > MAX_JWKS_BYTES {
+        return Err(jwks_error("document is too large".into()));
+    }
+    parse_jwks(&body)
+}
+
+/// Parses a JWKS document, keeping RSA signature keys that have a `kid`.
+fn parse_jwks(json: &[u8]) -> Result<HashMap<String, Arc<DecodingKey>>, VerifyError> {
+    #[derive(Deserialize)]
+    struct JwkSet {
+        keys: Vec<Value>,
+    }
+    let set: JwkSet = serde_json::from_slice(json)
+        .map_err(|e| VerifyError::Jwks { message: format!("invalid jwks document: {e}") })?;
+    let mut keys = HashMap::new();
+    for jwk in &set.keys {
+        let field = |name: &str| jwk.get(name).and_then(Value::as_str);
+        if field("kty") != Some("RSA") {
+            continue;
+        }
+        if field("use").is_some_and(|u| u != "sig") || field("alg").is_some_and(|a| a != "RS256") {
+            continue;
+        }
+        let (Some(kid), Some(n), Some(e)) = (field("kid"), field("n"), field("e")) else {
+            continue;
+        };
+        if let Ok(key) = DecodingKey::from_rsa_components(n, e) {
+            keys.insert(kid.to_owned(), Arc::new(key));
+        }
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests;

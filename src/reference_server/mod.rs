@@ -1,1 +1,572 @@
-//! placeholder
+//! An in-process reference implementation of the business-records API
+//! (feature `reference-server`).
+//!
+//! [`ReferenceServer`] runs two local HTTP servers: an authorization server
+//! ([`auth_url`](ReferenceServer::auth_url): `POST /oauth2/token` with the
+//! client-credentials grant, `GET /.well-known/jwks.json`) and the API
+//! ([`base_url`](ReferenceServer::base_url): `GET /v1/companies`,
+//! `GET /v1/contacts`). It is the specification made executable, including
+//! the decisions the specification leaves open:
+//!
+//! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
+//! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
+//!   audience; space-separated `scope`), validated on every API request with
+//!   [`TokenVerifier`]. A missing, invalid or
+//!   expired token is 401 `invalid_token`; a token without `api/read` is 401
+//!   `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
+//! - `limit` is 1 to 100 (default 20); `sort` is `name`, `createdAt` or
+//!   `updatedAt`, optionally prefixed with `-`, ties broken by ascending `id`;
+//!   filters are `status` (companies) and `companyId` (contacts). Bad values
+//!   are 400 `invalid_request`; unknown parameters are ignored.
+//! - Cursors are opaque, HMAC-protected, bound to the endpoint, sort and
+//!   filters (400 `invalid_cursor` otherwise) and expire after the cursor TTL
+//!   (400 `cursor_expired`). `limit` may change between pages.
+//! - `pagination.totalCount` is the number of results matching the filters.
+//! - Unknown paths and versions other than `v1` are 404 `not_found`.
+//!
+//! ```no_run
+//! use business_records::reference_server::ReferenceServer;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = ReferenceServer::builder().companies(250).seed(7).start().await;
+//! let token: serde_json::Value = reqwest::Client::new()
+//!     .post(format!("{}/oauth2/token", server.auth_url()))
+//!     .basic_auth(server.client_id(), Some(server.client_secret()))
+//!     .form(&[("grant_type", "client_credentials"), ("scope", "api/read")])
+//!     .send()
+//!     .await?
+//!     .json()
+//!     .await?;
+//! let expected = server.dataset().companies_sorted("-createdAt", Some("active"));
+//! # let _ = (token, expected);
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod auth;
+mod cursor;
+mod dataset;
+mod jwt;
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
+
+use crate::auth::TokenVerifier;
+
+/// How many [`ApiRequest`]s are kept; older ones are dropped.
+const API_LOG_CAPACITY: usize = 10_000;
+
+/// One request the API server received.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiRequest {
+    /// HTTP method, e.g. `GET`.
+    pub method: String,
+    /// URL path, e.g. `/v1/companies`.
+    pub path: String,
+    /// Decoded query parameters in the order they were sent.
+    pub query: Vec<(String, String)>,
+    /// Whether an `Authorization` header was present.
+    pub authorization: bool,
+    /// The status code of the response.
+    pub status: u16,
+}
+
+impl ApiRequest {
+    /// The first value of query parameter `name`.
+    pub fn query_param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// What to put into a token made by [`ReferenceServer::mint_token`].
+///
+/// The default is a token for the default client with all its scopes and
+/// the server's token lifetime, signed with the published key.
+///
+/// ```
+/// use business_records::reference_server::TokenSpec;
+///
+/// let expired = TokenSpec::new().scopes(["api/read"]).lifetime_secs(-60);
+/// let wrong_audience = TokenSpec::new().audience("another-api");
+/// # let _ = (expired, wrong_audience);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenSpec {
+    /// Granted scopes; `None` means all scopes of the default client.
+    pub scopes: Option<Vec<String>>,
+    /// Seconds until expiry (negative: already expired); `None` means the
+    /// server's token lifetime.
+    pub lifetime_secs: Option<i64>,
+    /// `aud` value instead of the server's audience.
+    pub audience: Option<String>,
+    /// `iss` value instead of the auth URL.
+    pub issuer: Option<String>,
+    /// `sub` and `client_id` instead of the default client's id.
+    pub client_id: Option<String>,
+    /// Use a key id the JWKS does not publish.
+    pub unknown_key: bool,
+    /// Corrupt the signature (the key id stays valid).
+    pub bad_signature: bool,
+}
+
+impl TokenSpec {
+    /// The default spec.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Grants exactly these scopes (an empty list grants none).
+    #[must_use]
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = Some(scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Expires `lifetime` from now.
+    #[must_use]
+    pub fn lifetime(self, lifetime: Duration) -> Self {
+        self.lifetime_secs(i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX))
+    }
+
+    /// Expires `secs` seconds from now; zero or negative makes an expired token.
+    #[must_use]
+    pub fn lifetime_secs(mut self, secs: i64) -> Self {
+        self.lifetime_secs = Some(secs);
+        self
+    }
+
+    /// Uses this `aud` instead of the server's audience.
+    #[must_use]
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audience = Some(audience.into());
+        self
+    }
+
+    /// Uses this `iss` instead of the auth URL.
+    #[must_use]
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Uses this `sub` and `client_id`.
+    #[must_use]
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// Signs under a key id the JWKS does not publish.
+    #[must_use]
+    pub fn unknown_key(mut self) -> Self {
+        self.unknown_key = true;
+        self
+    }
+
+    /// Corrupts the signature.
+    #[must_use]
+    pub fn bad_signature(mut self) -> Self {
+        self.bad_signature = true;
+        self
+    }
+}
+
+/// State shared between the responders and the [`ReferenceServer`] handle.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) token_requests: AtomicUsize,
+    pub(crate) jwks_requests: AtomicUsize,
+    /// Tokens of an earlier generation are refused as revoked.
+    pub(crate) token_generation: AtomicU64,
+    api_log: Mutex<VecDeque<ApiRequest>>,
+}
+
+impl Shared {
+    pub(crate) fn record(&self, request: ApiRequest) {
+        let mut log = self.api_log.lock().unwrap_or_else(|e| e.into_inner());
+        if log.len() >= API_LOG_CAPACITY {
+            log.pop_front();
+        }
+        log.push_back(request);
+    }
+}
+
+/// An error response: `{"error": code, "error_description": text}`.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorReply {
+    pub(crate) status: u16,
+    pub(crate) code: &'static str,
+    pub(crate) description: String,
+    headers: Vec<(&'static str, String)>,
+}
+
+impl ErrorReply {
+    pub(crate) fn new(status: u16, code: &'static str, description: impl Into<String>) -> Self {
+        Self { status, code, description: description.into(), headers: Vec::new() }
+    }
+
+    pub(crate) fn invalid_request(description: impl Into<String>) -> Self {
+        Self::new(400, "invalid_request", description)
+    }
+
+    pub(crate) fn not_found() -> Self {
+        Self::new(404, "not_found", "no such resource")
+    }
+
+    pub(crate) fn method_not_allowed(allow: &'static str) -> Self {
+        Self::new(405, "method_not_allowed", "method not allowed").with_header("allow", allow.to_owned())
+    }
+
+    /// Adds a response header (replacing one of the same name).
+    pub(crate) fn with_header(mut self, name: &'static str, value: String) -> Self {
+        self.headers.retain(|(n, _)| *n != name);
+        self.headers.push((name, value));
+        self
+    }
+
+    pub(crate) fn into_response(self) -> ResponseTemplate {
+        let body = serde_json::json!({ "error": self.code, "error_description": self.description });
+        let mut response =
+            ResponseTemplate::new(self.status).insert_header("cache-control", "no-store").set_body_json(body);
+        for (name, value) in self.headers {
+            if let Ok(value) = reqwest::header::HeaderValue::from_str(&value) {
+                response = response.insert_header(name, value);
+            }
+        }
+        response
+    }
+}
+
+/// Configures and starts a [`ReferenceServer`].
+#[must_use]
+#[derive(Debug, Clone)]
+pub struct ReferenceServerBuilder {
+    companies: usize,
+    contacts_per_company: usize,
+    seed: u64,
+    token_lifetime: Duration,
+    cursor_ttl: Duration,
+    audience: String,
+    clients: Vec<(String, String, Vec<String>)>,
+    signing_key: Option<(String, String)>,
+}
+
+impl Default for ReferenceServerBuilder {
+    fn default() -> Self {
+        Self {
+            companies: 1_000,
+            contacts_per_company: 3,
+            seed: 42,
+            token_lifetime: Duration::from_secs(3600),
+            cursor_ttl: Duration::from_secs(600),
+            audience: ReferenceServer::DEFAULT_AUDIENCE.to_owned(),
+            clients: Vec::new(),
+            signing_key: None,
+        }
+    }
+}
+
+impl ReferenceServerBuilder {
+    /// Number of companies. Default: 1,000.
+    pub fn companies(mut self, n: usize) -> Self {
+        self.companies = n;
+        self
+    }
+
+    /// Contacts per company. Default: 3.
+    pub fn contacts_per_company(mut self, n: usize) -> Self {
+        self.contacts_per_company = n;
+        self
+    }
+
+    /// Seed of the generated data. Default: 42.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Lifetime of issued access tokens, whole seconds, at least one.
+    /// Default: 3,600 seconds.
+    pub fn token_lifetime(mut self, lifetime: Duration) -> Self {
+        self.token_lifetime = lifetime.max(Duration::from_secs(1));
+        self
+    }
+
+    /// How long a cursor stays usable. Default: 10 minutes.
+    pub fn cursor_ttl(mut self, ttl: Duration) -> Self {
+        self.cursor_ttl = ttl;
+        self
+    }
+
+    /// The API identifier put into `aud` and required by the API.
+    /// Default: `business-records-api`.
+    pub fn audience(mut self, audience: impl Into<String>) -> Self {
+        self.audience = audience.into();
+        self
+    }
+
+    /// Registers another client (or replaces one with the same id). The
+    /// default client (`reference-client` / `reference-secret`, scopes
+    /// `api/read api/write`) is always registered unless replaced.
+    pub fn client<I, S>(mut self, id: impl Into<String>, secret: impl Into<String>, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let scopes = scopes.into_iter().map(Into::into).collect();
+        self.clients.push((id.into(), secret.into(), scopes));
+        self
+    }
+
+    /// Signs tokens with this RSA private key (PKCS#1 or PKCS#8 PEM),
+    /// published under key id `kid`. Default: a fixed 2048-bit key shipped
+    /// with the crate, key id `reference-key-1`.
+    pub fn signing_key_pem(mut self, pem: impl Into<String>, kid: impl Into<String>) -> Self {
+        self.signing_key = Some((pem.into(), kid.into()));
+        self
+    }
+
+    /// Generates the data and starts both servers on free loopback ports.
+    ///
+    /// # Panics
+    ///
+    /// If the signing key cannot be used.
+    pub async fn start(self) -> ReferenceServer {
+        let (pem, kid) = match &self.signing_key {
+            Some((pem, kid)) => (pem.as_str(), kid.as_str()),
+            None => (jwt::DEFAULT_SIGNING_KEY_PEM, jwt::DEFAULT_KID),
+        };
+        let signer = match jwt::Signer::from_pem(pem, kid) {
+            Ok(signer) => Arc::new(signer),
+            Err(e) => panic!("reference server: {e}"),
+        };
+        let dataset = Arc::new(Dataset::generate(self.companies, self.contacts_per_company, self.seed));
+        let mut clients = HashMap::new();
+        clients.insert(
+            ReferenceServer::DEFAULT_CLIENT_ID.to_owned(),
+            auth::RegisteredClient {
+                secret: ReferenceServer::DEFAULT_CLIENT_SECRET.to_owned(),
+                scopes: vec!["api/read".to_owned(), "api/write".to_owned()],
+            },
+        );
+        for (id, secret, scopes) in self.clients {
+            clients.insert(id, auth::RegisteredClient { secret, scopes });
+        }
+        let default_scopes =
+            clients.get(ReferenceServer::DEFAULT_CLIENT_ID).map(|c| c.scopes.clone()).unwrap_or_default();
+
+        let auth_server = MockServer::builder().disable_request_recording().start().await;
+        let api_server = MockServer::builder().disable_request_recording().start().await;
+        let auth_url = auth_server.uri();
+        let jwks_json = signer.jwks_json();
+        let verifier = match TokenVerifier::from_jwks(&jwks_json, auth_url.clone(), self.audience.clone()) {
+            Ok(verifier) => verifier,
+            Err(e) => panic!("reference server: {e}"),
+        };
+        let shared = Arc::new(Shared::default());
+        let token_lifetime_secs = i64::try_from(self.token_lifetime.as_secs()).unwrap_or(i64::MAX);
+
+        Mock::given(any())
+            .respond_with(auth::AuthServer {
+                signer: Arc::clone(&signer),
+                clients,
+                issuer: auth_url.clone(),
+                audience: self.audience.clone(),
+                token_lifetime_secs,
+                jwks_json,
+                shared: Arc::clone(&shared),
+            })
+            .mount(&auth_server)
+            .await;
+        Mock::given(any())
+            .respond_with(api::ApiServer {
+                verifier,
+                dataset: Arc::clone(&dataset),
+                cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
+                shared: Arc::clone(&shared),
+            })
+            .mount(&api_server)
+            .await;
+
+        ReferenceServer {
+            auth_server,
+            api_server,
+            auth_url,
+            audience: self.audience,
+            token_lifetime_secs,
+            default_scopes,
+            signer,
+            dataset,
+            shared,
+        }
+    }
+}
+
+/// A running reference server: an authorization server and the API, each
+/// on its own loopback port. Dropping it stops both.
+pub struct ReferenceServer {
+    auth_server: MockServer,
+    api_server: MockServer,
+    auth_url: String,
+    audience: String,
+    token_lifetime_secs: i64,
+    default_scopes: Vec<String>,
+    signer: Arc<jwt::Signer>,
+    dataset: Arc<Dataset>,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ReferenceServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReferenceServer")
+            .field("base_url", &self.base_url())
+            .field("auth_url", &self.auth_server.uri())
+            .field("audience", &self.audience)
+            .field("companies", &self.dataset.companies.len())
+            .field("contacts", &self.dataset.contacts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReferenceServer {
+    /// Default API identifier (`aud`).
+    pub const DEFAULT_AUDIENCE: &'static str = "business-records-api";
+    /// Id of the client that is always registered.
+    pub const DEFAULT_CLIENT_ID: &'static str = "reference-client";
+    /// Secret of the client that is always registered.
+    pub const DEFAULT_CLIENT_SECRET: &'static str = "reference-secret";
+
+    /// Starts a server with the defaults: 1,000 companies, 3 contacts per
+    /// company, seed 42.
+    pub async fn start() -> Self {
+        Self::builder().start().await
+    }
+
+    /// A builder for a server with other settings.
+    pub fn builder() -> ReferenceServerBuilder {
+        ReferenceServerBuilder::default()
+    }
+
+    /// The API's base URL, `http://127.0.0.1:PORT` (no trailing slash, no
+    /// version segment).
+    pub fn base_url(&self) -> String {
+        self.api_server.uri()
+    }
+
+    /// The authorization server's URL, `http://127.0.0.1:PORT`; also the
+    /// tokens' issuer (`iss`).
+    pub fn auth_url(&self) -> String {
+        self.auth_url.clone()
+    }
+
+    /// The JWKS URL, `{auth_url}/.well-known/jwks.json`.
+    pub fn jwks_url(&self) -> String {
+        format!("{}{}", self.auth_url, auth::JWKS_PATH)
+    }
+
+    /// The token URL, `{auth_url}/oauth2/token`.
+    pub fn token_url(&self) -> String {
+        format!("{}{}", self.auth_url, auth::TOKEN_PATH)
+    }
+
+    /// The API identifier tokens must carry in `aud`.
+    pub fn audience(&self) -> &str {
+        &self.audience
+    }
+
+    /// Id of the default client.
+    pub fn client_id(&self) -> &str {
+        Self::DEFAULT_CLIENT_ID
+    }
+
+    /// Secret of the default client.
+    pub fn client_secret(&self) -> &str {
+        Self::DEFAULT_CLIENT_SECRET
+    }
+
+    /// The records served.
+    pub fn dataset(&self) -> &Dataset {
+        &self.dataset
+    }
+
+    /// `POST /oauth2/token` requests received (any grant, any outcome).
+    pub fn token_requests(&self) -> usize {
+        self.shared.token_requests.load(Ordering::Relaxed)
+    }
+
+    /// `GET /.well-known/jwks.json` requests received.
+    pub fn jwks_requests(&self) -> usize {
+        self.shared.jwks_requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests the API server received, oldest first (the last 10,000).
+    pub fn api_requests(&self) -> Vec<ApiRequest> {
+        let log = self.shared.api_log.lock().unwrap_or_else(|e| e.into_inner());
+        log.iter().cloned().collect()
+    }
+
+    /// Sets the token and JWKS request counts to zero and clears the
+    /// request log.
+    pub fn reset_counters(&self) {
+        self.shared.token_requests.store(0, Ordering::Relaxed);
+        self.shared.jwks_requests.store(0, Ordering::Relaxed);
+        self.shared.api_log.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Revokes every access token issued so far: the API answers 401 `invalid_token` to each
+    /// of them, as after a key rotation or a security incident. Tokens issued afterwards work.
+    pub fn revoke_issued_tokens(&self) {
+        self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A signed access token built from `spec`, without a token request.
+    ///
+    /// # Panics
+    ///
+    /// If signing fails (it does not with a key accepted at start).
+    pub fn mint_token(&self, spec: TokenSpec) -> String {
+        let client_id = spec.client_id.as_deref().unwrap_or(Self::DEFAULT_CLIENT_ID);
+        let scopes = spec.scopes.as_ref().unwrap_or(&self.default_scopes);
+        let token = self
+            .signer
+            .issue(&jwt::TokenClaims {
+                subject: client_id,
+                client_id,
+                scopes,
+                lifetime_secs: spec.lifetime_secs.unwrap_or(self.token_lifetime_secs),
+                audience: spec.audience.as_deref().unwrap_or(&self.audience),
+                issuer: spec.issuer.as_deref().unwrap_or(&self.auth_url),
+                kid: if spec.unknown_key { jwt::UNKNOWN_KID } else { self.signer.kid() },
+                generation: self.shared.token_generation.load(Ordering::SeqCst),
+            })
+            .unwrap_or_else(|e| panic!("reference server: {e}"));
+        if !spec.bad_signature {
+            return token;
+        }
+        // Replace the signature's first character: still base64url, no longer valid.
+        match token.rsplit_once('.') {
+            Some((head, sig)) => {
+                let first = if sig.starts_with('A') { 'B' } else { 'A' };
+                format!("{head}.{first}{}", sig.get(1..).unwrap_or(""))
+            }
+            None => token,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,1 +1,14 @@
+//! The conformance catalogue: the behaviour rules of the spec, checked over real HTTP.
+//!
+//! By default every case runs against the embedded reference server. With
+//! `BUSINESS_RECORDS_CONFORMANCE_BASE_URL`, `..._AUTH_URL`, `..._CLIENT_ID` and
+//! `..._CLIENT_SECRET` set, the read-only cases that need no server control run against that
+//! deployment instead, and the others report themselves skipped with the reason.
 
+mod support;
+
+mod auth_client_credentials;
+mod errors;
+mod models;
+mod pagination;
+mod pagination_guards;

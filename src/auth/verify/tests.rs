@@ -1,0 +1,110 @@
+//! Unit tests of token verification that need no server.
+
+use super::*;
+
+fn assert_send<T: Send>(_: T) {}
+
+fn b64url_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
+fn token_with_header(header: &str) -> String {
+    format!("{}.e30.c2ln", b64url_encode(header.as_bytes()))
+}
+
+#[test]
+fn base64url_round_trip() {
+    for input in [&b""[..], b"f", b"fo", b"foo", b"foob", b"fooba", b"foobar", &[0xff, 0xfe]] {
+        assert_eq!(b64url_decode(&b64url_encode(input)).as_deref(), Some(input));
+    }
+    assert!(b64url_decode("a").is_none());
+    assert!(b64url_decode("ab+c").is_none());
+    assert!(b64url_decode("ab=").is_none());
+}
+
+#[test]
+fn header_checks() {
+    assert!(matches!(parse_header("abc"), Err(VerifyError::Malformed)));
+    assert!(matches!(parse_header("a.b.c.d"), Err(VerifyError::Malformed)));
+    assert!(matches!(parse_header("..c"), Err(VerifyError::Malformed)));
+    assert!(matches!(
+        parse_header(&token_with_header(r#"{"alg":"HS256","kid":"k"}"#)),
+        Err(VerifyError::UnsupportedAlgorithm { alg }) if alg == "HS256"
+    ));
+    assert!(matches!(
+        parse_header(&token_with_header(r#"{"alg":"none"}"#)),
+        Err(VerifyError::UnsupportedAlgorithm { .. })
+    ));
+    assert!(matches!(parse_header(&token_with_header(r#"{"alg":"RS256"}"#)), Err(VerifyError::MissingKeyId)));
+    assert_eq!(
+        parse_header(&token_with_header(r#"{"alg":"RS256","kid":"k1","typ":"JWT"}"#)).ok(),
+        Some("k1".to_owned())
+    );
+    assert!(matches!(
+        parse_header(&token_with_header(r#"{"alg":"RS256","kid":"k","crit":["x"]}"#)),
+        Err(VerifyError::Malformed)
+    ));
+}
+
+#[test]
+fn url_rules() {
+    assert!(parse_jwks_url("https://auth.example.com/jwks").is_ok());
+    assert!(parse_jwks_url("http://127.0.0.1:8080/jwks").is_ok());
+    assert!(parse_jwks_url("http://[::1]:8080/jwks").is_ok());
+    assert!(parse_jwks_url("http://localhost/jwks").is_ok());
+    assert!(matches!(parse_jwks_url("http://auth.example.com/jwks"), Err(VerifyError::InvalidConfig { .. })));
+    assert!(matches!(parse_jwks_url("not a url"), Err(VerifyError::InvalidConfig { .. })));
+    assert!(matches!(parse_jwks_url("ftp://localhost/x"), Err(VerifyError::InvalidConfig { .. })));
+}
+
+#[test]
+fn jwks_parsing_skips_unusable_keys() {
+    let json = r#"{"keys":[
+        {"kty":"EC","kid":"ec","crv":"P-256","x":"AA","y":"AA"},
+        {"kty":"RSA","kid":"enc","use":"enc","n":"AQAB","e":"AQAB"},
+        {"kty":"RSA","n":"AQAB","e":"AQAB"},
+        {"kty":"RSA","kid":"ok","alg":"RS256","use":"sig","n":"AQAB","e":"AQAB"}
+    ]}"#;
+    let keys = parse_jwks(json.as_bytes()).unwrap();
+    assert_eq!(keys.keys().collect::<Vec<_>>(), vec!["ok"]);
+    assert!(matches!(parse_jwks(b"[]"), Err(VerifyError::Jwks { .. })));
+}
+
+#[test]
+fn claims_accept_string_or_array_audience() {
+    let one: Claims =
+        serde_json::from_str(r#"{"iss":"i","aud":"a","exp":1,"scope":"x  y","k":true}"#).unwrap();
+    assert_eq!(one.aud, vec!["a"]);
+    assert_eq!(one.scopes().collect::<Vec<_>>(), vec!["x", "y"]);
+    assert!(one.has_scope("y") && !one.has_scope("z"));
+    assert_eq!(one.extra.get("k"), Some(&Value::Bool(true)));
+    assert_eq!(one.expires_at().timestamp(), 1);
+    let many: Claims = serde_json::from_str(r#"{"iss":"i","aud":["a","b"],"exp":1}"#).unwrap();
+    assert_eq!(many.aud, vec!["a", "b"]);
+}
+
+#[test]
+fn verifier_is_send_sync_clone_debug() {
+    fn check<T: Send + Sync + Clone + fmt::Debug>() {}
+    check::<TokenVerifier>();
+    let v = TokenVerifier::from_jwks(r#"{"keys":[]}"#, "i", "a").unwrap();
+    assert_send(v.verify("a.b.c"));
+    assert!(format!("{v:?}").contains("TokenVerifier"));
+    assert!(matches!(
+        v.verify_cached(&token_with_header(r#"{"alg":"RS256","kid":"k"}"#)),
+        Err(VerifyError::UnknownKey { kid }) if kid == "k"
+    ));
+    assert!(matches!(
+        TokenVerifier::from_jwks(r#"{"keys":[]}"#, "", "a"),
+        Err(VerifyError::InvalidConfig { .. })
+    ));
+}

@@ -1,0 +1,373 @@
+//! The API server: `GET /v1/companies` and `GET /v1/contacts`.
+//!
+//! Every request runs one pipeline, each stage able to answer early:
+//!
+//! 1. [`route`]: method and path to an [`Endpoint`] (404, 405).
+//! 2. [`ApiServer::authenticate`]: bearer token and scope (401).
+//! 3. [`ListQuery::parse`]: `limit`, `sort`, filters, `cursor` (400).
+//! 4. [`ApiServer::select_page`]: filter, order, cursor to offset (400 cursor errors).
+//! 5. [`Page::into_response`]: the page envelope.
+//!
+//! Per-endpoint version lifecycle (deprecation headers, 410 at sunset) fits
+//! after routing, `X-API-Preview` validation beside query parsing, and fault
+//! injection (429, 5xx, empty pages, delays) around page selection.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use wiremock::{Request, Respond, ResponseTemplate};
+
+use super::cursor::{CursorCodec, CursorError};
+use super::dataset::{Dataset, Sort};
+use super::jwt::unix_now_ms;
+use super::{ApiRequest, ErrorReply, Shared};
+use crate::auth::{Claims, TokenVerifier};
+
+/// Scope every list endpoint requires.
+pub(crate) const READ_SCOPE: &str = "api/read";
+/// Page size when `limit` is absent.
+pub(crate) const DEFAULT_LIMIT: usize = 20;
+/// Largest accepted `limit`.
+pub(crate) const MAX_LIMIT: usize = 100;
+
+/// A list endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Companies,
+    Contacts,
+}
+
+impl Endpoint {
+    fn name(self) -> &'static str {
+        match self {
+            Endpoint::Companies => "companies",
+            Endpoint::Contacts => "contacts",
+        }
+    }
+
+    /// The query parameter that filters this endpoint.
+    fn filter_param(self) -> &'static str {
+        match self {
+            Endpoint::Companies => "status",
+            Endpoint::Contacts => "companyId",
+        }
+    }
+}
+
+/// The API server's responder.
+#[derive(Debug)]
+pub(crate) struct ApiServer {
+    pub(crate) verifier: TokenVerifier,
+    pub(crate) dataset: Arc<Dataset>,
+    pub(crate) cursors: CursorCodec,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Respond for ApiServer {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let (status, response) = match self.handle(request) {
+            Ok(response) => (200, response),
+            Err(error) => (error.status, error.into_response()),
+        };
+        self.shared.record(ApiRequest {
+            method: request.method.as_str().to_owned(),
+            path: request.url.path().to_owned(),
+            query: request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect(),
+            authorization: request.headers.contains_key("authorization"),
+            status,
+        });
+        response
+    }
+}
+
+impl ApiServer {
+    /// The request pipeline.
+    fn handle(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
+        let endpoint = route(request)?;
+        let _claims = self.authenticate(request)?;
+        let query = ListQuery::parse(endpoint, request)?;
+        let page = self.select_page(&query)?;
+        page.into_response()
+    }
+
+    /// Validates the bearer token and requires [`READ_SCOPE`].
+    fn authenticate(&self, request: &Request) -> Result<Claims, ErrorReply> {
+        let token = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, token) = v.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            })
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| bearer_error("invalid_token", "missing bearer token", None))?;
+        let claims = self
+            .verifier
+            .verify_cached(token)
+            .map_err(|e| bearer_error("invalid_token", &e.to_string(), None))?;
+        let generation = claims.extra.get("gen").and_then(serde_json::Value::as_u64).unwrap_or(0);
+        if generation < self.shared.token_generation.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(bearer_error("invalid_token", "the token has been revoked", None));
+        }
+        if !claims.has_scope(READ_SCOPE) {
+            return Err(bearer_error(
+                "insufficient_scope",
+                &format!("the token lacks the {READ_SCOPE} scope"),
+                Some(READ_SCOPE),
+            ));
+        }
+        Ok(claims)
+    }
+
+    /// Filters and orders the records, then cuts out the page the cursor
+    /// points at.
+    fn select_page(&self, query: &ListQuery) -> Result<Page, ErrorReply> {
+        let indices = match query.endpoint {
+            Endpoint::Companies => self.dataset.company_indices(query.sort, query.filter.as_deref()),
+            Endpoint::Contacts => self.dataset.contact_indices(query.sort, query.filter.as_deref()),
+        };
+        let binding = query.binding();
+        let now = unix_now_ms();
+        let offset = match &query.cursor {
+            None => 0,
+            Some(cursor) => match self.cursors.decode(cursor, &binding, now) {
+                Ok(offset) => usize::try_from(offset).unwrap_or(usize::MAX),
+                Err(CursorError::Invalid(why)) => {
+                    return Err(ErrorReply::new(400, "invalid_cursor", why));
+                }
+                Err(CursorError::Expired) => {
+                    return Err(ErrorReply::new(
+                        400,
+                        "cursor_expired",
+                        "the cursor has expired; restart from the first page",
+                    ));
+                }
+            },
+        };
+        let total = indices.len();
+        let start = offset.min(total);
+        let end = start.saturating_add(query.limit).min(total);
+        let has_more = end < total;
+        let next_cursor = has_more.then(|| self.cursors.encode(end as u64, &binding, now));
+        let records = &indices[start..end];
+        let data = match query.endpoint {
+            Endpoint::Companies => to_json(records.iter().map(|&i| &self.dataset.companies[i as usize])),
+            Endpoint::Contacts => to_json(records.iter().map(|&i| &self.dataset.contacts[i as usize])),
+        }?;
+        Ok(Page { data, pagination: Pagination { has_more, next_cursor, total_count: total } })
+    }
+}
+
+fn to_json<'a, T: Serialize + 'a>(
+    records: impl Iterator<Item = &'a T>,
+) -> Result<Vec<serde_json::Value>, ErrorReply> {
+    records
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()
+        .map_err(|_| ErrorReply::new(500, "server_error", "serialisation failed"))
+}
+
+/// 401 with an RFC 6750 `WWW-Authenticate: Bearer` challenge, naming the
+/// required scope for `insufficient_scope`.
+fn bearer_error(code: &'static str, description: &str, scope: Option<&str>) -> ErrorReply {
+    let mut header = format!("Bearer error=\"{code}\", error_description=\"{}\"", quotable(description));
+    if let Some(scope) = scope {
+        header.push_str(&format!(", scope=\"{}\"", quotable(scope)));
+    }
+    ErrorReply::new(401, code, description).with_header("www-authenticate", header)
+}
+
+/// Text safe inside a quoted-string header parameter.
+fn quotable(s: &str) -> String {
+    s.chars().map(|c| if (' '..='~').contains(&c) && c != '"' && c != '\\' { c } else { '?' }).collect()
+}
+
+/// Maps method and path to an endpoint. Only `v1` exists.
+fn route(request: &Request) -> Result<Endpoint, ErrorReply> {
+    let endpoint = match request.url.path() {
+        "/v1/companies" => Endpoint::Companies,
+        "/v1/contacts" => Endpoint::Contacts,
+        _ => return Err(ErrorReply::not_found()),
+    };
+    if request.method.as_str() != "GET" {
+        return Err(ErrorReply::method_not_allowed("GET"));
+    }
+    Ok(endpoint)
+}
+
+/// A validated list query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ListQuery {
+    pub(crate) endpoint: Endpoint,
+    pub(crate) limit: usize,
+    pub(crate) sort: Option<Sort>,
+    pub(crate) filter: Option<String>,
+    pub(crate) cursor: Option<String>,
+}
+
+impl ListQuery {
+    fn parse(endpoint: Endpoint, request: &Request) -> Result<Self, ErrorReply> {
+        Self::from_pairs(endpoint, request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())))
+    }
+
+    /// Parses query pairs; unknown parameters are ignored, known ones may
+    /// appear once.
+    pub(crate) fn from_pairs(
+        endpoint: Endpoint,
+        pairs: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ErrorReply> {
+        let (mut limit, mut sort, mut filter, mut cursor) = (None, None, None, None);
+        for (name, value) in pairs {
+            let slot = match name.as_str() {
+                "limit" => &mut limit,
+                "sort" => &mut sort,
+                "cursor" => &mut cursor,
+                n if n == endpoint.filter_param() => &mut filter,
+                _ => continue,
+            };
+            if slot.is_some() {
+                return Err(ErrorReply::invalid_request(format!("parameter {name} is repeated")));
+            }
+            *slot = Some(value);
+        }
+        let limit = match limit {
+            None => DEFAULT_LIMIT,
+            Some(raw) => parse_limit(&raw).ok_or_else(|| {
+                ErrorReply::invalid_request(format!(
+                    "parameter limit must be an integer from 1 to {MAX_LIMIT}"
+                ))
+            })?,
+        };
+        let sort = match sort {
+            None => None,
+            Some(raw) => Some(Sort::parse(&raw).ok_or_else(|| {
+                ErrorReply::invalid_request(
+                    "parameter sort must be one of name, createdAt, updatedAt, optionally prefixed with -",
+                )
+            })?),
+        };
+        if filter.as_deref() == Some("") {
+            return Err(ErrorReply::invalid_request(format!(
+                "parameter {} must not be empty",
+                endpoint.filter_param()
+            )));
+        }
+        if cursor.as_deref() == Some("") {
+            return Err(ErrorReply::new(400, "invalid_cursor", "cursor is empty"));
+        }
+        Ok(Self { endpoint, limit, sort, filter, cursor })
+    }
+
+    /// What a cursor is bound to: endpoint, sort and filters (not the limit).
+    pub(crate) fn binding(&self) -> String {
+        let sort = self.sort.map(|s| format!("{s:?}"));
+        serde_json::json!([self.endpoint.name(), sort, self.filter]).to_string()
+    }
+}
+
+/// `1..=100`, ASCII digits only (no sign, no spaces).
+fn parse_limit(raw: &str) -> Option<usize> {
+    if raw.is_empty() || raw.len() > 3 || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok().filter(|n| (1..=MAX_LIMIT).contains(n))
+}
+
+/// One page of results, ready to serialise.
+#[derive(Debug, Serialize)]
+struct Page {
+    data: Vec<serde_json::Value>,
+    pagination: Pagination,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Pagination {
+    has_more: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
+    total_count: usize,
+}
+
+impl Page {
+    fn into_response(self) -> Result<ResponseTemplate, ErrorReply> {
+        let body = serde_json::to_vec(&self)
+            .map_err(|_| ErrorReply::new(500, "server_error", "serialisation failed"))?;
+        Ok(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(endpoint: Endpoint, query: &str) -> Result<ListQuery, ErrorReply> {
+        ListQuery::from_pairs(
+            endpoint,
+            url::form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())),
+        )
+    }
+
+    fn rejects(endpoint: Endpoint, query: &str, code: &str, mentions: &str) {
+        let err = parse(endpoint, query).expect_err(query);
+        assert_eq!((err.status, err.code), (400, code), "{query}");
+        assert!(err.description.contains(mentions), "{query}: {}", err.description);
+    }
+
+    #[test]
+    fn defaults() {
+        let q = parse(Endpoint::Companies, "").unwrap();
+        assert_eq!((q.limit, q.sort, q.filter, q.cursor), (20, None, None, None));
+    }
+
+    #[test]
+    fn full_query() {
+        let q = parse(Endpoint::Companies, "limit=100&sort=-createdAt&status=active&cursor=abc&x=1").unwrap();
+        assert_eq!(q.limit, 100);
+        assert_eq!(q.sort, Sort::parse("-createdAt"));
+        assert_eq!(q.filter.as_deref(), Some("active"));
+        assert_eq!(q.cursor.as_deref(), Some("abc"));
+        let c = parse(Endpoint::Contacts, "companyId=cmp_0001&status=ignored&limit=1").unwrap();
+        assert_eq!(c.filter.as_deref(), Some("cmp_0001"));
+        assert_eq!(c.limit, 1);
+        // companyId means nothing to the company list.
+        assert_eq!(parse(Endpoint::Companies, "companyId=x").unwrap().filter, None);
+    }
+
+    #[test]
+    fn invalid_values() {
+        for bad in ["0", "101", "-1", "+5", " 5", "5 ", "1e2", "abc", "", "0100", "99999999999999999999"] {
+            rejects(
+                Endpoint::Companies,
+                &format!("limit={}", bad.replace('+', "%2B")),
+                "invalid_request",
+                "limit",
+            );
+        }
+        for bad in ["", "Name", "--name", "id", "+name", "-"] {
+            rejects(Endpoint::Contacts, &format!("sort={bad}"), "invalid_request", "sort");
+        }
+        rejects(Endpoint::Companies, "status=", "invalid_request", "status");
+        rejects(Endpoint::Contacts, "companyId=", "invalid_request", "companyId");
+        rejects(Endpoint::Companies, "limit=5&limit=6", "invalid_request", "limit");
+        rejects(Endpoint::Companies, "cursor=", "invalid_cursor", "cursor");
+    }
+
+    #[test]
+    fn binding_ignores_limit_only() {
+        let a = parse(Endpoint::Companies, "limit=5&sort=name&status=active").unwrap();
+        let b = parse(Endpoint::Companies, "limit=50&sort=name&status=active").unwrap();
+        assert_eq!(a.binding(), b.binding());
+        for other in ["sort=-name&status=active", "sort=name", "sort=name&status=churned"] {
+            assert_ne!(a.binding(), parse(Endpoint::Companies, other).unwrap().binding(), "{other}");
+        }
+        let contacts = parse(Endpoint::Contacts, "sort=name").unwrap();
+        assert_ne!(contacts.binding(), parse(Endpoint::Companies, "sort=name").unwrap().binding());
+    }
+
+    #[test]
+    fn header_text_is_quotable() {
+        assert_eq!(quotable("a\"b\\c\u{e9}\n"), "a?b?c??");
+    }
+}

@@ -1,0 +1,204 @@
+//! Spec Part 5: client credentials, bearer tokens, token validation on every request.
+
+use std::time::Duration;
+
+use business_records::reference_server::{ReferenceServer, TokenSpec};
+use business_records::{Auth, Client, Error, ErrorCode};
+
+use crate::support::{self, Target};
+
+#[tokio::test]
+async fn basic_and_body_client_authentication_both_work() {
+    let target = Target::new().await;
+    let basic = target.client().companies().limit(5).send().await.expect("basic auth works");
+    assert_eq!(basic.data.len(), 5);
+
+    let c = target.credentials();
+    let body = Client::builder()
+        .base_url(c.base_url)
+        .auth(
+            Auth::client_credentials(c.auth_url, c.client_id, c.client_secret)
+                .scopes(["api/read"])
+                .credentials_in_body(),
+        )
+        .build()
+        .expect("valid client");
+    let page = body.companies().limit(5).send().await.expect("credentials in the body work");
+    assert_eq!(
+        page.data.iter().map(|c| &c.id).collect::<Vec<_>>(),
+        basic.data.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_secret_is_a_typed_invalid_client_error() {
+    let target = Target::new().await;
+    let c = target.credentials();
+    let client = Client::builder()
+        .base_url(c.base_url)
+        .auth(Auth::client_credentials(c.auth_url, c.client_id, "definitely-not-the-secret"))
+        .build()
+        .expect("valid client");
+    let err = client.companies().send().await.expect_err("a wrong secret is refused");
+    assert!(matches!(err, Error::Auth(_)), "{err:?}");
+    assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
+    assert!(err.needs_reauthentication());
+    assert!(!err.to_string().contains("definitely-not-the-secret"));
+}
+
+#[tokio::test]
+async fn concurrent_first_calls_share_one_token_request() {
+    let Some(server) = support::reference_server("single-flight token", ReferenceServer::builder).await
+    else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    let calls = (0..50).map(|_| {
+        let client = client.clone();
+        tokio::spawn(async move { client.companies().limit(1).send().await })
+    });
+    for call in futures::future::join_all(calls).await {
+        call.expect("task ran").expect("request succeeded");
+    }
+    assert_eq!(server.token_requests(), 1);
+    assert_eq!(server.api_requests().len(), 50);
+}
+
+#[tokio::test]
+async fn tokens_are_fetched_again_before_they_expire() {
+    let Some(server) = support::reference_server("token refresh", || {
+        ReferenceServer::builder().token_lifetime(Duration::from_secs(2))
+    })
+    .await
+    else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    client.companies().limit(1).send().await.expect("first call");
+    client.companies().limit(1).send().await.expect("second call, same token");
+    assert_eq!(server.token_requests(), 1);
+    // The refresh point of a 2 s token is 0.2 s before expiry.
+    tokio::time::sleep(Duration::from_millis(1900)).await;
+    client.companies().limit(1).send().await.expect("third call, new token");
+    assert_eq!(server.token_requests(), 2);
+    assert!(
+        server.api_requests().iter().all(|r| r.status == 200),
+        "no request went out with an expired token"
+    );
+}
+
+async fn static_token_error(server: &ReferenceServer, token: String) -> Error {
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::static_token(token))
+        .build()
+        .expect("valid client");
+    client.companies().send().await.expect_err("the token is refused")
+}
+
+#[tokio::test]
+async fn expired_wrong_audience_wrong_issuer_and_unknown_key_tokens_are_invalid_token() {
+    let Some(server) = support::reference_server("minted tokens", ReferenceServer::builder).await else {
+        return;
+    };
+    let cases = [
+        ("expired", TokenSpec::new().lifetime_secs(-60)),
+        ("wrong audience", TokenSpec::new().audience("another-api")),
+        ("wrong issuer", TokenSpec::new().issuer("https://evil.example")),
+        ("unknown key", TokenSpec::new().unknown_key()),
+        ("bad signature", TokenSpec::new().bad_signature()),
+    ];
+    for (case, spec) in cases {
+        let token = server.mint_token(spec);
+        let err = static_token_error(&server, token.clone()).await;
+        assert_eq!(err.status(), Some(401), "{case}: {err:?}");
+        assert_eq!(err.code(), Some(&ErrorCode::InvalidToken), "{case}");
+        assert!(!format!("{err} {err:?}").contains(&token), "{case}: the token leaked into the error");
+    }
+    let valid = server.mint_token(TokenSpec::new().scopes(["api/read"]));
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::static_token(valid))
+        .build()
+        .expect("valid client");
+    client.companies().limit(1).send().await.expect("a valid minted token works");
+}
+
+#[tokio::test]
+async fn missing_scope_is_insufficient_scope_and_never_refreshes() {
+    let Some(server) = support::reference_server("scope check", || {
+        ReferenceServer::builder().client("writer", "writer-secret", ["api/write"])
+    })
+    .await
+    else {
+        return;
+    };
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::client_credentials(server.auth_url(), "writer", "writer-secret").scopes(["api/write"]))
+        .build()
+        .expect("valid client");
+    let err = client.companies().send().await.expect_err("api/read is missing");
+    assert_eq!(err.status(), Some(401));
+    assert_eq!(err.code(), Some(&ErrorCode::InsufficientScope));
+    assert!(!err.needs_reauthentication());
+    assert_eq!(server.token_requests(), 1, "insufficient_scope must not trigger a refresh");
+    assert_eq!(server.api_requests().len(), 1, "and must not be resent");
+}
+
+#[tokio::test]
+async fn a_scope_the_client_may_not_have_is_invalid_scope() {
+    let Some(server) = support::reference_server("scope grant", ReferenceServer::builder).await else {
+        return;
+    };
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(
+            Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+                .scopes(["api/admin"]),
+        )
+        .build()
+        .expect("valid client");
+    let err = client.companies().send().await.expect_err("api/admin is not granted");
+    assert_eq!(err.code(), Some(&ErrorCode::InvalidScope));
+    assert_eq!(server.api_requests().len(), 0, "no API request without a token");
+}
+
+#[tokio::test]
+async fn a_rejected_token_is_replaced_and_the_request_sent_once_more() {
+    let Some(server) = support::reference_server("token revocation", ReferenceServer::builder).await else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    client.companies().limit(1).send().await.expect("first call");
+    server.revoke_issued_tokens();
+    let page = client.companies().limit(1).send().await.expect("the client recovers with a new token");
+    assert_eq!(page.data.len(), 1);
+    assert_eq!(server.token_requests(), 2);
+    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [200, 401, 200]);
+
+    // A static token cannot be replaced: the 401 is returned, and sent once.
+    let token = server.mint_token(TokenSpec::new());
+    server.revoke_issued_tokens();
+    server.reset_counters();
+    let err = static_token_error(&server, token).await;
+    assert_eq!(err.code(), Some(&ErrorCode::InvalidToken));
+    assert_eq!(server.api_requests().len(), 1);
+}
+
+#[test]
+fn plain_http_is_refused_except_on_loopback() {
+    let err = Client::builder()
+        .base_url("http://api.example.com")
+        .auth(Auth::static_token("t"))
+        .build()
+        .expect_err("plain http to a remote host");
+    assert!(matches!(err, Error::InvalidArgument { argument: "base_url", .. }), "{err:?}");
+    let err = Client::builder()
+        .base_url("https://api.example.com")
+        .auth(Auth::client_credentials("http://auth.example.com", "id", "secret"))
+        .build()
+        .expect_err("plain http to a remote authorization server");
+    assert!(matches!(err, Error::InvalidArgument { argument: "auth_url", .. }), "{err:?}");
+}

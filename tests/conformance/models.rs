@@ -1,0 +1,42 @@
+//! Spec Part 2: the models keep every field the API sends.
+
+use business_records::reference_server::ReferenceServer;
+use business_records::{Company, Contact};
+
+use crate::support;
+
+#[tokio::test]
+async fn companies_and_contacts_decode_with_unknown_fields_kept() {
+    let Some(server) =
+        support::reference_server("dataset comparison", || ReferenceServer::builder().companies(30)).await
+    else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    let companies: Vec<Company> =
+        client.companies().sort("createdAt").stream().try_collect().await.expect("companies");
+    for company in &companies {
+        let expected = server.dataset().company(&company.id).expect("served company is in the dataset");
+        assert_eq!(company.name, expected.name);
+        assert_eq!(company.status.as_str(), expected.status);
+        assert_eq!(
+            company.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            expected.created_at
+        );
+        assert_eq!(
+            company.updated_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            expected.updated_at
+        );
+        assert_eq!(company.extra["industry"], expected.industry.as_str());
+        assert_eq!(company.extra["employeeCount"], expected.employee_count);
+        assert_eq!(company.extra["country"], expected.country.as_str());
+    }
+    let contacts: Vec<Contact> = client.contacts().stream().try_collect().await.expect("contacts");
+    assert_eq!(contacts.len(), server.dataset().contacts.len());
+    for (contact, expected) in contacts.iter().zip(&server.dataset().contacts) {
+        assert_eq!(contact.id.as_deref(), Some(expected.id.as_str()));
+        assert_eq!(contact.company_id, expected.company_id);
+        assert_eq!(contact.field_str("email"), Some(expected.email.as_str()));
+        assert_eq!(contact.field_str("title"), Some(expected.title.as_str()));
+    }
+}

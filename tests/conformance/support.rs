@@ -1,0 +1,101 @@
+//! Where the catalogue runs: the reference server, or a live deployment.
+
+use std::time::Duration;
+
+use business_records::reference_server::ReferenceServer;
+use business_records::{Auth, Client, ClientBuilder};
+
+/// A live deployment's settings, when all four variables are set.
+pub struct Live {
+    pub base_url: String,
+    pub auth_url: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+pub fn live() -> Option<Live> {
+    let var = |name: &str| std::env::var(format!("BUSINESS_RECORDS_CONFORMANCE_{name}")).ok();
+    Some(Live {
+        base_url: var("BASE_URL")?,
+        auth_url: var("AUTH_URL")?,
+        client_id: var("CLIENT_ID")?,
+        client_secret: var("CLIENT_SECRET")?,
+    })
+}
+
+/// The target of a read-only case.
+pub enum Target {
+    Reference(Box<ReferenceServer>),
+    Live(Live),
+}
+
+/// Base URL, authorization server URL, client id and client secret.
+pub struct Credentials {
+    pub base_url: String,
+    pub auth_url: String,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl Target {
+    pub async fn new() -> Target {
+        match live() {
+            Some(live) => Target::Live(live),
+            None => Target::Reference(Box::new(ReferenceServer::start().await)),
+        }
+    }
+
+    pub fn credentials(&self) -> Credentials {
+        match self {
+            Target::Reference(s) => Credentials {
+                base_url: s.base_url(),
+                auth_url: s.auth_url(),
+                client_id: s.client_id().to_owned(),
+                client_secret: s.client_secret().to_owned(),
+            },
+            Target::Live(l) => Credentials {
+                base_url: l.base_url.clone(),
+                auth_url: l.auth_url.clone(),
+                client_id: l.client_id.clone(),
+                client_secret: l.client_secret.clone(),
+            },
+        }
+    }
+
+    /// A client-credentials client for this target, ready to build.
+    pub fn builder(&self) -> ClientBuilder {
+        let c = self.credentials();
+        Client::builder()
+            .base_url(c.base_url)
+            .auth(Auth::client_credentials(c.auth_url, c.client_id, c.client_secret).scopes(["api/read"]))
+            .timeout(Duration::from_secs(20))
+    }
+
+    pub fn client(&self) -> Client {
+        self.builder().build().expect("a valid client")
+    }
+}
+
+/// A case that needs control of the server: the reference server, or `None` (with the skip
+/// reported) against a live deployment.
+pub async fn reference_server(
+    case: &str,
+    builder: impl FnOnce() -> business_records::reference_server::ReferenceServerBuilder,
+) -> Option<ReferenceServer> {
+    if live().is_some() {
+        println!("skipped: {case}: needs control of the server, not available against a live deployment");
+        return None;
+    }
+    Some(builder().start().await)
+}
+
+/// A client-credentials client for the reference server.
+pub fn client_for(server: &ReferenceServer) -> ClientBuilder {
+    Client::builder()
+        .base_url(server.base_url())
+        .auth(
+            Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+                .scopes(["api/read"]),
+        )
+        .timeout(Duration::from_secs(20))
+}
