@@ -79,7 +79,7 @@ impl From<String> for CompanyStatus {
 
 impl fmt::Display for CompanyStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 
