@@ -10,14 +10,13 @@ use url::Url;
 use crate::auth::token_manager::TokenManager;
 use crate::auth::{Auth, AuthKind};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
-use crate::error::HttpError;
 use crate::resources::companies::ListCompanies;
 use crate::resources::contacts::ListContacts;
 use crate::transport::{HttpSender, Transport};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 
 /// Default timeout of one HTTP request.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_TIMEOUT: Duration = crate::transport::DEFAULT_TIMEOUT;
 
 /// The business-records API client.
 ///
@@ -236,20 +235,16 @@ impl ClientBuilder {
 
         let http = match self.http_client {
             Some(http) => http,
-            None => reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| Error::Http(HttpError::from_reqwest("client", e)))?,
+            None => crate::transport::no_redirect_client()?,
         };
-        let user_agent = self
-            .user_agent
-            .unwrap_or_else(|| concat!("business-records/", env!("CARGO_PKG_VERSION")).to_owned());
+        let user_agent = self.user_agent.unwrap_or_else(|| crate::transport::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
         let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent);
 
         let tokens = match auth.kind {
             AuthKind::ClientCredentials(flow) => TokenManager::new(Box::new(flow.into_source()?)),
+            AuthKind::User(user) => user.into_manager()?,
             AuthKind::Static(token) => {
                 if token.secret().trim().is_empty() {
                     return Err(Error::invalid("auth", "expected a non-empty static token"));

@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use url::Url;
 
-use crate::auth::VerifyError;
+use crate::auth::{TokenStoreError, VerifyError};
 use crate::deprecation::DeprecationNotice;
 
 /// Everything that can go wrong when using the client.
@@ -49,6 +49,35 @@ pub enum Error {
     /// The authorization server refused a token request.
     #[error("{0}")]
     Auth(Box<ApiError>),
+
+    /// The authorization server sent the user back with an error instead of a code
+    /// (RFC 6749 section 4.1.2.1): the user declined (`access_denied`), or the authorization
+    /// request was refused. No token request was made.
+    #[error("{}", authorization_message(.code, .description))]
+    Authorization {
+        /// The `error` parameter of the callback.
+        code: ErrorCode,
+        /// The `error_description` parameter, if any (shortened, printable characters only).
+        description: Option<String>,
+    },
+
+    /// The redirect back from the authorization server was refused before any token request:
+    /// a `state` that does not belong to this sign-in, a foreign `iss`, no code, or no callback
+    /// in time.
+    #[error("invalid authorization callback: {0}")]
+    Callback(CallbackError),
+
+    /// The user must sign in again: the client holds no refresh token, or its tokens cannot be
+    /// renewed any more.
+    #[error("sign-in required: {reason}")]
+    ReauthenticationRequired {
+        /// Why the tokens cannot be renewed.
+        reason: &'static str,
+    },
+
+    /// A [`TokenStore`](crate::auth::TokenStore) failed to load or save tokens.
+    #[error("token store failed: {0}")]
+    TokenStore(#[source] TokenStoreError),
 
     /// The API version has reached its sunset and no longer serves requests.
     #[error("{}", sunset_message(.sunset, .successor))]
@@ -113,6 +142,15 @@ pub enum Error {
     TokenVerification(#[from] VerifyError),
 }
 
+fn authorization_message(code: &ErrorCode, description: &Option<String>) -> String {
+    let mut text = format!("the authorization server refused the sign-in ({code})");
+    if let Some(description) = description {
+        text.push_str(": ");
+        text.push_str(description);
+    }
+    text
+}
+
 fn sunset_message(sunset: &Option<DateTime<Utc>>, successor: &Option<Url>) -> String {
     let mut text = String::from("api version has reached its sunset");
     if let Some(date) = sunset {
@@ -134,14 +172,21 @@ impl Error {
         self.response().map(|r| r.status)
     }
 
-    /// The error code the server sent (`invalid_token`, `rate_limited`, ...), if any.
+    /// The error code the server sent (`invalid_token`, `rate_limited`, `access_denied`, ...),
+    /// if any.
     pub fn code(&self) -> Option<&ErrorCode> {
-        self.response().map(|r| &r.code)
+        match self {
+            Error::Authorization { code, .. } => Some(code),
+            _ => self.response().map(|r| &r.code),
+        }
     }
 
     /// The server's human-readable description, if any.
     pub fn description(&self) -> Option<&str> {
-        self.response().and_then(|r| r.description.as_deref())
+        match self {
+            Error::Authorization { description, .. } => description.as_deref(),
+            _ => self.response().and_then(|r| r.description.as_deref()),
+        }
     }
 
     /// How long the server asked to wait (`Retry-After`), if it did.
@@ -190,9 +235,14 @@ impl Error {
     }
 
     /// True when the user must sign in again: the refresh token was rejected
-    /// (`invalid_grant`), or the client's credentials were (`invalid_client`).
+    /// (`invalid_grant`), the client's credentials were (`invalid_client`), or there is no
+    /// refresh token to use.
     pub fn needs_reauthentication(&self) -> bool {
-        matches!(self, Error::Auth(r) if matches!(r.code, ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
+        match self {
+            Error::Auth(r) => matches!(r.code, ErrorCode::InvalidGrant | ErrorCode::InvalidClient),
+            Error::ReauthenticationRequired { .. } => true,
+            _ => false,
+        }
     }
 
     /// True when the request timed out (on the last attempt, after retries).
@@ -314,6 +364,39 @@ impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Why the redirect back from the authorization server was refused.
+///
+/// Every check runs before the code is exchanged, so a refused callback never reaches the
+/// token endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallbackError {
+    /// The callback is not a URL (or query string) that can be read.
+    #[error("the callback url cannot be parsed")]
+    Malformed,
+    /// A parameter appears more than once.
+    #[error("the callback repeats the `{0}` parameter")]
+    RepeatedParameter(&'static str),
+    /// The callback has no `state` parameter.
+    #[error("the callback has no `state` parameter")]
+    MissingState,
+    /// The `state` does not belong to this sign-in (a forged or stale callback).
+    #[error("the `state` parameter does not match this sign-in")]
+    StateMismatch,
+    /// The `iss` parameter names another authorization server (RFC 9207: a mix-up attack).
+    #[error("the `iss` parameter does not name the expected authorization server")]
+    IssuerMismatch,
+    /// The callback has neither a `code` nor an `error`.
+    #[error("the callback has no `code` parameter")]
+    MissingCode,
+    /// No callback arrived before the loopback listener's timeout.
+    #[error("no callback arrived within {0:?}")]
+    Timeout(Duration),
+    /// The loopback listener could not bind or accept connections.
+    #[error("the loopback listener failed: {0}")]
+    Listener(String),
 }
 
 /// How a server broke the pagination contract.

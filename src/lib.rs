@@ -40,7 +40,7 @@ pub mod reference_server;
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
-pub use error::{ApiError, Error, ErrorCode, HttpError, PaginationError};
+pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
 pub use pagination::{Cursor, ItemStream, Page, PageStream};
 pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
 pub use resources::contacts::{Contact, ContactSort, ListContacts};

@@ -21,6 +21,12 @@ use crate::{Error, Preview, RetryPolicy};
 /// The request header that asks for preview features (spec Part 9.6).
 pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
 
+/// `User-Agent` unless the caller sets another.
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!("business-records/", env!("CARGO_PKG_VERSION"));
+
+/// Timeout of one request unless the caller sets another.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Puts requests on the wire.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpSender {
@@ -32,6 +38,32 @@ pub(crate) struct HttpSender {
 impl HttpSender {
     pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
         HttpSender { http, timeout, user_agent }
+    }
+
+    /// A sender outside any [`Client`](crate::Client), for sign-in, discovery and introspection:
+    /// `http`, or a client of the crate's that follows no redirects; the default user agent.
+    pub(crate) fn standalone(http: Option<reqwest::Client>, timeout: Duration) -> Result<Self, Error> {
+        let http = match http {
+            Some(http) => http,
+            None => no_redirect_client()?,
+        };
+        Ok(HttpSender::new(http, Some(timeout), HeaderValue::from_static(DEFAULT_USER_AGENT)))
+    }
+
+    /// Sends a GET for a JSON document outside the API pipeline (discovery documents). An error
+    /// status becomes [`Error::Api`].
+    pub(crate) async fn get_json<T: DeserializeOwned>(&self, url: Url) -> Result<T, Error> {
+        let path = url.path().to_owned();
+        let mut request = reqwest::Request::new(reqwest::Method::GET, url);
+        request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let response = self.dispatch(request, 1).await?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = read_body(&path, response).await?;
+        if !status.is_success() {
+            return Err(Error::Api(Box::new(api_error(status.as_u16(), &headers, &body, &path, None))));
+        }
+        decode(&path, &body)
     }
 
     /// Sends one request. A 3xx answer is an error: credentials are never carried to another
@@ -85,6 +117,25 @@ impl HttpSender {
         }
         let body = read_body(&path, response).await?;
         builder.body(body).map_err(|e| Error::Decode { endpoint: path, message: e.to_string() })
+    }
+}
+
+/// The crate's own HTTP client: no redirects are followed, so credentials never travel to
+/// another address.
+pub(crate) fn no_redirect_client() -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| Error::Http(HttpError::from_reqwest("client", e)))
+}
+
+/// Lets the `oauth2` crate send its token requests through [`HttpSender::dispatch_oauth`].
+impl<'c> oauth2::AsyncHttpClient<'c> for HttpSender {
+    type Error = Error;
+    type Future = futures::future::BoxFuture<'c, Result<oauth2::HttpResponse, Error>>;
+
+    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
+        Box::pin(self.dispatch_oauth(request))
     }
 }
 

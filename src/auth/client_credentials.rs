@@ -115,15 +115,11 @@ impl TokenSource for ClientCredentialsSource {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let endpoint = self.client.token_uri().url().path().to_owned();
-            let http = |request: oauth2::HttpRequest| {
-                let sender = sender.clone();
-                async move { sender.dispatch_oauth(request).await }
-            };
             let response = self
                 .client
                 .exchange_client_credentials()
                 .add_scopes(self.scopes.iter().cloned().map(Scope::new))
-                .request_async(&http)
+                .request_async(sender)
                 .await
                 .map_err(|e| token_error(&endpoint, e))?;
             Ok(issued(&response))

@@ -3,20 +3,66 @@
 //! | Flow | Constructor | For |
 //! |---|---|---|
 //! | Client credentials | [`Auth::client_credentials`] | backends, server to server |
+//! | User sign-in (authorization code + PKCE) | [`Auth::user`] | desktop, mobile and web apps |
 //! | A token you manage | [`Auth::static_token`] | scripts, tests, tokens from elsewhere |
 //!
 //! Tokens are cached and refreshed ahead of expiry (at the earlier of five minutes or a tenth of
 //! their lifetime before it); concurrent callers share one token request.
 //!
-//! [`TokenVerifier`] is the other side: it validates access tokens for a resource server.
+//! # Signing a user in
+//!
+//! [`AuthorizationCodeFlow`] makes the URL to open ([`AuthorizationRequest`]) and exchanges the
+//! code the user comes back with for a [`TokenSet`]; [`LoopbackRedirect`] receives that
+//! callback on `127.0.0.1` for desktop apps (RFC 8252). [`Auth::user`] then gives the tokens
+//! to a [`Client`](crate::Client), which renews them with the refresh token and saves rotated
+//! ones through a [`TokenStore`] ([`FileTokenStore`], [`MemoryTokenStore`], or your own).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), business_records::Error> {
+//! use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
+//! use business_records::{Auth, Client};
+//!
+//! let redirect = LoopbackRedirect::bind().await?;
+//! let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", redirect.redirect_uri())?
+//!     .scopes(["openid", "profile", "email", "api/read"]);
+//! let request = flow.authorize_url();
+//! println!("open {} in your browser", request.url());
+//! let callback = redirect.wait_for_callback().await?;
+//! let tokens = flow.exchange(request, &callback).await?;
+//!
+//! let store = FileTokenStore::new("tokens.json");
+//! store.save(&tokens).await.map_err(business_records::Error::TokenStore)?;
+//! let client = Client::builder()
+//!     .base_url("https://api.example.com")
+//!     .auth(Auth::user(flow, tokens).store(store))
+//!     .build()?;
+//! # Ok(()) }
+//! ```
+//!
+//! # The resource-server side
+//!
+//! [`TokenVerifier`] validates access tokens for a resource server;
+//! [`AuthServerMetadata::discover`] reads the OpenID discovery document and
+//! [`TokenIntrospector`] asks the authorization server about a token (RFC 7662).
 
+mod authorization_code;
 mod client_credentials;
+mod discovery;
+mod loopback;
+pub(crate) mod pkce;
 mod secret;
+mod store;
 pub(crate) mod token_manager;
+mod user;
 pub mod verify;
 
+pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
-pub use secret::{AccessToken, ClientSecret};
+pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
+pub use loopback::LoopbackRedirect;
+pub use secret::{AccessToken, AuthorizationCode, ClientSecret, IdToken, PkceVerifier, RefreshToken};
+pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore, TokenStoreError};
+pub use user::UserAuth;
 pub use verify::{Claims, TokenVerifier, VerifyError};
 
 /// How the client authenticates; passed to [`ClientBuilder::auth`](crate::ClientBuilder::auth).
@@ -38,6 +84,7 @@ pub struct Auth {
 #[derive(Debug, Clone)]
 pub(crate) enum AuthKind {
     ClientCredentials(ClientCredentials),
+    User(Box<UserAuth>),
     Static(AccessToken),
 }
 
@@ -53,6 +100,25 @@ impl Auth {
         client_secret: impl Into<String>,
     ) -> ClientCredentials {
         ClientCredentials::new(auth_url.into(), client_id.into(), ClientSecret::new(client_secret))
+    }
+
+    /// A signed-in user (spec Part 5.3): `tokens` from
+    /// [`AuthorizationCodeFlow::exchange`] (or a [`TokenStore`]), renewed through `flow` with
+    /// the refresh-token grant. See [`UserAuth`].
+    ///
+    /// ```no_run
+    /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
+    /// #              tokens: business_records::auth::TokenSet) -> Result<(), business_records::Error> {
+    /// use business_records::auth::MemoryTokenStore;
+    /// use business_records::{Auth, Client};
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::user(flow, tokens).store(MemoryTokenStore::new()))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn user(flow: AuthorizationCodeFlow, tokens: TokenSet) -> UserAuth {
+        UserAuth::new(flow, tokens)
     }
 
     /// A bearer token the caller obtains and renews; the client sends it as it is and never
@@ -74,5 +140,11 @@ impl Auth {
 impl From<ClientCredentials> for Auth {
     fn from(flow: ClientCredentials) -> Self {
         Auth { kind: AuthKind::ClientCredentials(flow) }
+    }
+}
+
+impl From<UserAuth> for Auth {
+    fn from(user: UserAuth) -> Self {
+        Auth { kind: AuthKind::User(Box::new(user)) }
     }
 }

@@ -1,4 +1,5 @@
-//! Secret strings that never print: access tokens and client secrets.
+//! Secret strings that never print: tokens, client secrets, authorization codes and PKCE
+//! verifiers.
 
 use std::fmt;
 use std::sync::Arc;
@@ -47,6 +48,19 @@ macro_rules! secret_type {
                 $name::new(value)
             }
         }
+
+        /// Serialises as the plain string, for token stores.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map($name::new)
+            }
+        }
     };
 }
 
@@ -71,4 +85,46 @@ secret_type! {
     /// assert_eq!(ClientSecret::new("s3cr3t").to_string(), "[redacted]");
     /// ```
     ClientSecret
+}
+
+secret_type! {
+    /// An OAuth 2.0 refresh token: obtains new access tokens without the user (spec Part 5.6).
+    ///
+    /// ```
+    /// use business_records::auth::RefreshToken;
+    /// assert_eq!(format!("{:?}", RefreshToken::new("r1")), "RefreshToken([redacted])");
+    /// ```
+    RefreshToken
+}
+
+secret_type! {
+    /// An OpenID Connect ID token (a JWT with the user's identity claims).
+    ///
+    /// ```
+    /// use business_records::auth::IdToken;
+    /// assert_eq!(IdToken::new("eyJ...").to_string(), "[redacted]");
+    /// ```
+    IdToken
+}
+
+secret_type! {
+    /// An authorization code from the redirect back to the application (spec Part 5.3); it is
+    /// exchanged once for tokens.
+    ///
+    /// ```
+    /// use business_records::auth::AuthorizationCode;
+    /// assert_eq!(format!("{:?}", AuthorizationCode::new("c")), "AuthorizationCode([redacted])");
+    /// ```
+    AuthorizationCode
+}
+
+secret_type! {
+    /// A PKCE code verifier (spec Part 5.2): 43 to 128 characters, sent only in the token
+    /// request.
+    ///
+    /// ```
+    /// use business_records::auth::PkceVerifier;
+    /// assert_eq!(format!("{:?}", PkceVerifier::new("v")), "PkceVerifier([redacted])");
+    /// ```
+    PkceVerifier
 }

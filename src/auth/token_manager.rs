@@ -39,6 +39,8 @@ struct CachedToken {
     refresh_at: Option<Instant>,
     /// After this instant the token is never sent.
     expires_at: Option<Instant>,
+    /// False for a token the caller fixed: it is never replaced.
+    renewable: bool,
 }
 
 impl CachedToken {
@@ -48,7 +50,7 @@ impl CachedToken {
             let buffer = MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR);
             sent_at + lifetime.saturating_sub(buffer)
         });
-        CachedToken { token: issued.access_token, refresh_at, expires_at }
+        CachedToken { token: issued.access_token, refresh_at, expires_at, renewable: true }
     }
 
     fn is_fresh(&self, now: Instant) -> bool {
@@ -79,9 +81,29 @@ impl TokenManager {
         TokenManager { source, cache: RwLock::new(None), refresh: Mutex::new(()) }
     }
 
+    /// A manager that starts with a token obtained elsewhere (a sign-in, a token store), valid
+    /// until `expires_at`; an expired one is replaced on first use.
+    pub(crate) fn with_token(
+        source: Box<dyn TokenSource>,
+        token: AccessToken,
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Self {
+        let now = Instant::now();
+        let expires_in = expires_at.map(|at| (at - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO));
+        let cached = match expires_in {
+            Some(remaining) if remaining.is_zero() => None,
+            // The lifetime is unknown here: the remaining time stands in for it.
+            _ => Some(CachedToken::stamp(
+                IssuedToken { access_token: token, expires_in, scopes: Vec::new() },
+                now,
+            )),
+        };
+        TokenManager { source, cache: RwLock::new(cached), refresh: Mutex::new(()) }
+    }
+
     /// A token fixed by the caller: never refreshed, never expires on our side.
     pub(crate) fn fixed(token: AccessToken) -> Self {
-        let cached = CachedToken { token, refresh_at: None, expires_at: None };
+        let cached = CachedToken { token, refresh_at: None, expires_at: None, renewable: false };
         TokenManager {
             source: Box::new(NoRefresh),
             cache: RwLock::new(Some(cached)),
@@ -133,7 +155,7 @@ impl TokenManager {
     pub(crate) fn invalidate(&self, rejected: &AccessToken) -> bool {
         let mut cache = self.cache.write().unwrap_or_else(|e| e.into_inner());
         match cache.as_ref() {
-            Some(cached) if cached.token == *rejected && cached.refresh_at.is_some() => {
+            Some(cached) if cached.token == *rejected && cached.renewable => {
                 *cache = None;
                 true
             }

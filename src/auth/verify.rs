@@ -101,6 +101,9 @@ pub enum VerifyError {
     /// The token's `aud` does not include the configured audience.
     #[error("token audience does not match")]
     InvalidAudience,
+    /// An ID token's `nonce` is not the one sent with the sign-in (a replayed token).
+    #[error("token nonce does not match the sign-in")]
+    InvalidNonce,
     /// A required claim (`exp`, `iss` or `aud`) is absent.
     #[error("token has no `{claim}` claim")]
     MissingClaim {

@@ -1,0 +1,592 @@
+//! User sign-in: the authorization-code flow with PKCE (spec Parts 4.2, 5.2 and 5.3;
+//! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
+};
+use oauth2::{
+    AuthUrl, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields, RedirectUrl, Scope,
+    StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::client_credentials::token_error;
+use super::discovery::AuthServerMetadata;
+use super::pkce::{Pkce, constant_time_eq, random_value};
+use super::{Claims, IdToken, PkceVerifier, RefreshToken, TokenSet, TokenVerifier, VerifyError};
+use crate::error::CallbackError;
+use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
+use crate::{Error, ErrorCode, urls};
+
+/// Where the spec puts the endpoints, below `{auth_url}`.
+pub(crate) const AUTHORIZE_PATH: &str = "oauth2/authorize";
+pub(crate) const TOKEN_PATH: &str = "oauth2/token";
+pub(crate) const JWKS_PATH: &str = ".well-known/jwks.json";
+
+/// Scopes requested when [`AuthorizationCodeFlow::scopes`] is not called.
+const DEFAULT_SCOPES: &[&str] = &["openid"];
+/// Longest `error_description` quoted back from a callback.
+const MAX_DESCRIPTION: usize = 200;
+
+/// The token response fields `oauth2`'s basic response drops: the OpenID Connect ID token.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub(crate) struct OidcFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id_token: Option<IdToken>,
+}
+
+impl ExtraTokenFields for OidcFields {}
+
+type OidcTokenResponse = StandardTokenResponse<OidcFields, BasicTokenType>;
+type CodeClient = oauth2::Client<
+    BasicErrorResponse,
+    OidcTokenResponse,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointSet,
+>;
+
+/// The authorization-code flow with PKCE, for desktop, mobile and web apps whose users sign
+/// in (spec Part 5.3). The client is public: no client secret is involved.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), business_records::Error> {
+/// use business_records::auth::{AuthorizationCodeFlow, LoopbackRedirect};
+///
+/// let redirect = LoopbackRedirect::bind().await?;
+/// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", redirect.redirect_uri())?
+///     .scopes(["openid", "profile", "email", "api/read"]);
+/// let request = flow.authorize_url();
+/// println!("open {}", request.url());
+/// let callback = redirect.wait_for_callback().await?;
+/// let tokens = flow.exchange(request, &callback).await?;
+/// println!("signed in as {:?}", tokens.id_token_claims().and_then(|c| c.sub.as_deref()));
+/// # Ok(()) }
+/// ```
+///
+/// Cheap to clone.
+#[derive(Clone)]
+#[must_use]
+pub struct AuthorizationCodeFlow {
+    config: Arc<FlowConfig>,
+}
+
+#[derive(Clone)]
+struct FlowConfig {
+    issuer: String,
+    client_id: String,
+    redirect_uri: RedirectUrl,
+    scopes: Vec<String>,
+    authorize_url: Url,
+    token_url: Url,
+    jwks_url: Url,
+    http: Option<reqwest::Client>,
+    timeout: Duration,
+    sender: HttpSender,
+    /// The first invalid setting, reported before any request.
+    invalid: Option<(&'static str, String)>,
+    /// Checks ID tokens (`aud` = client id); made when first needed.
+    id_verifier: OnceLock<TokenVerifier>,
+}
+
+impl fmt::Debug for AuthorizationCodeFlow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("AuthorizationCodeFlow")
+            .field("issuer", &c.issuer)
+            .field("client_id", &c.client_id)
+            .field("redirect_uri", &c.redirect_uri.as_str())
+            .field("scopes", &c.scopes)
+            .field("authorize_url", &c.authorize_url.as_str())
+            .field("token_url", &c.token_url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AuthorizationCodeFlow {
+    /// The flow against the authorization server at `auth_url` with the spec's endpoints:
+    /// `{auth_url}/oauth2/authorize`, `{auth_url}/oauth2/token` and
+    /// `{auth_url}/.well-known/jwks.json`; `auth_url` is also the issuer the callback's `iss`
+    /// and the ID token's `iss` must name.
+    ///
+    /// `redirect_uri` is where the user returns: a loopback URL from [`LoopbackRedirect`]
+    /// (RFC 8252), an `https` URL, or an app's private-use scheme (`com.example.app:/callback`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback, an empty client id,
+    /// or a `redirect_uri` that is not an absolute URL, carries a fragment, or is plain http off
+    /// loopback.
+    ///
+    /// [`LoopbackRedirect`]: super::LoopbackRedirect
+    pub fn new(
+        auth_url: impl AsRef<str>,
+        client_id: impl Into<String>,
+        redirect_uri: impl AsRef<str>,
+    ) -> Result<Self, Error> {
+        let base = urls::parse_service_url("auth_url", auth_url.as_ref())?;
+        let issuer = auth_url.as_ref().trim().trim_end_matches('/').to_owned();
+        let endpoints = (
+            urls::join_path(&base, AUTHORIZE_PATH),
+            urls::join_path(&base, TOKEN_PATH),
+            urls::join_path(&base, JWKS_PATH),
+        );
+        Self::with_endpoints(issuer, endpoints, client_id.into(), redirect_uri.as_ref())
+    }
+
+    /// The flow with the endpoints and issuer of a discovery document (see
+    /// [`AuthServerMetadata::discover`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new), and [`Error::InvalidArgument`] when the document names no
+    /// authorization, token or JWKS endpoint.
+    pub fn from_metadata(
+        metadata: &AuthServerMetadata,
+        client_id: impl Into<String>,
+        redirect_uri: impl AsRef<str>,
+    ) -> Result<Self, Error> {
+        let endpoint = |url: &Option<Url>, name: &str| {
+            url.clone().ok_or_else(|| Error::invalid("metadata", format!("the document names no {name}")))
+        };
+        let endpoints = (
+            endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?,
+            endpoint(&metadata.token_endpoint, "token_endpoint")?,
+            endpoint(&metadata.jwks_uri, "jwks_uri")?,
+        );
+        Self::with_endpoints(metadata.issuer.clone(), endpoints, client_id.into(), redirect_uri.as_ref())
+    }
+
+    fn with_endpoints(
+        issuer: String,
+        (authorize_url, token_url, jwks_url): (Url, Url, Url),
+        client_id: String,
+        redirect_uri: &str,
+    ) -> Result<Self, Error> {
+        if client_id.trim().is_empty() {
+            return Err(Error::invalid("client_id", "expected a non-empty client id"));
+        }
+        let redirect_uri = parse_redirect_uri(redirect_uri)?;
+        Ok(AuthorizationCodeFlow {
+            config: Arc::new(FlowConfig {
+                issuer,
+                client_id,
+                redirect_uri,
+                scopes: DEFAULT_SCOPES.iter().map(|s| (*s).to_owned()).collect(),
+                authorize_url,
+                token_url,
+                jwks_url,
+                http: None,
+                timeout: DEFAULT_TIMEOUT,
+                sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)?,
+                invalid: None,
+                id_verifier: OnceLock::new(),
+            }),
+        })
+    }
+
+    fn config_mut(&mut self) -> &mut FlowConfig {
+        let config = Arc::make_mut(&mut self.config);
+        config.id_verifier = OnceLock::new();
+        config
+    }
+
+    /// The scopes to request (space-free tokens such as `openid`, `profile`, `email`,
+    /// `api/read`). Default: `openid`. With `openid`, an ID token is required and verified.
+    ///
+    /// An invalid scope is reported by [`exchange`](Self::exchange) and by
+    /// [`ClientBuilder::build`](crate::ClientBuilder::build).
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
+        let config = self.config_mut();
+        for scope in &scopes {
+            if let Err(Error::InvalidArgument { argument, message }) = urls::check_scope(scope) {
+                config.invalid.get_or_insert((argument, message));
+            }
+        }
+        config.scopes = scopes;
+        self
+    }
+
+    /// The issuer the callback's `iss` and the ID token's `iss` must equal, when it is not
+    /// `auth_url` as given (for example with a trailing slash).
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.config_mut().issuer = issuer.into();
+        self
+    }
+
+    /// Sends the token requests of this flow with this `reqwest::Client`. Default: a client of
+    /// the crate's, which follows no redirects. A [`Client`](crate::Client) built with
+    /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client instead.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        let config = self.config_mut();
+        config.sender = HttpSender::new(
+            client.clone(),
+            Some(config.timeout),
+            http::HeaderValue::from_static(crate::transport::DEFAULT_USER_AGENT),
+        );
+        config.http = Some(client);
+        self
+    }
+
+    /// Timeout of each token request of this flow. Default: 30 seconds.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        let config = self.config_mut();
+        if timeout.is_zero() {
+            config.invalid.get_or_insert(("timeout", "expected a timeout greater than zero".into()));
+            return self;
+        }
+        config.timeout = timeout;
+        let http = config.http.clone();
+        match HttpSender::standalone(http, timeout) {
+            Ok(sender) => config.sender = sender,
+            Err(_) => {
+                config.invalid.get_or_insert(("http_client", "cannot build the http client".into()));
+            }
+        }
+        self
+    }
+
+    /// The client id.
+    pub fn client_id(&self) -> &str {
+        &self.config.client_id
+    }
+
+    /// The redirect URI sent in the authorization and token requests.
+    pub fn redirect_uri(&self) -> &str {
+        self.config.redirect_uri.as_str()
+    }
+
+    /// The issuer tokens and callbacks must name.
+    pub fn issuer_url(&self) -> &str {
+        &self.config.issuer
+    }
+
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        match &self.config.invalid {
+            Some((argument, message)) => Err(Error::invalid(argument, message.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn wants_id_token(&self) -> bool {
+        self.config.scopes.iter().any(|s| s == "openid")
+    }
+
+    fn oauth_client(&self) -> CodeClient {
+        let c = &self.config;
+        oauth2::Client::new(ClientId::new(c.client_id.clone()))
+            .set_auth_uri(AuthUrl::from_url(c.authorize_url.clone()))
+            .set_token_uri(TokenUrl::from_url(c.token_url.clone()))
+            .set_redirect_uri(c.redirect_uri.clone())
+    }
+
+    /// Starts a sign-in: a fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`,
+    /// and the URL to open in the user's browser with every parameter of spec Part 4.2.
+    ///
+    /// Keep the returned request until the callback arrives and pass it to
+    /// [`exchange`](Self::exchange); a web app keeps it in the user's session (it is
+    /// `Serialize`).
+    pub fn authorize_url(&self) -> AuthorizationRequest {
+        let pkce = Pkce::generate();
+        let state = random_value();
+        let nonce = self.wants_id_token().then(random_value);
+        let client = self.oauth_client();
+        let mut request = client
+            .authorize_url(|| CsrfToken::new(state.clone()))
+            .add_scopes(self.config.scopes.iter().cloned().map(Scope::new))
+            .set_pkce_challenge(pkce.challenge);
+        if let Some(nonce) = &nonce {
+            request = request.add_extra_param("nonce", nonce.clone());
+        }
+        let (url, _) = request.url();
+        AuthorizationRequest { url: url.into(), state, verifier: pkce.verifier, nonce }
+    }
+
+    /// Finishes a sign-in: checks the callback, then exchanges its code for tokens (with the
+    /// PKCE verifier, without any client secret) and verifies the ID token.
+    ///
+    /// `callback` is the URL the user was sent back to (as
+    /// [`LoopbackRedirect::wait_for_callback`](super::LoopbackRedirect::wait_for_callback)
+    /// returns it), or just its query string.
+    ///
+    /// # Errors
+    ///
+    /// Before any token request: [`Error::Callback`] for a foreign `iss` (RFC 9207), a missing
+    /// or mismatched `state` (compared in constant time) or a missing code;
+    /// [`Error::Authorization`] when the server sent `error=` (`access_denied` when the user
+    /// declined). Then [`Error::Auth`] when the token endpoint refuses the code, and
+    /// [`Error::TokenVerification`] when the ID token fails verification.
+    pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
+        self.check()?;
+        let params = CallbackParams::parse(callback).map_err(Error::Callback)?;
+        let code = self.check_callback(&params, &request)?;
+        let sent_at = Utc::now();
+        let response = self
+            .oauth_client()
+            .exchange_code(oauth2::AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(oauth2::PkceCodeVerifier::new(request.verifier.secret().to_owned()))
+            .request_async(&self.config.sender)
+            .await
+            .map_err(|e| token_error(self.config.token_url.path(), e))?;
+        let mut tokens = token_set(&response, sent_at, &self.config.scopes);
+        match &tokens.id_token {
+            Some(id_token) => {
+                let claims = self.verify_id_token_nonce(id_token, request.nonce.as_deref()).await?;
+                tokens.set_id_claims(Some(claims));
+            }
+            None if self.wants_id_token() => {
+                return Err(Error::Decode {
+                    endpoint: self.config.token_url.path().to_owned(),
+                    message: "the token response has no id_token although openid was requested".into(),
+                });
+            }
+            None => {}
+        }
+        tracing::debug!(scopes = ?tokens.scopes, "signed in with the authorization code flow");
+        Ok(tokens)
+    }
+
+    /// The checks of [`exchange`](Self::exchange) that need no request; returns the code.
+    fn check_callback<'p>(
+        &self,
+        params: &'p CallbackParams,
+        request: &AuthorizationRequest,
+    ) -> Result<&'p str, Error> {
+        // RFC 9207: a response naming another issuer is refused whatever else it holds.
+        if params.iss.as_deref().is_some_and(|iss| iss != self.config.issuer) {
+            return Err(Error::Callback(CallbackError::IssuerMismatch));
+        }
+        let state = params.state.as_deref().ok_or(Error::Callback(CallbackError::MissingState))?;
+        if !constant_time_eq(state.as_bytes(), request.state.as_bytes()) {
+            return Err(Error::Callback(CallbackError::StateMismatch));
+        }
+        if let Some(code) = &params.error {
+            return Err(Error::Authorization {
+                code: ErrorCode::parse(code),
+                description: params.error_description.as_deref().map(printable),
+            });
+        }
+        params.code.as_deref().ok_or(Error::Callback(CallbackError::MissingCode))
+    }
+
+    /// Renews `tokens` with their refresh token (spec Part 4.2, `grant_type=refresh_token`)
+    /// and returns the new set. A response without a refresh token keeps the old one; a new
+    /// ID token is verified.
+    ///
+    /// A [`Client`](crate::Client) built with [`Auth::user`](crate::Auth::user) does this by
+    /// itself; call it when you manage tokens yourself.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token; [`Error::Auth`]
+    /// with `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses it.
+    pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {
+        self.refresh_with(&self.config.sender, tokens).await.map(|(tokens, _)| tokens)
+    }
+
+    /// [`refresh`](Self::refresh) through `sender`; also returns the response's `expires_in`.
+    pub(crate) async fn refresh_with(
+        &self,
+        sender: &HttpSender,
+        tokens: &TokenSet,
+    ) -> Result<(TokenSet, Option<Duration>), Error> {
+        self.check()?;
+        let refresh_token = tokens
+            .refresh_token
+            .as_ref()
+            .ok_or(Error::ReauthenticationRequired { reason: "no refresh token was issued" })?;
+        let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
+        let sent_at = Utc::now();
+        let response = self
+            .oauth_client()
+            .exchange_refresh_token(&refresh_token)
+            .request_async(sender)
+            .await
+            .map_err(|e| token_error(self.config.token_url.path(), e))?;
+        let mut next = token_set(&response, sent_at, &tokens.scopes);
+        if next.refresh_token.is_none() {
+            next.refresh_token = tokens.refresh_token.clone();
+        }
+        match &next.id_token {
+            Some(id_token) => {
+                let claims = self.verify_id_token(id_token).await?;
+                next.set_id_claims(Some(claims));
+            }
+            None => {
+                next.id_token = tokens.id_token.clone();
+                next.set_id_claims(tokens.id_token_claims().cloned());
+            }
+        }
+        Ok((next, response.expires_in()))
+    }
+
+    /// Verifies an ID token: RS256 signature with a key from the JWKS (selected by `kid`),
+    /// `iss` equal to the issuer, `aud` containing the client id, `exp` in the future.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::TokenVerification`] naming the first failed check.
+    pub async fn verify_id_token(&self, id_token: &IdToken) -> Result<Claims, Error> {
+        let verifier = self.id_verifier()?;
+        Ok(verifier.verify(id_token.secret()).await?)
+    }
+
+    async fn verify_id_token_nonce(&self, id_token: &IdToken, nonce: Option<&str>) -> Result<Claims, Error> {
+        let claims = self.verify_id_token(id_token).await?;
+        if let Some(expected) = nonce {
+            let got = claims.extra.get("nonce").and_then(serde_json::Value::as_str);
+            if !got.is_some_and(|got| constant_time_eq(got.as_bytes(), expected.as_bytes())) {
+                return Err(Error::TokenVerification(VerifyError::InvalidNonce));
+            }
+        }
+        Ok(claims)
+    }
+
+    fn id_verifier(&self) -> Result<&TokenVerifier, Error> {
+        let c = &self.config;
+        if let Some(verifier) = c.id_verifier.get() {
+            return Ok(verifier);
+        }
+        let mut verifier = TokenVerifier::new(c.jwks_url.as_str(), c.issuer.clone(), c.client_id.clone())?;
+        if let Some(http) = &c.http {
+            verifier = verifier.with_http_client(http.clone());
+        }
+        Ok(c.id_verifier.get_or_init(|| verifier))
+    }
+}
+
+/// A redirect URI: absolute, no fragment, and plain http only on loopback (RFC 8252).
+fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        Error::invalid("redirect_uri", format!("expected an absolute URL, got {raw:?} ({e})"))
+    })?;
+    if url.fragment().is_some() {
+        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
+    }
+    if url.scheme() == "http" && !urls::is_loopback(&url) {
+        return Err(Error::invalid(
+            "redirect_uri",
+            "expected https, a loopback http URL or an app's own scheme",
+        ));
+    }
+    RedirectUrl::new(raw.trim().to_owned())
+        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
+}
+
+fn token_set(response: &OidcTokenResponse, sent_at: DateTime<Utc>, requested: &[String]) -> TokenSet {
+    let mut tokens = TokenSet::new(response.access_token().secret().clone());
+    tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
+    tokens.id_token = response.extra_fields().id_token.clone();
+    tokens.expires_at =
+        response.expires_in().and_then(|d| chrono::Duration::from_std(d).ok()).map(|d| sent_at + d);
+    // RFC 6749 section 5.1: no `scope` in the response means the requested ones were granted.
+    tokens.scopes = match response.scopes() {
+        Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
+        None => requested.to_vec(),
+    };
+    tokens
+}
+
+/// At most [`MAX_DESCRIPTION`] characters, without control characters.
+fn printable(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).take(MAX_DESCRIPTION).collect()
+}
+
+/// The parameters of a callback this flow reads.
+#[derive(Debug, Default)]
+struct CallbackParams {
+    code: Option<String>,
+    state: Option<String>,
+    iss: Option<String>,
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+impl CallbackParams {
+    fn parse(callback: &str) -> Result<Self, CallbackError> {
+        let callback = callback.trim();
+        let query = match Url::parse(callback) {
+            Ok(url) => url.query().unwrap_or("").to_owned(),
+            Err(_) if callback.starts_with('?') => callback[1..].to_owned(),
+            Err(_) if callback.contains('=') && !callback.contains(['/', ' ']) => callback.to_owned(),
+            Err(_) => return Err(CallbackError::Malformed),
+        };
+        let mut params = CallbackParams::default();
+        for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            let (slot, name) = match name.as_ref() {
+                "code" => (&mut params.code, "code"),
+                "state" => (&mut params.state, "state"),
+                "iss" => (&mut params.iss, "iss"),
+                "error" => (&mut params.error, "error"),
+                "error_description" => (&mut params.error_description, "error_description"),
+                _ => continue,
+            };
+            if slot.replace(value.into_owned()).is_some() {
+                return Err(CallbackError::RepeatedParameter(name));
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
+/// [`AuthorizationCodeFlow::exchange`] checks the callback against. Made by
+/// [`AuthorizationCodeFlow::authorize_url`].
+///
+/// `Debug` shows only the authorization endpoint; the verifier never prints.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct AuthorizationRequest {
+    url: String,
+    state: String,
+    verifier: PkceVerifier,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    nonce: Option<String>,
+}
+
+impl AuthorizationRequest {
+    /// The URL to open in the user's browser.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The `state` sent in the URL (at least 128 random bits).
+    pub fn state(&self) -> &str {
+        &self.state
+    }
+
+    /// The `nonce` sent in the URL, when `openid` was requested.
+    pub fn nonce(&self) -> Option<&str> {
+        self.nonce.as_deref()
+    }
+
+    /// The PKCE code verifier, sent only with the code in the token request.
+    pub fn pkce_verifier(&self) -> &PkceVerifier {
+        &self.verifier
+    }
+}
+
+impl fmt::Debug for AuthorizationRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoint = self.url.split('?').next().unwrap_or_default();
+        f.debug_struct("AuthorizationRequest").field("endpoint", &endpoint).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

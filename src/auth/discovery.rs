@@ -1,0 +1,312 @@
+//! OpenID discovery (`{auth_url}/.well-known/openid-configuration`) and token introspection
+//! (RFC 7662, `POST {auth_url}/oauth2/introspect`).
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use oauth2::basic::BasicClient;
+use oauth2::{AuthType, EndpointNotSet, EndpointSet, IntrospectionUrl, TokenIntrospectionResponse};
+use serde::Deserialize;
+use serde_json::Value;
+use url::Url;
+
+use super::ClientSecret;
+use super::client_credentials::token_error;
+use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
+use crate::{Error, urls};
+
+/// Where the discovery document is, below `{auth_url}`.
+pub(crate) const DISCOVERY_PATH: &str = ".well-known/openid-configuration";
+/// Where the design puts the introspection endpoint, below `{auth_url}`.
+pub(crate) const INTROSPECTION_PATH: &str = "oauth2/introspect";
+
+/// An authorization server's metadata, from its OpenID discovery document.
+///
+/// Endpoints must use `https` (plain http only on loopback hosts) and `issuer` must equal the
+/// address the document was fetched from, so a tampered document cannot redirect tokens.
+/// Members the struct does not name are kept in [`extra`](Self::extra).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), business_records::Error> {
+/// use business_records::auth::{AuthServerMetadata, AuthorizationCodeFlow};
+///
+/// let metadata = AuthServerMetadata::discover("https://auth.example.com").await?;
+/// assert!(metadata.supports_pkce_s256());
+/// let flow = AuthorizationCodeFlow::from_metadata(&metadata, "my-app", "http://127.0.0.1:8400/callback")?;
+/// # let _ = flow; Ok(()) }
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+pub struct AuthServerMetadata {
+    /// The issuer identifier: the `iss` of its tokens and callbacks.
+    pub issuer: String,
+    /// Where users are sent to sign in.
+    #[serde(default)]
+    pub authorization_endpoint: Option<Url>,
+    /// Where tokens are issued.
+    #[serde(default)]
+    pub token_endpoint: Option<Url>,
+    /// The public signing keys.
+    #[serde(default)]
+    pub jwks_uri: Option<Url>,
+    /// Token introspection (RFC 7662).
+    #[serde(default)]
+    pub introspection_endpoint: Option<Url>,
+    /// Token revocation (RFC 7009).
+    #[serde(default)]
+    pub revocation_endpoint: Option<Url>,
+    /// The OpenID Connect userinfo endpoint.
+    #[serde(default)]
+    pub userinfo_endpoint: Option<Url>,
+    /// Scopes the server knows.
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+    /// `response_type` values the server accepts.
+    #[serde(default)]
+    pub response_types_supported: Vec<String>,
+    /// Grant types the server accepts.
+    #[serde(default)]
+    pub grant_types_supported: Vec<String>,
+    /// PKCE methods the server accepts.
+    #[serde(default)]
+    pub code_challenge_methods_supported: Vec<String>,
+    /// Client authentication methods at the token endpoint.
+    #[serde(default)]
+    pub token_endpoint_auth_methods_supported: Vec<String>,
+    /// Signing algorithms of ID tokens.
+    #[serde(default)]
+    pub id_token_signing_alg_values_supported: Vec<String>,
+    /// Whether callbacks carry `iss` (RFC 9207).
+    #[serde(default)]
+    pub authorization_response_iss_parameter_supported: bool,
+    /// Every other member of the document.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl AuthServerMetadata {
+    /// Fetches `{auth_url}/.well-known/openid-configuration`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback; [`Error::Http`] or
+    /// [`Error::Api`] when the document cannot be fetched; [`Error::Decode`] when it is not a
+    /// discovery document, its `issuer` is not `auth_url`, or an endpoint is not https.
+    pub async fn discover(auth_url: impl AsRef<str>) -> Result<Self, Error> {
+        let sender = HttpSender::standalone(None, DEFAULT_TIMEOUT)?;
+        Self::fetch(&sender, auth_url.as_ref()).await
+    }
+
+    /// [`discover`](Self::discover) with your own `reqwest::Client`.
+    ///
+    /// # Errors
+    ///
+    /// As [`discover`](Self::discover).
+    pub async fn discover_with(auth_url: impl AsRef<str>, http: reqwest::Client) -> Result<Self, Error> {
+        let sender = HttpSender::standalone(Some(http), DEFAULT_TIMEOUT)?;
+        Self::fetch(&sender, auth_url.as_ref()).await
+    }
+
+    async fn fetch(sender: &HttpSender, auth_url: &str) -> Result<Self, Error> {
+        let base = urls::parse_service_url("auth_url", auth_url)?;
+        let url = urls::join_path(&base, DISCOVERY_PATH);
+        let endpoint = url.path().to_owned();
+        let metadata: AuthServerMetadata = sender.get_json(url).await?;
+        let invalid = |message: String| Error::Decode { endpoint: endpoint.clone(), message };
+        if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
+            return Err(invalid("the document's issuer is not the authorization server it came from".into()));
+        }
+        for (name, value) in metadata.endpoints() {
+            if let Some(url) = value {
+                urls::check_service_url("endpoint", url.clone())
+                    .map_err(|_| invalid(format!("{name} must be an https URL")))?;
+            }
+        }
+        Ok(metadata)
+    }
+
+    fn endpoints(&self) -> [(&'static str, &Option<Url>); 6] {
+        [
+            ("authorization_endpoint", &self.authorization_endpoint),
+            ("token_endpoint", &self.token_endpoint),
+            ("jwks_uri", &self.jwks_uri),
+            ("introspection_endpoint", &self.introspection_endpoint),
+            ("revocation_endpoint", &self.revocation_endpoint),
+            ("userinfo_endpoint", &self.userinfo_endpoint),
+        ]
+    }
+
+    /// Whether the server accepts PKCE with `S256`.
+    pub fn supports_pkce_s256(&self) -> bool {
+        self.code_challenge_methods_supported.iter().any(|m| m == "S256")
+    }
+
+    /// Whether the server accepts `grant_type` (an absent list means `authorization_code`
+    /// and `implicit`, RFC 8414 section 2).
+    pub fn supports_grant(&self, grant_type: &str) -> bool {
+        if self.grant_types_supported.is_empty() {
+            return matches!(grant_type, "authorization_code" | "implicit");
+        }
+        self.grant_types_supported.iter().any(|g| g == grant_type)
+    }
+}
+
+type IntrospectClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
+
+/// Asks the authorization server whether a token is active (RFC 7662): the alternative to local
+/// validation that spec Part 5.7 mentions. The caller authenticates as a confidential client,
+/// with HTTP Basic by default.
+///
+/// ```no_run
+/// # async fn run(token: &str) -> Result<(), business_records::Error> {
+/// use business_records::auth::TokenIntrospector;
+///
+/// let introspector = TokenIntrospector::new("https://auth.example.com", "my-api", "api-secret")?;
+/// let info = introspector.introspect(token).await?;
+/// if info.active && info.scopes.iter().any(|s| s == "api/read") {
+///     // serve the request
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct TokenIntrospector {
+    client: IntrospectClient,
+    sender: HttpSender,
+}
+
+impl fmt::Debug for TokenIntrospector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenIntrospector")
+            .field("client_id", &self.client.client_id().as_str())
+            .field("endpoint", &self.client.introspection_url().as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenIntrospector {
+    /// Introspection at `{auth_url}/oauth2/introspect`, authenticating as `client_id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback or an empty client
+    /// id or secret.
+    pub fn new(
+        auth_url: impl AsRef<str>,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Result<Self, Error> {
+        let base = urls::parse_service_url("auth_url", auth_url.as_ref())?;
+        Self::with_endpoint(urls::join_path(&base, INTROSPECTION_PATH), client_id.into(), client_secret.into())
+    }
+
+    /// Introspection at the endpoint a discovery document names.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new), and [`Error::InvalidArgument`] when the document names no
+    /// introspection endpoint.
+    pub fn from_metadata(
+        metadata: &AuthServerMetadata,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Result<Self, Error> {
+        let endpoint = metadata
+            .introspection_endpoint
+            .clone()
+            .ok_or_else(|| Error::invalid("metadata", "the document names no introspection_endpoint"))?;
+        Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
+    }
+
+    fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
+        if client_id.trim().is_empty() {
+            return Err(Error::invalid("client_id", "expected a non-empty client id"));
+        }
+        let client_secret = ClientSecret::new(client_secret);
+        if client_secret.secret().is_empty() {
+            return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
+        }
+        let client = BasicClient::new(oauth2::ClientId::new(client_id))
+            .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
+            .set_introspection_url(IntrospectionUrl::from_url(endpoint));
+        Ok(TokenIntrospector { client, sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)? })
+    }
+
+    /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
+    /// Default: HTTP Basic.
+    #[must_use]
+    pub fn credentials_in_body(mut self) -> Self {
+        self.client = self.client.set_auth_type(AuthType::RequestBody);
+        self
+    }
+
+    /// Sends requests with this `reqwest::Client`. Default: a client of the crate's, which
+    /// follows no redirects.
+    #[must_use]
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.sender = HttpSender::new(
+            client,
+            Some(DEFAULT_TIMEOUT),
+            http::HeaderValue::from_static(crate::transport::DEFAULT_USER_AGENT),
+        );
+        self
+    }
+
+    /// Asks about `token` (an access or refresh token).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Auth`] when the server refuses the request (`invalid_client`, ...);
+    /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer. An unknown or
+    /// expired token is not an error: it is `active: false`.
+    pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
+        let endpoint = self.client.introspection_url().url().path().to_owned();
+        let token = oauth2::AccessToken::new(token.to_owned());
+        let response = self
+            .client
+            .introspect(&token)
+            .request_async(&self.sender)
+            .await
+            .map_err(|e| token_error(&endpoint, e))?;
+        Ok(Introspection {
+            active: response.active(),
+            scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
+            client_id: response.client_id().map(|c| c.to_string()),
+            username: response.username().map(str::to_owned),
+            token_type: response.token_type().map(|t| t.as_ref().to_owned()),
+            expires_at: response.exp(),
+            issued_at: response.iat(),
+            subject: response.sub().map(str::to_owned),
+            audiences: response.aud().cloned().unwrap_or_default(),
+            issuer: response.iss().map(str::to_owned),
+            token_id: response.jti().map(str::to_owned),
+        })
+    }
+}
+
+/// What the authorization server said about a token (RFC 7662 section 2.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Introspection {
+    /// Whether the token is currently active; every other field is absent when it is not.
+    pub active: bool,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// The client the token was issued to.
+    pub client_id: Option<String>,
+    /// A human-readable name of the resource owner.
+    pub username: Option<String>,
+    /// The token's type (`Bearer`).
+    pub token_type: Option<String>,
+    /// Expiry.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Issue time.
+    pub issued_at: Option<DateTime<Utc>>,
+    /// Subject: the user, or the client for client-credentials tokens.
+    pub subject: Option<String>,
+    /// Audiences.
+    pub audiences: Vec<String>,
+    /// Issuer.
+    pub issuer: Option<String>,
+    /// The token's identifier (`jti`).
+    pub token_id: Option<String>,
+}

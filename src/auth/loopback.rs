@@ -1,0 +1,262 @@
+//! The loopback redirect of native apps (RFC 8252 section 7.3): a one-shot HTTP listener on
+//! `127.0.0.1` that receives the authorization callback.
+
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::Error;
+use crate::error::CallbackError;
+
+/// The path of the redirect URI.
+const CALLBACK_PATH: &str = "/callback";
+/// How long a connection may take to send its request head.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest request head read.
+const MAX_HEAD: usize = 16 * 1024;
+
+const DONE_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign-in complete</title></head>\
+<body><p>Sign-in complete. You can close this window and return to the application.</p></body></html>";
+const FAILED_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign-in not completed</title></head>\
+<body><p>Sign-in was not completed. You can close this window and return to the application.</p></body></html>";
+
+/// Receives the redirect back from the authorization server on `http://127.0.0.1:<port>/callback`
+/// (RFC 8252: a loopback IP literal, a port the operating system picks).
+///
+/// It answers exactly one callback, with a small page telling the user the window can be
+/// closed, then stops listening. Requests to other paths get a 404 and do not count.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), business_records::Error> {
+/// use business_records::auth::LoopbackRedirect;
+/// use std::time::Duration;
+///
+/// let redirect = LoopbackRedirect::bind().await?.timeout(Duration::from_secs(120));
+/// println!("redirect URI: {}", redirect.redirect_uri());
+/// let callback = redirect.wait_for_callback().await?;
+/// # let _ = callback; Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct LoopbackRedirect {
+    listener: TcpListener,
+    port: u16,
+    redirect_uri: String,
+    timeout: Duration,
+}
+
+impl LoopbackRedirect {
+    /// How long [`wait_for_callback`](Self::wait_for_callback) waits unless told otherwise.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// Listens on `127.0.0.1` on a free port.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Callback`] with [`CallbackError::Listener`] when no port can be bound.
+    pub async fn bind() -> Result<Self, Error> {
+        Self::bind_port(0).await
+    }
+
+    /// Listens on `127.0.0.1:port`, for authorization servers that register one exact redirect
+    /// URI; `0` picks a free port.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Callback`] with [`CallbackError::Listener`] when the port cannot be bound.
+    pub async fn bind_port(port: u16) -> Result<Self, Error> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+            .await
+            .map_err(|e| listener_error("cannot bind 127.0.0.1", &e))?;
+        let port = listener.local_addr().map_err(|e| listener_error("cannot read the bound port", &e))?.port();
+        Ok(LoopbackRedirect {
+            listener,
+            port,
+            redirect_uri: format!("http://127.0.0.1:{port}{CALLBACK_PATH}"),
+            timeout: Self::DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// How long to wait for the callback. Default: [`DEFAULT_TIMEOUT`](Self::DEFAULT_TIMEOUT)
+    /// (five minutes).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The redirect URI to register and to pass to
+    /// [`AuthorizationCodeFlow::new`](super::AuthorizationCodeFlow::new):
+    /// `http://127.0.0.1:<port>/callback`.
+    pub fn redirect_uri(&self) -> &str {
+        &self.redirect_uri
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Waits for the callback and returns its full URL
+    /// (`http://127.0.0.1:<port>/callback?code=...&state=...`), ready for
+    /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange).
+    ///
+    /// A request to the callback path that carries none of `code`, `state` or `error` is
+    /// answered with a 400 and does not end the wait.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Callback`] with [`CallbackError::Timeout`] when nothing arrives in time, or
+    /// [`CallbackError::Listener`] when accepting connections fails.
+    pub async fn wait_for_callback(self) -> Result<String, Error> {
+        let (found, mut callbacks) = mpsc::channel::<String>(1);
+        let port = self.port;
+        let listener = self.listener;
+        let accept = tokio::spawn(async move {
+            // Ends only on an accept error: the task is aborted once a callback arrives.
+            loop {
+                let stream = match listener.accept().await {
+                    Ok((stream, _)) => stream,
+                    Err(e) => return listener_error("cannot accept", &e),
+                };
+                let found = found.clone();
+                tokio::spawn(async move {
+                    if let Some(url) = serve(stream, port).await {
+                        let _ = found.send(url).await;
+                    }
+                });
+            }
+        });
+        let waited = tokio::time::timeout(self.timeout, callbacks.recv()).await;
+        accept.abort();
+        match waited {
+            Ok(Some(url)) => {
+                tracing::debug!("authorization callback received");
+                Ok(url)
+            }
+            Ok(None) => Err(accept
+                .await
+                .unwrap_or_else(|_| Error::Callback(CallbackError::Listener("the listener stopped".into())))),
+            Err(_) => Err(Error::Callback(CallbackError::Timeout(self.timeout))),
+        }
+    }
+}
+
+fn listener_error(action: &str, error: &std::io::Error) -> Error {
+    Error::Callback(CallbackError::Listener(format!("{action}: {error}")))
+}
+
+/// Answers one connection; returns the callback URL when this was the callback.
+async fn serve(mut stream: TcpStream, port: u16) -> Option<String> {
+    let head = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await.ok()??;
+    let request_line = head.lines().next()?;
+    let mut parts = request_line.split(' ');
+    let (method, target) = (parts.next()?, parts.next()?);
+    if method != "GET" {
+        respond(&mut stream, "405 Method Not Allowed", "method not allowed").await;
+        return None;
+    }
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if path != CALLBACK_PATH {
+        respond(&mut stream, "404 Not Found", "not found").await;
+        return None;
+    }
+    let names: Vec<String> = url::form_urlencoded::parse(query.as_bytes()).map(|(k, _)| k.into_owned()).collect();
+    let has = |name: &str| names.iter().any(|n| n == name);
+    if !(has("code") || has("state") || has("error")) {
+        respond(&mut stream, "400 Bad Request", "not an authorization callback").await;
+        return None;
+    }
+    let page = if has("error") || !has("code") { FAILED_PAGE } else { DONE_PAGE };
+    respond_html(&mut stream, page).await;
+    Some(format!("http://127.0.0.1:{port}{target}"))
+}
+
+/// Reads up to the blank line that ends the request head.
+async fn read_head(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buffer = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = stream.read(&mut buffer).await.ok()?;
+        if read == 0 || head.len() + read > MAX_HEAD {
+            return None;
+        }
+        head.extend_from_slice(&buffer[..read]);
+    }
+    String::from_utf8(head).ok()
+}
+
+async fn respond_html(stream: &mut TcpStream, page: &str) {
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
+         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, text: &str) {
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{text}",
+        text.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(port: u16, target: &str) -> String {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await.expect("connect");
+        let request = format!("GET {target} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.expect("read");
+        response
+    }
+
+    #[tokio::test]
+    async fn one_callback_is_returned_and_answered_with_a_page() {
+        let redirect = LoopbackRedirect::bind().await.expect("bind");
+        let port = redirect.port();
+        assert_eq!(redirect.redirect_uri(), format!("http://127.0.0.1:{port}/callback"));
+        let waiting = tokio::spawn(redirect.wait_for_callback());
+
+        assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
+        assert!(get(port, "/callback").await.starts_with("HTTP/1.1 400"));
+        // A connection that never sends anything does not hold the listener up.
+        let _silent = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await.expect("connect");
+        let page = get(port, "/callback?code=c1&state=s1").await;
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert!(page.contains("You can close this window"));
+        assert!(!page.contains("c1"), "the page must not echo the code");
+
+        let url = waiting.await.expect("task").expect("callback");
+        assert_eq!(url, format!("http://127.0.0.1:{port}/callback?code=c1&state=s1"));
+    }
+
+    #[tokio::test]
+    async fn an_error_callback_ends_the_wait_with_a_failure_page() {
+        let redirect = LoopbackRedirect::bind().await.expect("bind");
+        let port = redirect.port();
+        let waiting = tokio::spawn(redirect.wait_for_callback());
+        let page = get(port, "/callback?error=access_denied&state=s").await;
+        assert!(page.contains("not completed"), "{page}");
+        let url = waiting.await.expect("task").expect("callback");
+        assert!(url.ends_with("/callback?error=access_denied&state=s"));
+    }
+
+    #[tokio::test]
+    async fn waiting_times_out() {
+        let redirect = LoopbackRedirect::bind().await.expect("bind").timeout(Duration::from_millis(100));
+        let err = redirect.wait_for_callback().await.expect_err("nothing arrives");
+        assert!(matches!(err, Error::Callback(CallbackError::Timeout(_))), "{err:?}");
+        assert_eq!(err.to_string(), "invalid authorization callback: no callback arrived within 100ms");
+    }
+}

@@ -1,0 +1,396 @@
+//! A signed-in user's tokens ([`TokenSet`]) and where they are kept between runs
+//! ([`TokenStore`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::{AccessToken, Claims, IdToken, RefreshToken};
+
+/// The tokens of a signed-in user: what the authorization-code exchange and every refresh
+/// return, and what a [`TokenStore`] keeps.
+///
+/// Serialises to JSON with the tokens in plain text (that is what a store needs); `Debug` prints
+/// `[redacted]` for each of them.
+///
+/// ```
+/// use business_records::auth::TokenSet;
+/// let tokens = TokenSet::new("eyJhbGciOi...").with_refresh_token("r1").with_scopes(["api/read"]);
+/// assert!(tokens.refresh_token.is_some());
+/// assert!(!format!("{tokens:?}").contains("r1"));
+/// ```
+#[derive(Clone, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TokenSet {
+    /// The bearer token sent to the API.
+    pub access_token: AccessToken,
+    /// Renews the access token without the user; `None` when the server issued none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<RefreshToken>,
+    /// The OpenID Connect ID token, when the `openid` scope was granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<IdToken>,
+    /// When the access token expires, measured from when the token request was sent; `None`
+    /// when the server gave no lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The granted scopes.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The ID token's claims, set only after the ID token was verified.
+    #[serde(skip)]
+    id_claims: Option<Claims>,
+}
+
+impl TokenSet {
+    /// A set holding only an access token.
+    pub fn new(access_token: impl Into<String>) -> Self {
+        TokenSet {
+            access_token: AccessToken::new(access_token),
+            refresh_token: None,
+            id_token: None,
+            expires_at: None,
+            scopes: Vec::new(),
+            id_claims: None,
+        }
+    }
+
+    /// Sets the refresh token.
+    #[must_use]
+    pub fn with_refresh_token(mut self, token: impl Into<String>) -> Self {
+        self.refresh_token = Some(RefreshToken::new(token));
+        self
+    }
+
+    /// Sets when the access token expires.
+    #[must_use]
+    pub fn with_expires_at(mut self, expires_at: DateTime<Utc>) -> Self {
+        self.expires_at = Some(expires_at);
+        self
+    }
+
+    /// Sets the granted scopes.
+    #[must_use]
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub(crate) fn set_id_claims(&mut self, claims: Option<Claims>) {
+        self.id_claims = claims;
+    }
+
+    /// The verified claims of the ID token (`sub`, `email`, ...).
+    ///
+    /// Set on the sets returned by
+    /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange) and by
+    /// refreshes, after the ID token's signature, issuer, audience and expiry were checked;
+    /// `None` on a set loaded from a store (verify it again with
+    /// [`AuthorizationCodeFlow::verify_id_token`](super::AuthorizationCodeFlow::verify_id_token)).
+    pub fn id_token_claims(&self) -> Option<&Claims> {
+        self.id_claims.as_ref()
+    }
+
+    /// True when the access token has expired (a set without expiry never does).
+    pub fn is_expired(&self) -> bool {
+        self.expires_at.is_some_and(|at| at <= Utc::now())
+    }
+}
+
+impl fmt::Debug for TokenSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenSet")
+            .field("access_token", &self.access_token)
+            .field("refresh_token", &self.refresh_token)
+            .field("id_token", &self.id_token)
+            .field("expires_at", &self.expires_at)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a [`TokenStore`] failed; surfaces as [`Error::TokenStore`](crate::Error::TokenStore).
+///
+/// Messages never contain a token.
+///
+/// ```
+/// use business_records::auth::TokenStoreError;
+/// let err = TokenStoreError::new("the keychain is locked");
+/// assert_eq!(err.to_string(), "the keychain is locked");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct TokenStoreError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl TokenStoreError {
+    /// An error with a message (lowercase, no trailing punctuation, no secrets).
+    pub fn new(message: impl Into<String>) -> Self {
+        TokenStoreError { message: message.into(), source: None }
+    }
+
+    /// An error with a message and the error that caused it.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        TokenStoreError { message: message.into(), source: Some(source.into()) }
+    }
+}
+
+/// Where a user's tokens are kept between runs: a file, the OS keychain, a database.
+///
+/// The client saves every rotated token set through the store before anyone can use the new
+/// tokens, so a crash never loses a refresh token the server has already replaced. Saving the
+/// first set, right after sign-in, is the application's call (see `examples/desktop_login.rs`).
+///
+/// The trait is object safe: methods return boxed futures.
+///
+/// ```
+/// use business_records::auth::{TokenSet, TokenStore, TokenStoreError};
+/// use futures::future::BoxFuture;
+///
+/// /// Keeps nothing: every run signs in again.
+/// struct Forgetful;
+///
+/// impl TokenStore for Forgetful {
+///     fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+///         Box::pin(async { Ok(None) })
+///     }
+///     fn save<'a>(&'a self, _tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+///         Box::pin(async { Ok(()) })
+///     }
+/// }
+/// ```
+pub trait TokenStore: Send + Sync + 'static {
+    /// The stored set, or `None` when nothing is stored yet.
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>>;
+
+    /// Replaces the stored set with `tokens`.
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>>;
+}
+
+impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+        (**self).load()
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+        (**self).save(tokens)
+    }
+}
+
+/// Keeps the tokens in memory, for tests and for processes that sign in on every start.
+///
+/// Clones share the stored set.
+///
+/// ```
+/// # async fn run() -> Result<(), business_records::auth::TokenStoreError> {
+/// use business_records::auth::{MemoryTokenStore, TokenSet, TokenStore};
+/// let store = MemoryTokenStore::new();
+/// store.save(&TokenSet::new("t")).await?;
+/// assert_eq!(store.saves(), 1);
+/// assert!(store.load().await?.is_some());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemoryTokenStore {
+    inner: Arc<MemoryInner>,
+}
+
+#[derive(Debug, Default)]
+struct MemoryInner {
+    tokens: Mutex<Option<TokenSet>>,
+    saves: AtomicUsize,
+}
+
+impl MemoryTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The stored set, without waiting.
+    pub fn get(&self) -> Option<TokenSet> {
+        self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How many times [`save`](TokenStore::save) was called.
+    pub fn saves(&self) -> usize {
+        self.inner.saves.load(Ordering::SeqCst)
+    }
+}
+
+impl TokenStore for MemoryTokenStore {
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+        Box::pin(async move { Ok(self.get()) })
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokens.clone());
+            self.inner.saves.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+}
+
+/// Keeps the tokens in a JSON file that only the owner can read (mode `0600` on Unix).
+///
+/// Every save writes a new file next to the old one and renames it over it, so a reader (or a
+/// crash) sees the old set or the new one, never half of either. Missing parent directories are
+/// created (mode `0700` on Unix).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), business_records::auth::TokenStoreError> {
+/// use business_records::auth::{FileTokenStore, TokenStore};
+/// let store = FileTokenStore::new("/home/me/.config/my-app/tokens.json");
+/// if let Some(tokens) = store.load().await? {
+///     println!("signed in, expires at {:?}", tokens.expires_at);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileTokenStore {
+    path: PathBuf,
+}
+
+impl FileTokenStore {
+    /// A store backed by the file at `path` (it need not exist yet).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        FileTokenStore { path: path.into() }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Deletes the file (signing out); a missing file is not an error.
+    pub async fn remove(&self) -> Result<(), TokenStoreError> {
+        match tokio::fs::remove_file(&self.path).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_error("cannot remove", &self.path, e)),
+        }
+    }
+}
+
+impl TokenStore for FileTokenStore {
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+        Box::pin(async move {
+            let bytes = match tokio::fs::read(&self.path).await {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(io_error("cannot read", &self.path, e)),
+            };
+            // serde_json's messages give a position, never the content.
+            serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                TokenStoreError::with_source(
+                    format!("the token file {} is not a token set", self.path.display()),
+                    e,
+                )
+            })
+        })
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            let json = serde_json::to_vec_pretty(tokens)
+                .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
+            let path = self.path.clone();
+            tokio::task::spawn_blocking(move || write_atomically(&path, &json))
+                .await
+                .map_err(|e| TokenStoreError::with_source("the token file writer stopped", e))?
+        })
+    }
+}
+
+fn io_error(action: &str, path: &Path, error: std::io::Error) -> TokenStoreError {
+    TokenStoreError::with_source(format!("{action} the token file {}", path.display()), error)
+}
+
+/// Writes `contents` to a new owner-only file beside `path`, flushes it to disk and renames it
+/// over `path`. On any failure the temporary file is removed and `path` is untouched.
+fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), TokenStoreError> {
+    use std::io::Write as _;
+
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    create_private_dir(&dir).map_err(|e| io_error("cannot create the directory of", path, e))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = dir.join(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let result = options.open(&temp).and_then(|mut file| {
+        restrict_permissions(&file)?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temp, path)
+    });
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&temp);
+        return Err(io_error("cannot write", path, e));
+    }
+    sync_dir(&dir);
+    Ok(())
+}
+
+/// `0600` whatever the umask allowed at creation.
+#[cfg(unix)]
+fn restrict_permissions(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+}
+
+#[cfg(not(unix))]
+fn restrict_permissions(_file: &std::fs::File) -> std::io::Result<()> {
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Makes the rename durable (best effort: not every platform can open a directory).
+fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(dir) = std::fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+#[cfg(test)]
+mod tests;
