@@ -27,6 +27,17 @@ pub(crate) struct TokenClaims<'a> {
     pub(crate) generation: u64,
 }
 
+/// What goes into an OpenID Connect ID token.
+#[derive(Debug, Clone)]
+pub(crate) struct IdTokenClaims<'a> {
+    pub(crate) issuer: &'a str,
+    pub(crate) subject: &'a str,
+    /// The client id.
+    pub(crate) audience: &'a str,
+    pub(crate) nonce: Option<&'a str>,
+    pub(crate) lifetime_secs: i64,
+}
+
 /// Signs access tokens with one RSA key and publishes its public half.
 pub(crate) struct Signer {
     key: EncodingKey,
@@ -87,10 +98,32 @@ impl Signer {
             "gen": claims.generation,
             "scope": claims.scopes.join(" "),
         });
+        self.sign("at+jwt", claims.kid, &body)
+    }
+
+    /// A signed ID token (OpenID Connect Core section 2).
+    pub(crate) fn id_token(&self, claims: &IdTokenClaims<'_>) -> Result<String, String> {
+        let now = unix_now();
+        let mut body = json!({
+            "iss": claims.issuer,
+            "sub": claims.subject,
+            "aud": claims.audience,
+            "azp": claims.audience,
+            "iat": now,
+            "auth_time": now,
+            "exp": now.saturating_add(claims.lifetime_secs),
+        });
+        if let Some(nonce) = claims.nonce {
+            body["nonce"] = json!(nonce);
+        }
+        self.sign("JWT", &self.kid, &body)
+    }
+
+    fn sign(&self, typ: &str, kid: &str, body: &Value) -> Result<String, String> {
         let mut header = Header::new(Algorithm::RS256);
-        header.typ = Some("at+jwt".to_owned());
-        header.kid = Some(claims.kid.to_owned());
-        jsonwebtoken::encode(&header, &body, &self.key).map_err(|e| format!("signing failed: {e}"))
+        header.typ = Some(typ.to_owned());
+        header.kid = Some(kid.to_owned());
+        jsonwebtoken::encode(&header, body, &self.key).map_err(|e| format!("signing failed: {e}"))
     }
 }
 

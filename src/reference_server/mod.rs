@@ -2,11 +2,26 @@
 //! (feature `reference-server`).
 //!
 //! [`ReferenceServer`] runs two local HTTP servers: an authorization server
-//! ([`auth_url`](ReferenceServer::auth_url): `POST /oauth2/token` with the
-//! client-credentials grant, `GET /.well-known/jwks.json`) and the API
-//! ([`base_url`](ReferenceServer::base_url): `GET /v1/companies`,
+//! ([`auth_url`](ReferenceServer::auth_url): `GET /oauth2/authorize`,
+//! `POST /oauth2/token` with the client-credentials, authorization-code and
+//! refresh-token grants, `GET /.well-known/jwks.json`,
+//! `GET /.well-known/openid-configuration`, `POST /oauth2/introspect`) and the
+//! API ([`base_url`](ReferenceServer::base_url): `GET /v1/companies`,
 //! `GET /v1/contacts`). It is the specification made executable, including
 //! the decisions the specification leaves open:
+//!
+//! - `/oauth2/authorize` requires every parameter of spec Part 4.2 (PKCE with
+//!   `S256` only) and signs in a test user without asking
+//!   ([`DEFAULT_TEST_USER`](ReferenceServer::DEFAULT_TEST_USER)), answering
+//!   with `code`, `state` and `iss` (RFC 9207). A bad client or redirect URI is
+//!   a 400 page; any other error goes back to the redirect URI (RFC 6749
+//!   section 4.1.2.1). Public clients send no secret; the default one,
+//!   [`DEFAULT_PUBLIC_CLIENT_ID`](ReferenceServer::DEFAULT_PUBLIC_CLIENT_ID),
+//!   accepts any loopback redirect URI.
+//! - Codes are single-use and live 60 seconds. Refresh tokens rotate on every
+//!   use; a retired one presented again revokes its whole sign-in
+//!   (`invalid_grant`). With `openid`, token responses carry an RS256 ID token
+//!   (`aud` = client id, `nonce` when one was sent).
 //!
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
@@ -47,6 +62,7 @@ mod auth;
 mod cursor;
 mod dataset;
 mod jwt;
+mod users;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -190,12 +206,30 @@ impl TokenSpec {
 pub(crate) struct Shared {
     pub(crate) token_requests: AtomicUsize,
     pub(crate) jwks_requests: AtomicUsize,
+    pub(crate) authorize_requests: AtomicUsize,
+    /// Token requests by `grant_type`.
+    grants: Mutex<HashMap<String, usize>>,
     /// Tokens of an earlier generation are refused as revoked.
     pub(crate) token_generation: AtomicU64,
+    /// Authorization codes and refresh tokens.
+    sessions: Mutex<auth::Sessions>,
     api_log: Mutex<VecDeque<ApiRequest>>,
 }
 
 impl Shared {
+    pub(crate) fn sessions(&self) -> std::sync::MutexGuard<'_, auth::Sessions> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn count_grant(&self, grant_type: &str) {
+        let mut grants = self.grants.lock().unwrap_or_else(|e| e.into_inner());
+        *grants.entry(grant_type.chars().take(40).collect()).or_default() += 1;
+    }
+
+    pub(crate) fn grant_count(&self, grant_type: &str) -> usize {
+        self.grants.lock().unwrap_or_else(|e| e.into_inner()).get(grant_type).copied().unwrap_or(0)
+    }
+
     pub(crate) fn record(&self, request: ApiRequest) {
         let mut log = self.api_log.lock().unwrap_or_else(|e| e.into_inner());
         if log.len() >= API_LOG_CAPACITY {
@@ -263,6 +297,7 @@ pub struct ReferenceServerBuilder {
     audience: String,
     clients: Vec<(String, String, Vec<String>)>,
     signing_key: Option<(String, String)>,
+    users: users::UserOptions,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -276,6 +311,7 @@ impl Default for ReferenceServerBuilder {
             audience: ReferenceServer::DEFAULT_AUDIENCE.to_owned(),
             clients: Vec::new(),
             signing_key: None,
+            users: users::UserOptions::default(),
         }
     }
 }
@@ -356,15 +392,16 @@ impl ReferenceServerBuilder {
         };
         let dataset = Arc::new(Dataset::generate(self.companies, self.contacts_per_company, self.seed));
         let mut clients = HashMap::new();
+        self.users.register(&mut clients);
         clients.insert(
             ReferenceServer::DEFAULT_CLIENT_ID.to_owned(),
-            auth::RegisteredClient {
-                secret: ReferenceServer::DEFAULT_CLIENT_SECRET.to_owned(),
-                scopes: vec!["api/read".to_owned(), "api/write".to_owned()],
-            },
+            auth::RegisteredClient::confidential(
+                ReferenceServer::DEFAULT_CLIENT_SECRET.to_owned(),
+                vec!["api/read".to_owned(), "api/write".to_owned()],
+            ),
         );
         for (id, secret, scopes) in self.clients {
-            clients.insert(id, auth::RegisteredClient { secret, scopes });
+            clients.insert(id, auth::RegisteredClient::confidential(secret, scopes));
         }
         let default_scopes =
             clients.get(ReferenceServer::DEFAULT_CLIENT_ID).map(|c| c.scopes.clone()).unwrap_or_default();
@@ -379,15 +416,15 @@ impl ReferenceServerBuilder {
         };
         let shared = Arc::new(Shared::default());
         let token_lifetime_secs = i64::try_from(self.token_lifetime.as_secs()).unwrap_or(i64::MAX);
+        let auth_settings = self.users.settings(auth_url.clone(), self.audience.clone(), token_lifetime_secs);
 
         Mock::given(any())
             .respond_with(auth::AuthServer {
                 signer: Arc::clone(&signer),
                 clients,
-                issuer: auth_url.clone(),
-                audience: self.audience.clone(),
-                token_lifetime_secs,
+                settings: auth_settings.clone(),
                 jwks_json,
+                verifier: verifier.clone(),
                 shared: Arc::clone(&shared),
             })
             .mount(&auth_server)
@@ -412,6 +449,7 @@ impl ReferenceServerBuilder {
             signer,
             dataset,
             shared,
+            auth_settings,
         }
     }
 }
@@ -428,6 +466,7 @@ pub struct ReferenceServer {
     signer: Arc<jwt::Signer>,
     dataset: Arc<Dataset>,
     shared: Arc<Shared>,
+    auth_settings: auth::AuthSettings,
 }
 
 impl fmt::Debug for ReferenceServer {
@@ -524,6 +563,8 @@ impl ReferenceServer {
     pub fn reset_counters(&self) {
         self.shared.token_requests.store(0, Ordering::Relaxed);
         self.shared.jwks_requests.store(0, Ordering::Relaxed);
+        self.shared.authorize_requests.store(0, Ordering::Relaxed);
+        self.shared.grants.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.shared.api_log.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 

@@ -1,1 +1,169 @@
 use super::*;
+
+/// A fresh directory under the system's temporary directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "business-records-{name}-{}-{}",
+            std::process::id(),
+            crate::auth::pkce::random_value()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn sample(n: u32) -> TokenSet {
+    TokenSet::new(format!("access-{n}"))
+        .with_refresh_token(format!("refresh-{n}"))
+        .with_expires_at(DateTime::from_timestamp(1_900_000_000 + i64::from(n), 0).unwrap_or_default())
+        .with_scopes(["openid", "api/read"])
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn token_sets_serialise_in_full_and_debug_redacted() {
+    let mut tokens = sample(1);
+    tokens.id_token = Some(IdToken::new("id-1"));
+    let json = serde_json::to_value(&tokens).expect("serialise");
+    assert_eq!(json["access_token"], "access-1");
+    assert_eq!(json["refresh_token"], "refresh-1");
+    assert_eq!(json["id_token"], "id-1");
+    assert_eq!(json["scopes"], serde_json::json!(["openid", "api/read"]));
+    let back: TokenSet = serde_json::from_value(json).expect("deserialise");
+    assert_eq!(back.refresh_token, tokens.refresh_token);
+    assert_eq!(back.expires_at, tokens.expires_at);
+    assert!(back.id_token_claims().is_none(), "claims are never read from storage");
+
+    let debug = format!("{tokens:?}");
+    for secret in ["access-1", "refresh-1", "id-1"] {
+        assert!(!debug.contains(secret), "{debug}");
+    }
+    assert!(debug.contains("[redacted]"));
+    // A minimal document is enough.
+    let minimal: TokenSet = serde_json::from_str(r#"{"access_token":"a"}"#).expect("minimal");
+    assert!(minimal.refresh_token.is_none() && !minimal.is_expired());
+}
+
+#[tokio::test]
+async fn memory_store_round_trip() {
+    let store = MemoryTokenStore::new();
+    assert!(store.load().await.expect("load").is_none());
+    let clone = store.clone();
+    clone.save(&sample(2)).await.expect("save");
+    assert_eq!(store.saves(), 1);
+    let loaded = store.load().await.expect("load").expect("stored");
+    assert_eq!(loaded.access_token.secret(), "access-2");
+}
+
+#[tokio::test]
+async fn file_store_round_trip_and_missing_file() {
+    let dir = TempDir::new("round-trip");
+    let store = FileTokenStore::new(dir.0.join("nested/deeper/tokens.json"));
+    assert!(store.load().await.expect("a missing file is no tokens").is_none());
+    store.save(&sample(3)).await.expect("save");
+    let loaded = store.load().await.expect("load").expect("stored");
+    assert_eq!(loaded.refresh_token.as_ref().map(|t| t.secret()), Some("refresh-3"));
+    assert_eq!(entries(&dir.0.join("nested/deeper")), ["tokens.json"], "no temporary file is left");
+    store.remove().await.expect("remove");
+    store.remove().await.expect("removing twice is fine");
+    assert!(store.load().await.expect("load").is_none());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn file_store_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = TempDir::new("permissions");
+    let path = dir.0.join("private/tokens.json");
+    let store = FileTokenStore::new(&path);
+    store.save(&sample(4)).await.expect("save");
+    let mode = |p: &Path| std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&dir.0.join("private")), 0o700);
+
+    // A world-readable file left by something else is replaced by an owner-only one.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    store.save(&sample(5)).await.expect("save");
+    assert_eq!(mode(&path), 0o600);
+}
+
+#[tokio::test]
+async fn file_store_corrupt_file_is_an_error_without_its_content() {
+    let dir = TempDir::new("corrupt");
+    let path = dir.0.join("tokens.json");
+    std::fs::write(&path, "{\"access_token\": \"leaked-secret\", ").expect("write");
+    let err = FileTokenStore::new(&path).load().await.expect_err("corrupt");
+    let text = format!("{err} {err:?}");
+    let text = format!("{text} {}", crate::Error::TokenStore(err));
+    assert!(!text.contains("leaked-secret"), "{text}");
+    assert!(text.contains("is not a token set"), "{text}");
+}
+
+#[tokio::test]
+async fn file_store_failed_write_leaves_the_old_file_and_no_temporary() {
+    let dir = TempDir::new("failed-write");
+    let path = dir.0.join("tokens.json");
+    // The rename cannot replace a directory: the save fails after writing the temporary file.
+    std::fs::create_dir(&path).expect("a directory in the way");
+    std::fs::write(path.join("keep"), "old").expect("write");
+    let err = FileTokenStore::new(&path).save(&sample(6)).await.expect_err("cannot replace a directory");
+    assert!(err.to_string().starts_with("cannot write the token file"), "{err}");
+    assert_eq!(entries(&dir.0), ["tokens.json"], "the temporary file is removed");
+    assert_eq!(std::fs::read_to_string(path.join("keep")).expect("read"), "old");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_never_see_a_partial_file() {
+    let dir = TempDir::new("atomic");
+    let path = dir.0.join("tokens.json");
+    let store = FileTokenStore::new(&path);
+    store.save(&sample(0)).await.expect("first save");
+
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for n in 1..=150 {
+                store.save(&sample(n)).await.expect("save");
+            }
+        })
+    };
+    let reader = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut reads = 0;
+            let mut last = 0;
+            while last < 150 {
+                let bytes = std::fs::read(&path).expect("the file always exists");
+                let tokens: TokenSet = serde_json::from_slice(&bytes).expect("always a whole token set");
+                let n: u32 = tokens.access_token.secret().trim_start_matches("access-").parse().expect("number");
+                assert!(n >= last, "saves arrive in order");
+                assert_eq!(tokens.refresh_token.as_ref().map(|t| t.secret().to_owned()), Some(format!("refresh-{n}")));
+                last = n;
+                reads += 1;
+            }
+            reads
+        })
+    };
+    writer.await.expect("writer");
+    let reads = reader.await.expect("reader");
+    assert!(reads > 0);
+    assert_eq!(entries(&dir.0), ["tokens.json"]);
+}

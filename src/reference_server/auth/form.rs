@@ -1,0 +1,153 @@
+//! Token-endpoint request bodies and client credentials: form decoding and HTTP Basic.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use wiremock::Request;
+
+use super::super::ErrorReply;
+
+/// Parses `Authorization: Basic base64(urlencode(id) ":" urlencode(secret))`.
+pub(crate) fn parse_basic(value: &str) -> Option<(String, String)> {
+    let (scheme, credentials) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let credentials = credentials.trim();
+    let decoded = STANDARD.decode(credentials).or_else(|_| STANDARD_NO_PAD.decode(credentials)).ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (id, secret) = decoded.split_once(':')?;
+    let id = form_urldecode(id)?;
+    if id.is_empty() {
+        return None;
+    }
+    Some((id, form_urldecode(secret)?))
+}
+
+/// Decodes `application/x-www-form-urlencoded` text (`+` is a space);
+/// `None` for a broken escape or invalid UTF-8.
+fn form_urldecode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3)?;
+                let hex = std::str::from_utf8(hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// A token request's form body. Empty values count as absent and repeated
+/// parameters are refused (RFC 6749 section 3.2).
+#[derive(Debug, Default)]
+pub(crate) struct Form(HashMap<String, String>);
+
+impl Form {
+    pub(crate) fn parse(request: &Request) -> Result<Self, ErrorReply> {
+        let content_type = request.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let media_type = content_type.split(';').next().unwrap_or("").trim();
+        if !media_type.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+            return Err(ErrorReply::invalid_request(
+                "the request body must be application/x-www-form-urlencoded",
+            ));
+        }
+        Self::from_body(&request.body)
+    }
+
+    fn from_body(body: &[u8]) -> Result<Self, ErrorReply> {
+        let mut map = HashMap::new();
+        for (name, value) in url::form_urlencoded::parse(body) {
+            if value.is_empty() {
+                continue;
+            }
+            match map.entry(name.into_owned()) {
+                Entry::Occupied(e) => {
+                    return Err(ErrorReply::invalid_request(format!(
+                        "parameter {} is repeated",
+                        printable(e.key())
+                    )));
+                }
+                Entry::Vacant(e) => {
+                    e.insert(value.into_owned());
+                }
+            }
+        }
+        Ok(Self(map))
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    pub(crate) fn require(&self, name: &str) -> Result<&str, ErrorReply> {
+        self.get(name).ok_or_else(|| ErrorReply::invalid_request(format!("missing parameter {name}")))
+    }
+}
+
+/// A parameter name safe to quote in an error: short, printable ASCII.
+pub(super) fn printable(s: &str) -> String {
+    s.chars().take(40).map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '?' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn basic(raw: &str) -> String {
+        format!("Basic {}", STANDARD.encode(raw))
+    }
+
+    #[test]
+    fn basic_header_parsing() {
+        assert_eq!(
+            parse_basic(&basic("reference-client:reference-secret")),
+            Some(("reference-client".into(), "reference-secret".into()))
+        );
+        // Both parts are form-urlencoded (RFC 6749 section 2.3.1).
+        assert_eq!(
+            parse_basic(&basic("my%3Aid:s%2Bcr%C3%A9t+x%25")),
+            Some(("my:id".into(), "s+crét x%".into()))
+        );
+        // The secret may contain colons; the id ends at the first one.
+        assert_eq!(parse_basic(&basic("id:a:b")), Some(("id".into(), "a:b".into())));
+        assert_eq!(
+            parse_basic(&format!("bAsIc  {}", STANDARD_NO_PAD.encode("i:s"))),
+            Some(("i".into(), "s".into()))
+        );
+        assert_eq!(parse_basic(&basic("id:")), Some(("id".into(), String::new())));
+        for bad in [
+            basic("no-colon"),
+            basic(":secret"),
+            basic("id:%zz"),
+            basic("id:%4"),
+            "Bearer abc".to_owned(),
+            "Basic".to_owned(),
+            "Basic !!!".to_owned(),
+            format!("Basic {}", STANDARD.encode([0xff, b':', b'x'])),
+        ] {
+            assert_eq!(parse_basic(&bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn form_rules() {
+        let form = Form::from_body(b"grant_type=client_credentials&scope=&client_id=a%20b").unwrap();
+        assert_eq!(form.get("grant_type"), Some("client_credentials"));
+        assert_eq!(form.get("scope"), None);
+        assert_eq!(form.get("client_id"), Some("a b"));
+        assert_eq!(form.require("code").unwrap_err().code, "invalid_request");
+        let err = Form::from_body(b"scope=a&scope=b").unwrap_err();
+        assert_eq!((err.status, err.code), (400, "invalid_request"));
+    }
+}

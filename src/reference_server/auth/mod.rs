@@ -1,0 +1,331 @@
+//! The authorization server: authorize, token, JWKS, discovery and introspection.
+//!
+//! | Route | Where |
+//! |---|---|
+//! | `GET /oauth2/authorize` | [`authorize`] |
+//! | `POST /oauth2/token` | [`AuthServer::token`], one method per grant ([`grants`] for the user grants) |
+//! | `GET /.well-known/jwks.json` | here |
+//! | `GET /.well-known/openid-configuration`, `POST /oauth2/introspect` | [`metadata`] |
+
+mod authorize;
+mod form;
+mod grants;
+mod metadata;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+use url::Url;
+use wiremock::{Request, Respond, ResponseTemplate};
+
+pub(crate) use self::form::Form;
+use self::form::parse_basic;
+pub(crate) use self::grants::Sessions;
+use super::jwt::{Signer, TokenClaims};
+use super::{ErrorReply, Shared};
+use crate::auth::TokenVerifier;
+use crate::auth::pkce::constant_time_eq;
+
+pub(crate) const AUTHORIZE_PATH: &str = "/oauth2/authorize";
+pub(crate) const TOKEN_PATH: &str = "/oauth2/token";
+pub(crate) const JWKS_PATH: &str = "/.well-known/jwks.json";
+pub(crate) const DISCOVERY_PATH: &str = "/.well-known/openid-configuration";
+pub(crate) const OAUTH_METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
+pub(crate) const INTROSPECTION_PATH: &str = "/oauth2/introspect";
+/// `realm` of the `WWW-Authenticate: Basic` challenge.
+const REALM: &str = "business-records";
+
+/// A client registered with the authorization server.
+#[derive(Debug, Clone)]
+pub(crate) struct RegisteredClient {
+    /// `None` for a public client (a native or browser app): it never authenticates.
+    pub(crate) secret: Option<String>,
+    pub(crate) scopes: Vec<String>,
+    /// Redirect URIs, compared exactly (RFC 6749 section 3.1.2.3), except that the port of a
+    /// loopback IP literal is ignored (RFC 8252 section 7.3).
+    pub(crate) redirect_uris: Vec<String>,
+    /// Accepts any `http://127.0.0.1:<port>/<path>` or `http://[::1]:<port>/<path>`.
+    pub(crate) any_loopback_redirect: bool,
+}
+
+impl RegisteredClient {
+    pub(crate) fn confidential(secret: String, scopes: Vec<String>) -> Self {
+        RegisteredClient { secret: Some(secret), scopes, redirect_uris: Vec::new(), any_loopback_redirect: false }
+    }
+
+    pub(crate) fn public(scopes: Vec<String>, redirect_uris: Vec<String>, any_loopback_redirect: bool) -> Self {
+        RegisteredClient { secret: None, scopes, redirect_uris, any_loopback_redirect }
+    }
+
+    /// Whether the client may be sent back to `uri`.
+    pub(crate) fn allows_redirect(&self, uri: &str) -> bool {
+        let Ok(url) = Url::parse(uri) else {
+            return false;
+        };
+        if url.fragment().is_some() {
+            return false;
+        }
+        let loopback_literal = url.scheme() == "http"
+            && match url.host() {
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                _ => false,
+            };
+        if loopback_literal && self.any_loopback_redirect {
+            return true;
+        }
+        self.redirect_uris.iter().any(|registered| {
+            if registered == uri {
+                return true;
+            }
+            let Ok(mut registered) = Url::parse(registered) else {
+                return false;
+            };
+            // RFC 8252 section 7.3: any port on a loopback redirect.
+            loopback_literal && registered.set_port(url.port()).is_ok() && registered == url
+        })
+    }
+}
+
+/// Settings of the authorization server that do not change while it runs.
+#[derive(Debug, Clone)]
+pub(crate) struct AuthSettings {
+    pub(crate) issuer: String,
+    pub(crate) audience: String,
+    pub(crate) token_lifetime_secs: i64,
+    pub(crate) id_token_lifetime_secs: i64,
+    pub(crate) refresh_token_lifetime_secs: i64,
+    pub(crate) code_lifetime_secs: i64,
+    pub(crate) rotate_refresh_tokens: bool,
+    /// The user `/oauth2/authorize` signs in without asking.
+    pub(crate) test_user: String,
+    /// Answer every authorization request with `access_denied`.
+    pub(crate) deny_authorization: bool,
+}
+
+/// The authorization server's responder.
+#[derive(Debug)]
+pub(crate) struct AuthServer {
+    pub(crate) signer: Arc<Signer>,
+    pub(crate) clients: HashMap<String, RegisteredClient>,
+    pub(crate) settings: AuthSettings,
+    pub(crate) jwks_json: String,
+    /// Validates access tokens for introspection.
+    pub(crate) verifier: TokenVerifier,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Respond for AuthServer {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let method = request.method.as_str();
+        match request.url.path() {
+            AUTHORIZE_PATH if method == "GET" => {
+                self.shared.authorize_requests.fetch_add(1, Ordering::Relaxed);
+                self.authorize(request)
+            }
+            TOKEN_PATH if method == "POST" => {
+                self.shared.token_requests.fetch_add(1, Ordering::Relaxed);
+                self.token(request).unwrap_or_else(ErrorReply::into_response)
+            }
+            JWKS_PATH if method == "GET" => {
+                self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
+                ResponseTemplate::new(200)
+                    .insert_header("cache-control", "public, max-age=300")
+                    .set_body_raw(self.jwks_json.clone().into_bytes(), "application/json")
+            }
+            DISCOVERY_PATH | OAUTH_METADATA_PATH if method == "GET" => self.discovery(),
+            INTROSPECTION_PATH if method == "POST" => {
+                self.introspect(request).unwrap_or_else(ErrorReply::into_response)
+            }
+            AUTHORIZE_PATH | JWKS_PATH | DISCOVERY_PATH | OAUTH_METADATA_PATH => {
+                ErrorReply::method_not_allowed("GET").into_response()
+            }
+            TOKEN_PATH | INTROSPECTION_PATH => ErrorReply::method_not_allowed("POST").into_response(),
+            _ => ErrorReply::not_found().into_response(),
+        }
+    }
+}
+
+/// How the client authenticated at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientAuthMethod {
+    Basic,
+    Body,
+}
+
+impl AuthServer {
+    /// `POST /oauth2/token`: parse the form, then dispatch on `grant_type`.
+    fn token(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
+        let form = Form::parse(request)?;
+        let grant_type = form.require("grant_type")?;
+        self.shared.count_grant(grant_type);
+        match grant_type {
+            "client_credentials" => self.client_credentials(request, &form),
+            "authorization_code" => self.authorization_code(request, &form),
+            "refresh_token" => self.refresh_token(request, &form),
+            _ => Err(ErrorReply::new(400, "unsupported_grant_type", "the grant type is not supported")),
+        }
+    }
+
+    /// RFC 6749 section 4.4.
+    fn client_credentials(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
+        let (client_id, client) = self.authenticate_client(request, form)?;
+        let scopes = granted_scopes(form.get("scope"), &client.scopes)?;
+        let token = self.access_token(client_id, client_id, &scopes)?;
+        Ok(token_response(json!({
+            "access_token": token,
+            "token_type": "Bearer",
+            "expires_in": self.settings.token_lifetime_secs,
+            "scope": scopes.join(" "),
+        })))
+    }
+
+    /// A signed access token for the API.
+    fn access_token(&self, subject: &str, client_id: &str, scopes: &[String]) -> Result<String, ErrorReply> {
+        self.signer
+            .issue(&TokenClaims {
+                subject,
+                client_id,
+                scopes,
+                lifetime_secs: self.settings.token_lifetime_secs,
+                audience: &self.settings.audience,
+                issuer: &self.settings.issuer,
+                kid: self.signer.kid(),
+                generation: self.shared.token_generation.load(Ordering::SeqCst),
+            })
+            .map_err(|_| ErrorReply::new(500, "server_error", "token signing failed"))
+    }
+
+    /// The client of a user grant: a public client names itself with `client_id` in the body
+    /// and sends no secret; a confidential one authenticates as for client credentials.
+    fn identify_client<'a>(
+        &'a self,
+        request: &Request,
+        form: &'a Form,
+    ) -> Result<(&'a str, &'a RegisteredClient), ErrorReply> {
+        let public = form
+            .get("client_id")
+            .and_then(|id| self.clients.get_key_value(id))
+            .filter(|(_, client)| client.secret.is_none());
+        match public {
+            Some((id, client)) => {
+                if request.headers.contains_key("authorization") || form.get("client_secret").is_some() {
+                    return Err(invalid_client(
+                        ClientAuthMethod::Body,
+                        "a public client does not authenticate with a secret",
+                    ));
+                }
+                Ok((id.as_str(), client))
+            }
+            None => self.authenticate_client(request, form),
+        }
+    }
+
+    /// Client authentication by HTTP Basic or by `client_id` and
+    /// `client_secret` in the body (RFC 6749 section 2.3.1), never both.
+    fn authenticate_client<'a>(
+        &'a self,
+        request: &Request,
+        form: &'a Form,
+    ) -> Result<(&'a str, &'a RegisteredClient), ErrorReply> {
+        let header = request.headers.get("authorization");
+        let body_id = form.get("client_id");
+        let body_secret = form.get("client_secret");
+        let (id, secret, method) = match header {
+            Some(value) => {
+                if body_secret.is_some() {
+                    return Err(ErrorReply::invalid_request(
+                        "client authenticated with more than one method",
+                    ));
+                }
+                let (id, secret) =
+                    value.to_str().ok().and_then(parse_basic).ok_or_else(|| {
+                        invalid_client(ClientAuthMethod::Basic, "malformed basic credentials")
+                    })?;
+                if body_id.is_some_and(|b| b != id) {
+                    return Err(ErrorReply::invalid_request(
+                        "client_id does not match the authenticated client",
+                    ));
+                }
+                (id, secret, ClientAuthMethod::Basic)
+            }
+            None => match (body_id, body_secret) {
+                (Some(id), Some(secret)) => (id.to_owned(), secret.to_owned(), ClientAuthMethod::Body),
+                (None, None) => {
+                    return Err(invalid_client(ClientAuthMethod::Basic, "client authentication required"));
+                }
+                (Some(_), None) => {
+                    return Err(ErrorReply::invalid_request("missing parameter client_secret"));
+                }
+                (None, Some(_)) => {
+                    return Err(ErrorReply::invalid_request("missing parameter client_id"));
+                }
+            },
+        };
+        match self.clients.get_key_value(id.as_str()) {
+            Some((id, client))
+                if client.secret.as_deref().is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes())) =>
+            {
+                Ok((id.as_str(), client))
+            }
+            _ => Err(invalid_client(method, "client authentication failed")),
+        }
+    }
+}
+
+/// A successful token response: JSON, never cached.
+fn token_response(body: serde_json::Value) -> ResponseTemplate {
+    ResponseTemplate::new(200)
+        .insert_header("cache-control", "no-store")
+        .insert_header("pragma", "no-cache")
+        .set_body_json(body)
+}
+
+/// 401 `invalid_client`, with a Basic challenge when the client tried Basic
+/// (RFC 6749 section 5.2) or sent no credentials at all.
+fn invalid_client(method: ClientAuthMethod, description: &str) -> ErrorReply {
+    let reply = ErrorReply::new(401, "invalid_client", description);
+    match method {
+        ClientAuthMethod::Basic => reply.with_header("www-authenticate", format!("Basic realm=\"{REALM}\"")),
+        ClientAuthMethod::Body => reply,
+    }
+}
+
+/// The scopes to grant: the requested ones (space-separated, duplicates
+/// dropped) if all are allowed, or every allowed scope if none were requested.
+fn granted_scopes(requested: Option<&str>, allowed: &[String]) -> Result<Vec<String>, ErrorReply> {
+    let mut granted: Vec<String> = Vec::new();
+    for scope in requested.unwrap_or("").split(' ').filter(|s| !s.is_empty()) {
+        if !allowed.iter().any(|a| a == scope) {
+            return Err(ErrorReply::new(
+                400,
+                "invalid_scope",
+                "the requested scope is not allowed for this client",
+            ));
+        }
+        if !granted.iter().any(|g| g == scope) {
+            granted.push(scope.to_owned());
+        }
+    }
+    if granted.is_empty() {
+        granted = allowed.to_vec();
+    }
+    Ok(granted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_rules() {
+        let allowed = vec!["api/read".to_owned(), "api/write".to_owned()];
+        assert_eq!(granted_scopes(None, &allowed).unwrap(), allowed);
+        assert_eq!(granted_scopes(Some("  "), &allowed).unwrap(), allowed);
+        assert_eq!(granted_scopes(Some("api/read api/read"), &allowed).unwrap(), vec!["api/read"]);
+        let err = granted_scopes(Some("api/read admin"), &allowed).unwrap_err();
+        assert_eq!((err.status, err.code), (400, "invalid_scope"));
+    }
+}
