@@ -193,8 +193,9 @@ async fn token_endpoint_rules() {
     assert_eq!((scope.0, scope.1["error"].as_str()), (400, Some("invalid_scope")));
     let grant = post(vec![("grant_type", "password")], Some(("reader", "p@ss:word"))).await;
     assert_eq!((grant.0, grant.1["error"].as_str()), (400, Some("unsupported_grant_type")));
+    // A refresh names its client: a public one by `client_id`, a confidential one by its secret.
     let refresh = post(vec![("grant_type", "refresh_token"), ("refresh_token", "x")], None).await;
-    assert_eq!(refresh.1["error"], "unsupported_grant_type");
+    assert_eq!(refresh.1["error"], "invalid_client");
     let missing = post(vec![("scope", "api/read")], Some(("reader", "p@ss:word"))).await;
     assert_eq!((missing.0, missing.1["error"].as_str()), (400, Some("invalid_request")));
     assert_eq!(server.token_requests(), 11);

@@ -316,16 +316,4 @@ fn granted_scopes(requested: Option<&str>, allowed: &[String]) -> Result<Vec<Str
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scope_rules() {
-        let allowed = vec!["api/read".to_owned(), "api/write".to_owned()];
-        assert_eq!(granted_scopes(None, &allowed).unwrap(), allowed);
-        assert_eq!(granted_scopes(Some("  "), &allowed).unwrap(), allowed);
-        assert_eq!(granted_scopes(Some("api/read api/read"), &allowed).unwrap(), vec!["api/read"]);
-        let err = granted_scopes(Some("api/read admin"), &allowed).unwrap_err();
-        assert_eq!((err.status, err.code), (400, "invalid_scope"));
-    }
-}
+mod tests;
