@@ -93,7 +93,7 @@ impl Signer {
             "client_id": claims.client_id,
             "aud": [claims.audience],
             "iat": now,
-            "exp": now.saturating_add(claims.lifetime_secs),
+            "exp": expiry(claims.lifetime_secs),
             "jti": jti,
             "gen": claims.generation,
             "scope": claims.scopes.join(" "),
@@ -125,6 +125,18 @@ impl Signer {
         header.kid = Some(kid.to_owned());
         jsonwebtoken::encode(&header, body, &self.key).map_err(|e| format!("signing failed: {e}"))
     }
+}
+
+/// `exp` for a token that lives `lifetime_secs`: rounded up to the next whole second, so a
+/// token announced with `expires_in: 1` really works for at least one second (whole-second
+/// `exp` values would otherwise cut short lifetimes by up to a second). Zero or negative
+/// lifetimes make tokens that are already expired.
+pub(crate) fn expiry(lifetime_secs: i64) -> i64 {
+    if lifetime_secs <= 0 {
+        return unix_now().saturating_add(lifetime_secs);
+    }
+    let now_ms = i64::try_from(unix_now_ms()).unwrap_or(i64::MAX);
+    now_ms.saturating_add(lifetime_secs.saturating_mul(1000)).saturating_add(999) / 1000
 }
 
 /// Seconds since the Unix epoch.

@@ -46,6 +46,17 @@ async fn a_wrong_secret_is_a_typed_invalid_client_error() {
     assert!(!err.to_string().contains("definitely-not-the-secret"));
 }
 
+/// Sends 200 requests at once from clones of `client`.
+async fn two_hundred_at_once(client: &Client) {
+    let calls = (0..200).map(|_| {
+        let client = client.clone();
+        tokio::spawn(async move { client.companies().limit(1).send().await })
+    });
+    for call in futures::future::join_all(calls).await {
+        call.expect("task ran").expect("request succeeded");
+    }
+}
+
 #[tokio::test]
 async fn concurrent_first_calls_share_one_token_request() {
     let Some(server) = support::reference_server("single-flight token", ReferenceServer::builder).await
@@ -53,15 +64,27 @@ async fn concurrent_first_calls_share_one_token_request() {
         return;
     };
     let client = support::client_for(&server).build().expect("valid client");
-    let calls = (0..50).map(|_| {
-        let client = client.clone();
-        tokio::spawn(async move { client.companies().limit(1).send().await })
-    });
-    for call in futures::future::join_all(calls).await {
-        call.expect("task ran").expect("request succeeded");
-    }
+    two_hundred_at_once(&client).await;
     assert_eq!(server.token_requests(), 1);
-    assert_eq!(server.api_requests().len(), 50);
+    assert_eq!(server.api_requests().len(), 200);
+}
+
+#[tokio::test]
+async fn concurrent_calls_right_after_expiry_share_one_token_request() {
+    let Some(server) = support::reference_server("single-flight token after expiry", || {
+        ReferenceServer::builder().token_lifetime(Duration::from_secs(1))
+    })
+    .await
+    else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    client.companies().limit(1).send().await.expect("first call");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    server.reset_counters();
+    two_hundred_at_once(&client).await;
+    assert_eq!(server.token_requests(), 1);
+    assert!(server.api_requests().iter().all(|r| r.status == 200));
 }
 
 #[tokio::test]

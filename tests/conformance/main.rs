@@ -8,6 +8,7 @@
 mod support;
 
 mod auth_client_credentials;
+mod auth_user;
 mod errors;
 mod models;
 mod pagination;
