@@ -10,6 +10,8 @@ mod support;
 mod auth_client_credentials;
 mod auth_user;
 mod errors;
+mod interop_oidc;
 mod models;
 mod pagination;
 mod pagination_guards;
+mod secrets;

@@ -1,0 +1,397 @@
+//! Interop with an independent, certified OpenID provider: the npm package `oidc-provider`,
+//! started on loopback with the spec's paths by `tests/conformance/oidc/provider.mjs`.
+//!
+//! The SDK performs client credentials (HTTP Basic and form body), the full PKCE sign-in (a
+//! scripted login and consent stand in for the browser), refreshes with rotation (directly and
+//! through a `Client` after a 401), reads the discovery document, introspects, and
+//! `TokenVerifier` validates the provider's access tokens.
+//!
+//! The package is installed with npm into `target/tmp/oidc-interop` on first use. Without
+//! Node.js the test reports itself skipped, except with `CI=true`, where it fails.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use business_records::auth::{
+    AuthServerMetadata, AuthorizationCodeFlow, LoopbackRedirect, MemoryTokenStore, TokenIntrospector,
+    TokenVerifier,
+};
+use business_records::{Auth, Client, ErrorCode};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// The provider release the test pins.
+const OIDC_PROVIDER_VERSION: &str = "9.13.3";
+/// The API identifier the provider puts into `aud` (see `provider.mjs`).
+const AUDIENCE: &str = "business-records-api";
+const BACKEND: (&str, &str) = ("interop-backend", "interop-backend-secret");
+const BACKEND_POST: (&str, &str) = ("interop-backend-post", "interop-backend-post-secret");
+const APP: &str = "interop-app";
+
+/// A running provider; killed on drop.
+struct Provider {
+    child: Child,
+    issuer: String,
+    log: PathBuf,
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // The log is kept only when the test failed.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        } else {
+            eprintln!("oidc-provider log: {}", self.log.display());
+        }
+    }
+}
+
+/// Why the provider is not available.
+enum Unavailable {
+    /// No Node.js: skipped unless `CI=true`.
+    NoNode(String),
+    /// Node.js is there but the provider could not be installed or started.
+    Failed(String),
+}
+
+fn run(command: &mut Command) -> Result<String, String> {
+    let output = command.output().map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{command:?} failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or_default()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Serialises installs between test processes sharing the target directory.
+struct InstallLock(PathBuf);
+
+impl InstallLock {
+    fn acquire(dir: &Path) -> Result<Self, String> {
+        let path = dir.join(".install.lock");
+        let started = Instant::now();
+        loop {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(_) => return Ok(InstallLock(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let stale = std::fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(300));
+                    if stale {
+                        let _ = std::fs::remove_file(&path);
+                    } else if started.elapsed() > Duration::from_secs(300) {
+                        return Err("timed out waiting for another npm install".into());
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(format!("cannot create {}: {e}", path.display())),
+            }
+        }
+    }
+}
+
+impl Drop for InstallLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Installs the pinned `oidc-provider` (once) and starts it.
+fn start_provider() -> Result<Provider, Unavailable> {
+    let node = run(Command::new("node").arg("--version")).map_err(Unavailable::NoNode)?;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oidc-interop");
+    std::fs::create_dir_all(&dir).map_err(|e| Unavailable::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    let installed = || {
+        std::fs::read_to_string(dir.join("node_modules/oidc-provider/package.json"))
+            .is_ok_and(|p| p.contains(&format!("\"version\": \"{OIDC_PROVIDER_VERSION}\"")))
+    };
+    if !installed() {
+        let _lock = InstallLock::acquire(&dir).map_err(Unavailable::Failed)?;
+        if !installed() {
+            println!("installing oidc-provider@{OIDC_PROVIDER_VERSION} with npm (node {node})");
+            run(Command::new("npm")
+                .args(["install", "--prefix"])
+                .arg(&dir)
+                .args(["--no-audit", "--no-fund", "--loglevel=error"])
+                .arg(format!("oidc-provider@{OIDC_PROVIDER_VERSION}")))
+            .map_err(Unavailable::Failed)?;
+        }
+    }
+    // The script sits beside node_modules so its import resolves; one copy per process.
+    let script = dir.join(format!("provider-{}.mjs", std::process::id()));
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/oidc/provider.mjs"), &script)
+        .map_err(|e| Unavailable::Failed(format!("cannot copy provider.mjs: {e}")))?;
+    let log = dir.join(format!("provider-{}.log", std::process::id()));
+    let stderr = std::fs::File::create(&log).map_err(|e| Unavailable::Failed(format!("cannot create log: {e}")))?;
+    let mut child = Command::new("node")
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| Unavailable::Failed(format!("cannot start node: {e}")))?;
+    let stdout = child.stdout.take().ok_or_else(|| Unavailable::Failed("no stdout".into()))?;
+    let (ready, line) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stdout = BufReader::new(stdout);
+        let mut first = String::new();
+        let _ = stdout.read_line(&mut first);
+        let _ = ready.send(first);
+        // Keep draining: the provider logs to stdout and must never write into a closed pipe.
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+    });
+    let mut provider = Provider { child, issuer: String::new(), log };
+    let first = line
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| Unavailable::Failed(format!("the provider did not start; see {}", provider.log.display())))?;
+    let announced: serde_json::Value = serde_json::from_str(&first)
+        .map_err(|_| Unavailable::Failed(format!("unexpected output {first:?}; see {}", provider.log.display())))?;
+    provider.issuer = announced["issuer"].as_str().unwrap_or_default().to_owned();
+    let _ = std::fs::remove_file(&script);
+    Ok(provider)
+}
+
+/// A resource server in front of the provider: answers `GET /v1/companies` for tokens
+/// `TokenVerifier` accepts, and refuses the first token of each subject in `reject_once`
+/// with 401 `invalid_token` (as after a revocation).
+struct Api {
+    verifier: TokenVerifier,
+    seen: Arc<Mutex<Vec<(Option<String>, Option<String>)>>>,
+    reject_once: Arc<Mutex<Vec<String>>>,
+}
+
+impl Respond for Api {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let token = request
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        let refused = |description: &str| {
+            ResponseTemplate::new(401)
+                .insert_header("www-authenticate", "Bearer error=\"invalid_token\"")
+                .set_body_json(serde_json::json!({"error": "invalid_token", "error_description": description}))
+        };
+        let claims = match self.verifier.verify_cached(token) {
+            Ok(claims) => claims,
+            Err(e) => return refused(&e.to_string()),
+        };
+        let mut reject = self.reject_once.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = reject.iter().position(|s| Some(s) == claims.sub.as_ref()) {
+            reject.remove(at);
+            return refused("revoked");
+        }
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).push((claims.sub.clone(), claims.scope.clone()));
+        ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "data": [{"id": "cmp_1", "name": "Acme", "status": "active",
+                      "createdAt": "2024-01-01T00:00:00Z", "updatedAt": "2024-01-02T00:00:00Z"}],
+            "pagination": {"hasMore": false}
+        }))
+    }
+}
+
+/// Cookies of the scripted browser, by name (paths are ignored: every cookie goes to every
+/// request to the provider, which is harmless here).
+#[derive(Default)]
+struct Cookies(BTreeMap<String, String>);
+
+impl Cookies {
+    fn update(&mut self, response: &reqwest::Response) {
+        for value in response.headers().get_all("set-cookie") {
+            let Some((name, rest)) = value.to_str().ok().and_then(|v| v.split_once('=')) else {
+                continue;
+            };
+            let value = rest.split(';').next().unwrap_or_default();
+            if value.is_empty() {
+                self.0.remove(name);
+            } else {
+                self.0.insert(name.to_owned(), value.to_owned());
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        self.0.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// Stands in for the browser: follows the provider's redirects, signs `login` in with the
+/// provider's development login form, grants consent, and stops at the redirect to the app
+/// (which it delivers to the loopback listener).
+async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) -> Result<(), String> {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
+    let mut cookies = Cookies::default();
+    let mut next = authorize_url.to_owned();
+    for _ in 0..12 {
+        if next.starts_with(redirect_uri) {
+            http.get(&next).send().await.map_err(|e| format!("delivering the callback: {e}"))?;
+            return Ok(());
+        }
+        let response = http
+            .get(&next)
+            .header("cookie", cookies.header())
+            .send()
+            .await
+            .map_err(|e| format!("GET {next}: {e}"))?;
+        cookies.update(&response);
+        let response = if response.status().is_redirection() {
+            response
+        } else {
+            // An interaction page: the login form, then the consent form.
+            let page = response.text().await.map_err(|e| e.to_string())?;
+            let form: Vec<(&str, &str)> = if page.contains("name=\"prompt\" value=\"login\"") {
+                vec![("prompt", "login"), ("login", login), ("password", "any")]
+            } else if page.contains("name=\"prompt\" value=\"consent\"") {
+                vec![("prompt", "consent")]
+            } else {
+                return Err(format!("unexpected page at {next}"));
+            };
+            let posted =
+                http.post(&next).header("cookie", cookies.header()).form(&form).send().await.map_err(|e| e.to_string())?;
+            cookies.update(&posted);
+            posted
+        };
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .ok_or_else(|| format!("{} without a redirect at {next}", response.status()))?;
+        next = url::Url::parse(&next).and_then(|base| base.join(location)).map_err(|e| e.to_string())?.to_string();
+    }
+    Err("too many redirects".into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_interoperates_with_oidc_provider() {
+    let provider = match tokio::task::spawn_blocking(start_provider).await.expect("setup task") {
+        Ok(provider) => provider,
+        Err(Unavailable::NoNode(reason)) if std::env::var("CI").as_deref() != Ok("true") => {
+            println!("skipped: interop with oidc-provider: Node.js is not available ({reason})");
+            return;
+        }
+        Err(Unavailable::NoNode(reason)) => panic!("CI=true requires Node.js for the interop test: {reason}"),
+        Err(Unavailable::Failed(reason)) => panic!("oidc-provider is not available: {reason}"),
+    };
+    let issuer = provider.issuer.clone();
+    let started = Instant::now();
+
+    // Discovery: the provider serves the spec's paths.
+    let metadata = AuthServerMetadata::discover(&issuer).await.expect("discovery");
+    assert_eq!(metadata.issuer, issuer);
+    let at = |path: &str| Some(url::Url::parse(&format!("{issuer}{path}")).expect("url"));
+    assert_eq!(metadata.authorization_endpoint, at("/oauth2/authorize"));
+    assert_eq!(metadata.token_endpoint, at("/oauth2/token"));
+    assert_eq!(metadata.jwks_uri, at("/.well-known/jwks.json"));
+    assert!(metadata.supports_pkce_s256());
+    assert!(metadata.authorization_response_iss_parameter_supported);
+
+    // The resource server, validating with TokenVerifier against the provider's JWKS.
+    let jwks_url = format!("{issuer}/.well-known/jwks.json");
+    let jwks = reqwest::get(&jwks_url).await.expect("jwks").text().await.expect("jwks body");
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let reject_once = Arc::new(Mutex::new(Vec::new()));
+    let api = MockServer::builder().start().await;
+    Mock::given(wiremock::matchers::path("/v1/companies"))
+        .respond_with(Api {
+            verifier: TokenVerifier::from_jwks(&jwks, issuer.clone(), AUDIENCE).expect("verifier"),
+            seen: Arc::clone(&seen),
+            reject_once: Arc::clone(&reject_once),
+        })
+        .mount(&api)
+        .await;
+    let remote = TokenVerifier::new(&jwks_url, issuer.clone(), AUDIENCE).expect("verifier");
+
+    // Client credentials, HTTP Basic and form body.
+    for ((id, secret), in_body) in [(BACKEND, false), (BACKEND_POST, true)] {
+        let mut auth = Auth::client_credentials(&issuer, id, secret).scopes(["api/read"]);
+        if in_body {
+            auth = auth.credentials_in_body();
+        }
+        let client = Client::builder().base_url(api.uri()).auth(auth).build().expect("client");
+        let page = client.companies().send().await.expect("client credentials against oidc-provider");
+        assert_eq!(page.data[0].name, "Acme");
+        let (sub, scope) = seen.lock().expect("lock").last().cloned().expect("the API saw the token");
+        assert_eq!((sub.as_deref(), scope.as_deref()), (Some(id), Some("api/read")));
+    }
+    let wrong = Client::builder()
+        .base_url(api.uri())
+        .auth(Auth::client_credentials(&issuer, BACKEND.0, "wrong"))
+        .build()
+        .expect("client");
+    let err = wrong.companies().send().await.expect_err("a wrong secret");
+    assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
+    assert!(err.needs_reauthentication());
+
+    // The PKCE sign-in of a native app through the loopback redirect.
+    let redirect = LoopbackRedirect::bind().await.expect("bind").timeout(Duration::from_secs(30));
+    let redirect_uri = redirect.redirect_uri().to_owned();
+    let flow = AuthorizationCodeFlow::new(&issuer, APP, &redirect_uri)
+        .expect("flow")
+        .scopes(["openid", "offline_access", "api/read"]);
+    let request = flow.authorize_url();
+    let (callback, login) =
+        tokio::join!(redirect.wait_for_callback(), scripted_login(request.url(), &redirect_uri, "alice"));
+    login.expect("scripted login");
+    let callback = callback.expect("callback");
+    assert!(callback.contains("iss="), "oidc-provider sends iss (RFC 9207): {callback}");
+    let tokens = flow.exchange(request, &callback).await.expect("code exchange with oidc-provider");
+    let id = tokens.id_token_claims().expect("a verified id token");
+    assert_eq!((id.sub.as_deref(), id.iss.as_str()), (Some("alice"), issuer.as_str()));
+    assert_eq!(id.aud, [APP]);
+    let access = remote.verify(tokens.access_token.secret()).await.expect("TokenVerifier accepts the user's token");
+    assert_eq!((access.sub.as_deref(), access.client_id.as_deref()), (Some("alice"), Some(APP)));
+    assert!(access.has_scope("api/read"));
+
+    // A refresh with rotation; the retired token is then refused as reuse.
+    let first_refresh = tokens.refresh_token.clone().expect("a refresh token");
+    let refreshed = flow.refresh(&tokens).await.expect("refresh");
+    assert_ne!(refreshed.refresh_token.as_ref(), Some(&first_refresh), "oidc-provider rotates");
+    assert!(refreshed.id_token_claims().is_some());
+    remote.verify(refreshed.access_token.secret()).await.expect("the refreshed token verifies");
+    let err = flow.refresh(&tokens).await.expect_err("reuse of a rotated refresh token");
+    assert_eq!(err.code(), Some(&ErrorCode::InvalidGrant));
+    assert!(err.needs_reauthentication());
+
+    // Through a Client: a 401 makes it refresh at the provider, save the rotation, resend.
+    let (flow, tokens) = {
+        let redirect = LoopbackRedirect::bind().await.expect("bind");
+        let redirect_uri = redirect.redirect_uri().to_owned();
+        let flow = AuthorizationCodeFlow::new(&issuer, APP, &redirect_uri)
+            .expect("flow")
+            .scopes(["openid", "offline_access", "api/read"]);
+        let request = flow.authorize_url();
+        let (callback, login) =
+            tokio::join!(redirect.wait_for_callback(), scripted_login(request.url(), &redirect_uri, "bob"));
+        login.expect("scripted login");
+        let tokens = flow.exchange(request, &callback.expect("callback")).await.expect("exchange");
+        (flow, tokens)
+    };
+    let store = MemoryTokenStore::new();
+    let client = Client::builder()
+        .base_url(api.uri())
+        .auth(Auth::user(flow, tokens.clone()).store(store.clone()))
+        .build()
+        .expect("client");
+    reject_once.lock().expect("lock").push("bob".into());
+    client.companies().send().await.expect("recovers after one refresh");
+    let saved = store.get().expect("the rotated tokens were saved");
+    assert_ne!(saved.refresh_token, tokens.refresh_token);
+    assert_eq!(seen.lock().expect("lock").last().and_then(|(sub, _)| sub.clone()).as_deref(), Some("bob"));
+
+    // Introspection: an unknown token is inactive; JWT access tokens are refused by design.
+    let introspector = TokenIntrospector::from_metadata(&metadata, BACKEND.0, BACKEND.1).expect("introspector");
+    assert!(!introspector.introspect("not-a-token").await.expect("introspection").active);
+    let err = introspector.introspect(saved.access_token.secret()).await.expect_err("structured tokens");
+    assert_eq!(err.code(), Some(&ErrorCode::Other("unsupported_token_type".into())));
+
+    println!("oidc-provider {OIDC_PROVIDER_VERSION} interop passed in {:.1} s", started.elapsed().as_secs_f64());
+}
