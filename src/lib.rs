@@ -19,6 +19,10 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! Users of desktop, mobile and web apps sign in with the authorization code flow and PKCE
+//! ([`auth::AuthorizationCodeFlow`], [`auth::LoopbackRedirect`]) and the client then works as
+//! them with [`Auth::user`]; see the [`auth`] module.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
