@@ -57,12 +57,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 4. Keep the tokens (JSON, mode 0600, replaced atomically). Renewed tokens are saved there
     //    by the client before it uses them.
-    let path = std::env::temp_dir().join(format!("business-records-desktop-login-{}.json", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("business-records-desktop-login-{}.json", std::process::id()));
     let store = FileTokenStore::new(&path);
     store.save(&tokens).await.map_err(Error::TokenStore)?;
 
     // 5. Call the API as the user.
-    let client = Client::builder().base_url(base_url).auth(Auth::user(flow, tokens).store(store.clone())).build()?;
+    let client =
+        Client::builder().base_url(base_url).auth(Auth::user(flow, tokens).store(store.clone())).build()?;
     let page = client.companies().limit(5).send().await?;
     println!("{:<10} {:<32} status", "id", "name");
     for company in &page.data {
@@ -71,7 +73,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A later run would start from the stored tokens instead of signing in again.
     let stored = store.load().await.map_err(Error::TokenStore)?;
-    println!("tokens kept in {} (refresh token: {})", path.display(), stored.is_some_and(|t| t.refresh_token.is_some()));
+    println!(
+        "tokens kept in {} (refresh token: {})",
+        path.display(),
+        stored.is_some_and(|t| t.refresh_token.is_some())
+    );
     store.remove().await.map_err(Error::TokenStore)?;
     Ok(())
 }
@@ -81,7 +87,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn open_browser(url: &str) -> Result<(), reqwest::Error> {
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
     let page = browser.get(url).send().await?.text().await?;
-    println!("browser shows: {}", page.split("<p>").nth(1).and_then(|p| p.split("</p>").next()).unwrap_or(""));
+    println!(
+        "browser shows: {}",
+        page.split("<p>").nth(1).and_then(|p| p.split("</p>").next()).unwrap_or("")
+    );
     Ok(())
 }
 

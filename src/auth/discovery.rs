@@ -151,7 +151,8 @@ impl AuthServerMetadata {
     }
 }
 
-type IntrospectClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
+type IntrospectClient =
+    BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
 
 /// Asks the authorization server whether a token is active (RFC 7662): the alternative to local
 /// validation that spec Part 5.7 mentions. The caller authenticates as a confidential client,
@@ -196,7 +197,11 @@ impl TokenIntrospector {
         client_secret: impl Into<String>,
     ) -> Result<Self, Error> {
         let base = urls::parse_service_url("auth_url", auth_url.as_ref())?;
-        Self::with_endpoint(urls::join_path(&base, INTROSPECTION_PATH), client_id.into(), client_secret.into())
+        Self::with_endpoint(
+            urls::join_path(&base, INTROSPECTION_PATH),
+            client_id.into(),
+            client_secret.into(),
+        )
     }
 
     /// Introspection at the endpoint a discovery document names.

@@ -70,7 +70,8 @@ impl LoopbackRedirect {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
             .await
             .map_err(|e| listener_error("cannot bind 127.0.0.1", &e))?;
-        let port = listener.local_addr().map_err(|e| listener_error("cannot read the bound port", &e))?.port();
+        let port =
+            listener.local_addr().map_err(|e| listener_error("cannot read the bound port", &e))?.port();
         Ok(LoopbackRedirect {
             listener,
             port,
@@ -163,7 +164,8 @@ async fn serve(mut stream: TcpStream, port: u16) -> Option<String> {
         respond(&mut stream, "404 Not Found", "not found").await;
         return None;
     }
-    let names: Vec<String> = url::form_urlencoded::parse(query.as_bytes()).map(|(k, _)| k.into_owned()).collect();
+    let names: Vec<String> =
+        url::form_urlencoded::parse(query.as_bytes()).map(|(k, _)| k.into_owned()).collect();
     let has = |name: &str| names.iter().any(|n| n == name);
     if !(has("code") || has("state") || has("error")) {
         respond(&mut stream, "400 Bad Request", "not an authorization callback").await;

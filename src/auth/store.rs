@@ -334,11 +334,8 @@ fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), TokenStoreError>
     };
     create_private_dir(&dir).map_err(|e| io_error("cannot create the directory of", path, e))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
+    let temp =
+        dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
 
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

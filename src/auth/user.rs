@@ -67,11 +67,8 @@ impl UserAuth {
         }
         let token = self.tokens.access_token.clone();
         let expires_at = self.tokens.expires_at;
-        let source = UserSource {
-            flow: self.flow,
-            current: tokio::sync::Mutex::new(self.tokens),
-            store: self.store,
-        };
+        let source =
+            UserSource { flow: self.flow, current: tokio::sync::Mutex::new(self.tokens), store: self.store };
         Ok(TokenManager::with_token(Box::new(source), token, expires_at))
     }
 }

@@ -44,12 +44,18 @@ impl UserOptions {
             RegisteredClient::public(scopes.clone(), Vec::new(), true),
         );
         for (id, redirect_uris) in &self.public_clients {
-            clients.insert(id.clone(), RegisteredClient::public(scopes.clone(), redirect_uris.clone(), false));
+            clients
+                .insert(id.clone(), RegisteredClient::public(scopes.clone(), redirect_uris.clone(), false));
         }
     }
 
     /// The authorization server's settings for `issuer` and `audience`.
-    pub(crate) fn settings(&self, issuer: String, audience: String, token_lifetime_secs: i64) -> auth::AuthSettings {
+    pub(crate) fn settings(
+        &self,
+        issuer: String,
+        audience: String,
+        token_lifetime_secs: i64,
+    ) -> auth::AuthSettings {
         auth::AuthSettings {
             issuer,
             audience,

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use business_records::auth::{
-    AuthServerMetadata, AuthorizationCodeFlow, LoopbackRedirect, MemoryTokenStore, TokenIntrospector, TokenSet,
-    TokenStore, TokenStoreError,
+    AuthServerMetadata, AuthorizationCodeFlow, AuthorizationRequest, LoopbackRedirect, MemoryTokenStore,
+    TokenIntrospector, TokenSet, TokenStore, TokenStoreError,
 };
 use business_records::reference_server::{ReferenceServer, ReferenceServerBuilder};
 use business_records::{Auth, CallbackError, Client, Error, ErrorCode};
@@ -19,11 +19,27 @@ use crate::support;
 /// the test user in at once) and follows its redirect to the application. Returns the page the
 /// application showed.
 pub async fn browse(authorize_url: &str) -> String {
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let response = http.get(authorize_url).send().await.expect("authorization request");
     assert_eq!(response.status(), 302, "the reference server redirects back at once");
     let location = response.headers()["location"].to_str().expect("ascii").to_owned();
     http.get(location).send().await.expect("the redirect").text().await.expect("a page")
+}
+
+/// The first half of a desktop app's sign-in: a loopback redirect, the authorization request
+/// with `scopes`, and the callback the browser brought back.
+pub async fn authorize(
+    server: &ReferenceServer,
+    scopes: &[&str],
+) -> Result<(AuthorizationCodeFlow, AuthorizationRequest, String), Error> {
+    let redirect = LoopbackRedirect::bind().await?.timeout(Duration::from_secs(20));
+    let flow =
+        AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())?
+            .scopes(scopes.iter().copied());
+    let request = flow.authorize_url();
+    let (callback, _page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
+    Ok((flow, request, callback?))
 }
 
 /// The whole loopback sign-in of a desktop app, with `scopes`.
@@ -31,12 +47,8 @@ pub async fn sign_in_with(
     server: &ReferenceServer,
     scopes: &[&str],
 ) -> Result<(AuthorizationCodeFlow, TokenSet), Error> {
-    let redirect = LoopbackRedirect::bind().await?.timeout(Duration::from_secs(20));
-    let flow = AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())?
-        .scopes(scopes.iter().copied());
-    let request = flow.authorize_url();
-    let (callback, _page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
-    let tokens = flow.exchange(request, &callback?).await?;
+    let (flow, request, callback) = authorize(server, scopes).await?;
+    let tokens = flow.exchange(request, &callback).await?;
     Ok((flow, tokens))
 }
 
@@ -49,11 +61,31 @@ fn user_client(server: &ReferenceServer, flow: AuthorizationCodeFlow, tokens: To
 }
 
 fn user_client_with(server: &ReferenceServer, auth: Auth) -> Client {
-    Client::builder().base_url(server.base_url()).auth(auth).timeout(Duration::from_secs(20)).build().expect("client")
+    Client::builder()
+        .base_url(server.base_url())
+        .auth(auth)
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
 }
 
 async fn server(case: &str, builder: impl FnOnce() -> ReferenceServerBuilder) -> Option<ReferenceServer> {
     support::reference_server(case, builder).await
+}
+
+/// A small dataset and access tokens that live one second.
+fn one_second_tokens() -> ReferenceServerBuilder {
+    ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1))
+}
+
+/// A reference server from `builder` and its test user, signed in.
+async fn signed_in(
+    case: &str,
+    builder: impl FnOnce() -> ReferenceServerBuilder,
+) -> Option<(ReferenceServer, AuthorizationCodeFlow, TokenSet)> {
+    let server = server(case, builder).await?;
+    let (flow, tokens) = sign_in(&server).await;
+    Some((server, flow, tokens))
 }
 
 #[tokio::test]
@@ -63,9 +95,10 @@ async fn a_desktop_app_signs_in_through_the_loopback_redirect_and_lists_companie
     };
     let redirect = LoopbackRedirect::bind().await.expect("bind");
     assert!(redirect.redirect_uri().starts_with("http://127.0.0.1:"));
-    let flow = AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())
-        .expect("flow")
-        .scopes(["openid", "profile", "email", "api/read"]);
+    let flow =
+        AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())
+            .expect("flow")
+            .scopes(["openid", "profile", "email", "api/read"]);
     let request = flow.authorize_url();
     let (callback, page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
     assert!(page.contains("You can close this window"), "{page}");
@@ -97,13 +130,7 @@ async fn a_code_is_exchanged_once() {
     let Some(server) = server("code reuse", ReferenceServer::builder).await else {
         return;
     };
-    let redirect = LoopbackRedirect::bind().await.expect("bind");
-    let flow = AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())
-        .expect("flow")
-        .scopes(["openid", "api/read"]);
-    let request = flow.authorize_url();
-    let (callback, _) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
-    let callback = callback.expect("callback");
+    let (flow, request, callback) = authorize(&server, &["openid", "api/read"]).await.expect("authorize");
     flow.exchange(request.clone(), &callback).await.expect("first exchange");
     let err = flow.exchange(request, &callback).await.expect_err("a replayed code");
     assert!(matches!(err, Error::Auth(_)), "{err:?}");
@@ -115,12 +142,17 @@ async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
     let Some(server) = server("callback checks", ReferenceServer::builder).await else {
         return;
     };
-    let flow = AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), "http://127.0.0.1:1/callback")
-        .expect("flow")
-        .scopes(["openid", "api/read"]);
+    let flow = AuthorizationCodeFlow::new(
+        server.auth_url(),
+        server.public_client_id(),
+        "http://127.0.0.1:1/callback",
+    )
+    .expect("flow")
+    .scopes(["openid", "api/read"]);
     let request = flow.authorize_url();
     // A real code, but the callback is tampered with.
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let http =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let response = http.get(request.url()).send().await.expect("authorize");
     let location = response.headers()["location"].to_str().expect("ascii").to_owned();
     let state = request.state().to_owned();
@@ -142,8 +174,9 @@ async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
         return;
     };
     let redirect = LoopbackRedirect::bind().await.expect("bind");
-    let flow = AuthorizationCodeFlow::new(denying.auth_url(), denying.public_client_id(), redirect.redirect_uri())
-        .expect("flow");
+    let flow =
+        AuthorizationCodeFlow::new(denying.auth_url(), denying.public_client_id(), redirect.redirect_uri())
+            .expect("flow");
     let request = flow.authorize_url();
     let (callback, page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
     assert!(page.contains("not completed"), "{page}");
@@ -156,16 +189,16 @@ async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
 
 #[tokio::test]
 async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use() {
-    let Some(server) = server("refresh rotation", || {
+    let Some((server, flow, first)) = signed_in("refresh rotation", || {
         ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(2))
     })
     .await
     else {
         return;
     };
-    let (flow, first) = sign_in(&server).await;
     let store = MemoryTokenStore::new();
-    let client = user_client_with(&server, Auth::user(flow.clone(), first.clone()).store(store.clone()).into());
+    let client =
+        user_client_with(&server, Auth::user(flow.clone(), first.clone()).store(store.clone()).into());
     client.companies().send().await.expect("first call");
     assert_eq!((server.token_requests_for("refresh_token"), store.saves()), (0, 0));
 
@@ -192,14 +225,16 @@ async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use(
 
 #[tokio::test]
 async fn a_refresh_response_without_a_refresh_token_keeps_the_old_one() {
-    let Some(server) = server("no rotation", || {
-        ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1)).refresh_token_rotation(false)
+    let Some((server, flow, first)) = signed_in("no rotation", || {
+        ReferenceServer::builder()
+            .companies(5)
+            .token_lifetime(Duration::from_secs(1))
+            .refresh_token_rotation(false)
     })
     .await
     else {
         return;
     };
-    let (flow, first) = sign_in(&server).await;
     let store = MemoryTokenStore::new();
     let client = user_client_with(&server, Auth::user(flow, first.clone()).store(store.clone()).into());
     for _ in 0..2 {
@@ -213,13 +248,9 @@ async fn a_refresh_response_without_a_refresh_token_keeps_the_old_one() {
 
 #[tokio::test]
 async fn a_revoked_refresh_token_is_a_typed_reauthentication_error() {
-    let Some(server) =
-        server("invalid_grant", || ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1)))
-            .await
-    else {
+    let Some((server, flow, tokens)) = signed_in("invalid_grant", one_second_tokens).await else {
         return;
     };
-    let (flow, tokens) = sign_in(&server).await;
     let client = user_client(&server, flow, tokens);
     server.revoke_refresh_tokens();
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -232,10 +263,11 @@ async fn a_revoked_refresh_token_is_a_typed_reauthentication_error() {
 
 #[tokio::test]
 async fn a_rejected_user_token_is_refreshed_once_and_the_request_resent_once() {
-    let Some(server) = server("user token revocation", || ReferenceServer::builder().companies(5)).await else {
+    let Some((server, flow, tokens)) =
+        signed_in("user token revocation", || ReferenceServer::builder().companies(5)).await
+    else {
         return;
     };
-    let (flow, tokens) = sign_in(&server).await;
     let client = user_client(&server, flow, tokens);
     client.companies().send().await.expect("first call");
     server.revoke_issued_tokens();
@@ -261,14 +293,9 @@ async fn insufficient_scope_never_refreshes_a_user_token() {
 
 #[tokio::test]
 async fn two_hundred_concurrent_requests_right_after_expiry_share_one_refresh() {
-    let Some(server) = server("single-flight refresh", || {
-        ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1))
-    })
-    .await
-    else {
+    let Some((server, flow, tokens)) = signed_in("single-flight refresh", one_second_tokens).await else {
         return;
     };
-    let (flow, tokens) = sign_in(&server).await;
     let store = MemoryTokenStore::new();
     let client = user_client_with(&server, Auth::user(flow, tokens).store(store.clone()).into());
     tokio::time::sleep(Duration::from_millis(1100)).await;
@@ -287,14 +314,13 @@ async fn two_hundred_concurrent_requests_right_after_expiry_share_one_refresh() 
 
 #[tokio::test]
 async fn a_stream_of_5000_companies_outlives_many_one_second_tokens() {
-    let Some(server) = server("long stream", || {
+    let Some((server, flow, tokens)) = signed_in("long stream", || {
         ReferenceServer::builder().companies(5_000).token_lifetime(Duration::from_secs(1))
     })
     .await
     else {
         return;
     };
-    let (flow, tokens) = sign_in(&server).await;
     let client = user_client(&server, flow, tokens);
     let started = Instant::now();
     let mut stream = client.companies().stream();
@@ -304,7 +330,7 @@ async fn a_stream_of_5000_companies_outlives_many_one_second_tokens() {
         count += 1;
         assert!(ids.insert(company.id), "a company arrived twice");
         // A slow consumer: a millisecond's pause every other item.
-        if count % 2 == 0 {
+        if count.is_multiple_of(2) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -346,13 +372,9 @@ impl TokenStore for FlakyStore {
 
 #[tokio::test]
 async fn a_failing_store_fails_the_call_and_the_rotated_token_is_not_lost() {
-    let Some(server) =
-        server("store failure", || ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1)))
-            .await
-    else {
+    let Some((server, flow, tokens)) = signed_in("store failure", one_second_tokens).await else {
         return;
     };
-    let (flow, tokens) = sign_in(&server).await;
     let store = FlakyStore::default();
     let client = user_client_with(&server, Auth::user(flow, tokens).store(store.clone()).into());
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -378,14 +400,16 @@ async fn discovery_and_introspection_against_the_reference_server() {
 
     let (_, tokens) = sign_in(&server).await;
     let introspector =
-        TokenIntrospector::from_metadata(&metadata, server.client_id(), server.client_secret()).expect("introspector");
+        TokenIntrospector::from_metadata(&metadata, server.client_id(), server.client_secret())
+            .expect("introspector");
     let info = introspector.introspect(tokens.access_token.secret()).await.expect("introspection");
     assert!(info.active);
     assert_eq!(info.subject.as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
     assert_eq!(info.client_id.as_deref(), Some(ReferenceServer::DEFAULT_PUBLIC_CLIENT_ID));
     assert!(info.scopes.iter().any(|s| s == "api/read"));
     let refresh = introspector.credentials_in_body();
-    let info = refresh.introspect(tokens.refresh_token.as_ref().expect("rt").secret()).await.expect("introspection");
+    let info =
+        refresh.introspect(tokens.refresh_token.as_ref().expect("rt").secret()).await.expect("introspection");
     assert!(info.active);
     assert!(!refresh.introspect("not-a-token").await.expect("introspection").active);
 
@@ -394,7 +418,8 @@ async fn discovery_and_introspection_against_the_reference_server() {
     assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
 
     // The flow can be made from the document too.
-    let flow = AuthorizationCodeFlow::from_metadata(&metadata, server.public_client_id(), "http://127.0.0.1:1/cb")
-        .expect("flow from metadata");
+    let flow =
+        AuthorizationCodeFlow::from_metadata(&metadata, server.public_client_id(), "http://127.0.0.1:1/cb")
+            .expect("flow from metadata");
     assert!(flow.authorize_url().url().starts_with(&server.authorize_url()));
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, LoopbackRedirect, MemoryTokenStore, TokenIntrospector,
-    TokenVerifier,
+    TokenSet, TokenVerifier,
 };
 use business_records::{Auth, Client, ErrorCode};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -108,7 +108,8 @@ impl Drop for InstallLock {
 fn start_provider() -> Result<Provider, Unavailable> {
     let node = run(Command::new("node").arg("--version")).map_err(Unavailable::NoNode)?;
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oidc-interop");
-    std::fs::create_dir_all(&dir).map_err(|e| Unavailable::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Unavailable::Failed(format!("cannot create {}: {e}", dir.display())))?;
     let installed = || {
         std::fs::read_to_string(dir.join("node_modules/oidc-provider/package.json"))
             .is_ok_and(|p| p.contains(&format!("\"version\": \"{OIDC_PROVIDER_VERSION}\"")))
@@ -130,7 +131,8 @@ fn start_provider() -> Result<Provider, Unavailable> {
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/oidc/provider.mjs"), &script)
         .map_err(|e| Unavailable::Failed(format!("cannot copy provider.mjs: {e}")))?;
     let log = dir.join(format!("provider-{}.log", std::process::id()));
-    let stderr = std::fs::File::create(&log).map_err(|e| Unavailable::Failed(format!("cannot create log: {e}")))?;
+    let stderr =
+        std::fs::File::create(&log).map_err(|e| Unavailable::Failed(format!("cannot create log: {e}")))?;
     let mut child = Command::new("node")
         .arg(&script)
         .stdin(Stdio::piped())
@@ -149,22 +151,26 @@ fn start_provider() -> Result<Provider, Unavailable> {
         let _ = std::io::copy(&mut stdout, &mut std::io::sink());
     });
     let mut provider = Provider { child, issuer: String::new(), log };
-    let first = line
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| Unavailable::Failed(format!("the provider did not start; see {}", provider.log.display())))?;
-    let announced: serde_json::Value = serde_json::from_str(&first)
-        .map_err(|_| Unavailable::Failed(format!("unexpected output {first:?}; see {}", provider.log.display())))?;
+    let first = line.recv_timeout(Duration::from_secs(30)).map_err(|_| {
+        Unavailable::Failed(format!("the provider did not start; see {}", provider.log.display()))
+    })?;
+    let announced: serde_json::Value = serde_json::from_str(&first).map_err(|_| {
+        Unavailable::Failed(format!("unexpected output {first:?}; see {}", provider.log.display()))
+    })?;
     provider.issuer = announced["issuer"].as_str().unwrap_or_default().to_owned();
     let _ = std::fs::remove_file(&script);
     Ok(provider)
 }
+
+/// The `sub` and `scope` of every token the API accepted.
+type Seen = Arc<Mutex<Vec<(Option<String>, Option<String>)>>>;
 
 /// A resource server in front of the provider: answers `GET /v1/companies` for tokens
 /// `TokenVerifier` accepts, and refuses the first token of each subject in `reject_once`
 /// with 401 `invalid_token` (as after a revocation).
 struct Api {
     verifier: TokenVerifier,
-    seen: Arc<Mutex<Vec<(Option<String>, Option<String>)>>>,
+    seen: Seen,
     reject_once: Arc<Mutex<Vec<String>>>,
 }
 
@@ -179,7 +185,9 @@ impl Respond for Api {
         let refused = |description: &str| {
             ResponseTemplate::new(401)
                 .insert_header("www-authenticate", "Bearer error=\"invalid_token\"")
-                .set_body_json(serde_json::json!({"error": "invalid_token", "error_description": description}))
+                .set_body_json(
+                    serde_json::json!({"error": "invalid_token", "error_description": description}),
+                )
         };
         let claims = match self.verifier.verify_cached(token) {
             Ok(claims) => claims,
@@ -228,7 +236,10 @@ impl Cookies {
 /// provider's development login form, grants consent, and stops at the redirect to the app
 /// (which it delivers to the loopback listener).
 async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) -> Result<(), String> {
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut cookies = Cookies::default();
     let mut next = authorize_url.to_owned();
     for _ in 0..12 {
@@ -255,8 +266,13 @@ async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) ->
             } else {
                 return Err(format!("unexpected page at {next}"));
             };
-            let posted =
-                http.post(&next).header("cookie", cookies.header()).form(&form).send().await.map_err(|e| e.to_string())?;
+            let posted = http
+                .post(&next)
+                .header("cookie", cookies.header())
+                .form(&form)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
             cookies.update(&posted);
             posted
         };
@@ -265,9 +281,31 @@ async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) ->
             .get("location")
             .and_then(|l| l.to_str().ok())
             .ok_or_else(|| format!("{} without a redirect at {next}", response.status()))?;
-        next = url::Url::parse(&next).and_then(|base| base.join(location)).map_err(|e| e.to_string())?.to_string();
+        next = url::Url::parse(&next)
+            .and_then(|base| base.join(location))
+            .map_err(|e| e.to_string())?
+            .to_string();
     }
     Err("too many redirects".into())
+}
+
+/// The PKCE sign-in of `login` through a loopback redirect and the scripted browser; returns
+/// the flow, the verified tokens and the callback URL.
+async fn sign_in(issuer: &str, login: &str) -> (AuthorizationCodeFlow, TokenSet, String) {
+    let redirect = LoopbackRedirect::bind().await.expect("bind").timeout(Duration::from_secs(30));
+    let redirect_uri = redirect.redirect_uri().to_owned();
+    let flow = AuthorizationCodeFlow::new(issuer, APP, &redirect_uri).expect("flow").scopes([
+        "openid",
+        "offline_access",
+        "api/read",
+    ]);
+    let request = flow.authorize_url();
+    let (callback, scripted) =
+        tokio::join!(redirect.wait_for_callback(), scripted_login(request.url(), &redirect_uri, login));
+    scripted.expect("scripted login");
+    let callback = callback.expect("callback");
+    let tokens = flow.exchange(request, &callback).await.expect("code exchange with oidc-provider");
+    (flow, tokens, callback)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,22 +370,13 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     assert!(err.needs_reauthentication());
 
     // The PKCE sign-in of a native app through the loopback redirect.
-    let redirect = LoopbackRedirect::bind().await.expect("bind").timeout(Duration::from_secs(30));
-    let redirect_uri = redirect.redirect_uri().to_owned();
-    let flow = AuthorizationCodeFlow::new(&issuer, APP, &redirect_uri)
-        .expect("flow")
-        .scopes(["openid", "offline_access", "api/read"]);
-    let request = flow.authorize_url();
-    let (callback, login) =
-        tokio::join!(redirect.wait_for_callback(), scripted_login(request.url(), &redirect_uri, "alice"));
-    login.expect("scripted login");
-    let callback = callback.expect("callback");
+    let (flow, tokens, callback) = sign_in(&issuer, "alice").await;
     assert!(callback.contains("iss="), "oidc-provider sends iss (RFC 9207): {callback}");
-    let tokens = flow.exchange(request, &callback).await.expect("code exchange with oidc-provider");
     let id = tokens.id_token_claims().expect("a verified id token");
     assert_eq!((id.sub.as_deref(), id.iss.as_str()), (Some("alice"), issuer.as_str()));
     assert_eq!(id.aud, [APP]);
-    let access = remote.verify(tokens.access_token.secret()).await.expect("TokenVerifier accepts the user's token");
+    let access =
+        remote.verify(tokens.access_token.secret()).await.expect("TokenVerifier accepts the user's token");
     assert_eq!((access.sub.as_deref(), access.client_id.as_deref()), (Some("alice"), Some(APP)));
     assert!(access.has_scope("api/read"));
 
@@ -362,19 +391,7 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     assert!(err.needs_reauthentication());
 
     // Through a Client: a 401 makes it refresh at the provider, save the rotation, resend.
-    let (flow, tokens) = {
-        let redirect = LoopbackRedirect::bind().await.expect("bind");
-        let redirect_uri = redirect.redirect_uri().to_owned();
-        let flow = AuthorizationCodeFlow::new(&issuer, APP, &redirect_uri)
-            .expect("flow")
-            .scopes(["openid", "offline_access", "api/read"]);
-        let request = flow.authorize_url();
-        let (callback, login) =
-            tokio::join!(redirect.wait_for_callback(), scripted_login(request.url(), &redirect_uri, "bob"));
-        login.expect("scripted login");
-        let tokens = flow.exchange(request, &callback.expect("callback")).await.expect("exchange");
-        (flow, tokens)
-    };
+    let (flow, tokens, _) = sign_in(&issuer, "bob").await;
     let store = MemoryTokenStore::new();
     let client = Client::builder()
         .base_url(api.uri())
@@ -388,10 +405,14 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     assert_eq!(seen.lock().expect("lock").last().and_then(|(sub, _)| sub.clone()).as_deref(), Some("bob"));
 
     // Introspection: an unknown token is inactive; JWT access tokens are refused by design.
-    let introspector = TokenIntrospector::from_metadata(&metadata, BACKEND.0, BACKEND.1).expect("introspector");
+    let introspector =
+        TokenIntrospector::from_metadata(&metadata, BACKEND.0, BACKEND.1).expect("introspector");
     assert!(!introspector.introspect("not-a-token").await.expect("introspection").active);
     let err = introspector.introspect(saved.access_token.secret()).await.expect_err("structured tokens");
     assert_eq!(err.code(), Some(&ErrorCode::Other("unsupported_token_type".into())));
 
-    println!("oidc-provider {OIDC_PROVIDER_VERSION} interop passed in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "oidc-provider {OIDC_PROVIDER_VERSION} interop passed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use business_records::auth::{
     AccessToken, AuthServerMetadata, AuthorizationCode, AuthorizationCodeFlow, ClientSecret, IdToken,
-    LoopbackRedirect, MemoryTokenStore, PkceVerifier, RefreshToken, TokenIntrospector, TokenSet,
+    MemoryTokenStore, PkceVerifier, RefreshToken, TokenIntrospector, TokenSet,
 };
 use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client};
 
-use crate::auth_user::browse;
+use crate::auth_user::authorize;
 use crate::support;
 
 /// Everything the subscriber writes, shared with the test.
@@ -61,11 +61,13 @@ fn debug_of_every_secret_type_is_redacted() {
     }
 
     let tokens = TokenSet::new("s-access").with_refresh_token("s-refresh");
-    let flow = AuthorizationCodeFlow::new("https://auth.example.com", "app", "http://127.0.0.1:1/cb").expect("flow");
+    let flow =
+        AuthorizationCodeFlow::new("https://auth.example.com", "app", "http://127.0.0.1:1/cb").expect("flow");
     let request = flow.authorize_url();
     let auth: Auth = Auth::user(flow.clone(), tokens.clone()).store(MemoryTokenStore::new()).into();
     let backend: Auth = Auth::client_credentials("https://auth.example.com", "id", "s-secret").into();
-    let client = Client::builder().base_url("https://api.example.com").auth(auth.clone()).build().expect("client");
+    let client =
+        Client::builder().base_url("https://api.example.com").auth(auth.clone()).build().expect("client");
     let debug = format!("{tokens:?} {request:?} {auth:?} {backend:?} {flow:?} {client:?}");
     for secret in ["s-access", "s-refresh", "s-secret", request.pkce_verifier().secret(), request.state()] {
         assert!(!debug.contains(secret), "{secret} in {debug}");
@@ -99,8 +101,9 @@ async fn no_secret_reaches_any_tracing_output() {
 
     // Client credentials: Basic, body, and a refused secret.
     for in_body in [false, true] {
-        let mut flow = Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
-            .scopes(["api/read"]);
+        let mut flow =
+            Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+                .scopes(["api/read"]);
         if in_body {
             flow = flow.credentials_in_body();
         }
@@ -116,14 +119,8 @@ async fn no_secret_reaches_any_tracing_output() {
     tracing::warn!(error = %err, debug = ?err, "refused as expected");
 
     // The user sign-in, step by step, so the code and verifier are known.
-    let redirect = LoopbackRedirect::bind().await.expect("bind");
-    let flow = AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())
-        .expect("flow")
-        .scopes(["openid", "api/read"]);
-    let request = flow.authorize_url();
+    let (flow, request, callback) = authorize(&server, &["openid", "api/read"]).await.expect("authorize");
     secrets.push(request.pkce_verifier().secret().to_owned());
-    let (callback, _) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
-    let callback = callback.expect("callback");
     let code = url::Url::parse(&callback)
         .expect("url")
         .query_pairs()
@@ -152,8 +149,9 @@ async fn no_secret_reaches_any_tracing_output() {
     let saved = store.get().expect("rotated tokens were saved");
     remember(&mut secrets, &saved);
     let metadata = AuthServerMetadata::discover(server.auth_url()).await.expect("discovery");
-    let introspector = TokenIntrospector::from_metadata(&metadata, server.client_id(), server.client_secret())
-        .expect("introspector");
+    let introspector =
+        TokenIntrospector::from_metadata(&metadata, server.client_id(), server.client_secret())
+            .expect("introspector");
     introspector.introspect(saved.access_token.secret()).await.expect("introspection");
 
     // A revoked sign-in: the invalid_grant path.

@@ -63,7 +63,11 @@ fn requests_survive_a_round_trip_through_a_session_store() {
     assert_eq!(back.url(), request.url());
 }
 
-fn check(flow: &AuthorizationCodeFlow, request: &AuthorizationRequest, callback: &str) -> Result<String, Error> {
+fn check(
+    flow: &AuthorizationCodeFlow,
+    request: &AuthorizationRequest,
+    callback: &str,
+) -> Result<String, Error> {
     let params = CallbackParams::parse(callback).map_err(Error::Callback)?;
     flow.check_callback(&params, request).map(str::to_owned)
 }
@@ -109,7 +113,10 @@ fn callbacks_are_checked_issuer_first_then_state_then_error() {
     assert!(matches!(err, Error::Authorization { .. }), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::AccessDenied));
     assert_eq!(err.description(), Some("The usersaid no"));
-    assert_eq!(err.to_string(), "the authorization server refused the sign-in (access_denied): The usersaid no");
+    assert_eq!(
+        err.to_string(),
+        "the authorization server refused the sign-in (access_denied): The usersaid no"
+    );
 }
 
 #[tokio::test]
@@ -145,9 +152,17 @@ fn bad_settings_are_named() {
     assert_eq!(argument(new("http://auth.example.com", "app", "http://127.0.0.1/cb")), "auth_url");
     assert_eq!(argument(new("https://auth.example.com", " ", "http://127.0.0.1/cb")), "client_id");
     assert_eq!(argument(new("https://auth.example.com", "app", "http://app.example.com/cb")), "redirect_uri");
-    assert_eq!(argument(new("https://auth.example.com", "app", "https://app.example.com/cb#x")), "redirect_uri");
+    assert_eq!(
+        argument(new("https://auth.example.com", "app", "https://app.example.com/cb#x")),
+        "redirect_uri"
+    );
     assert_eq!(argument(new("https://auth.example.com", "app", "/callback")), "redirect_uri");
-    for ok in ["https://app.example.com/cb", "com.example.app:/callback", "http://[::1]:9/cb", "http://localhost:1/cb"] {
+    for ok in [
+        "https://app.example.com/cb",
+        "com.example.app:/callback",
+        "http://[::1]:9/cb",
+        "http://localhost:1/cb",
+    ] {
         assert!(new("https://auth.example.com", "app", ok).is_ok(), "{ok}");
     }
     let bad_scope = flow().scopes(["api read"]);
@@ -158,7 +173,8 @@ fn bad_settings_are_named() {
 
 #[test]
 fn issuer_defaults_to_the_auth_url_without_a_trailing_slash() {
-    let flow = AuthorizationCodeFlow::new("https://auth.example.com/", "app", "http://127.0.0.1/cb").expect("flow");
+    let flow =
+        AuthorizationCodeFlow::new("https://auth.example.com/", "app", "http://127.0.0.1/cb").expect("flow");
     assert_eq!(flow.issuer_url(), "https://auth.example.com");
     assert_eq!(flow.issuer("https://auth.example.com/").issuer_url(), "https://auth.example.com/");
 }

@@ -153,9 +153,13 @@ async fn readers_never_see_a_partial_file() {
             while last < 150 {
                 let bytes = std::fs::read(&path).expect("the file always exists");
                 let tokens: TokenSet = serde_json::from_slice(&bytes).expect("always a whole token set");
-                let n: u32 = tokens.access_token.secret().trim_start_matches("access-").parse().expect("number");
+                let n: u32 =
+                    tokens.access_token.secret().trim_start_matches("access-").parse().expect("number");
                 assert!(n >= last, "saves arrive in order");
-                assert_eq!(tokens.refresh_token.as_ref().map(|t| t.secret().to_owned()), Some(format!("refresh-{n}")));
+                assert_eq!(
+                    tokens.refresh_token.as_ref().map(|t| t.secret().to_owned()),
+                    Some(format!("refresh-{n}"))
+                );
                 last = n;
                 reads += 1;
             }

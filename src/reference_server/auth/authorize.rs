@@ -106,10 +106,8 @@ impl AuthServer {
         }
         let client = self.clients.get(client_id).ok_or(Failure::Page("the client is not registered"))?;
         let scope = query.get("scope").ok_or_else(|| invalid_request("missing parameter scope"))?;
-        let scopes = granted_scopes(Some(scope), &client.scopes).map_err(|e| Failure::Redirect {
-            error: "invalid_scope",
-            description: e.description,
-        })?;
+        let scopes = granted_scopes(Some(scope), &client.scopes)
+            .map_err(|e| Failure::Redirect { error: "invalid_scope", description: e.description })?;
         query.get("state").ok_or_else(|| invalid_request("missing parameter state"))?;
         let challenge = query
             .get("code_challenge")
@@ -118,7 +116,9 @@ impl AuthServer {
             return Err(invalid_request("code_challenge_method must be S256"));
         }
         // A SHA-256 digest in unpadded base64url is 43 characters.
-        if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        if challenge.len() != 43
+            || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
             return Err(invalid_request("code_challenge is not an S256 challenge"));
         }
         if self.settings.deny_authorization {
@@ -153,7 +153,9 @@ impl AuthServer {
             }
             pairs.append_pair("iss", &self.settings.issuer);
         }
-        ResponseTemplate::new(302).insert_header("location", target.as_str()).insert_header("cache-control", "no-store")
+        ResponseTemplate::new(302)
+            .insert_header("location", target.as_str())
+            .insert_header("cache-control", "no-store")
     }
 }
 

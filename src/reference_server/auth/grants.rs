@@ -61,12 +61,25 @@ impl Sessions {
     /// The subject, client and scopes of an active refresh token (for introspection).
     pub(crate) fn active_refresh(&self, token: &str) -> Option<(&str, &str, &[String], i64)> {
         let record = self.refresh.get(token)?;
-        let active =
-            !record.rotated && !self.revoked_families.contains(&record.family) && record.expires_at > unix_now();
-        active.then_some((record.subject.as_str(), record.client_id.as_str(), &record.scopes[..], record.expires_at))
+        let active = !record.rotated
+            && !self.revoked_families.contains(&record.family)
+            && record.expires_at > unix_now();
+        active.then_some((
+            record.subject.as_str(),
+            record.client_id.as_str(),
+            &record.scopes[..],
+            record.expires_at,
+        ))
     }
 
-    fn new_refresh_token(&mut self, family: u64, client_id: &str, subject: &str, scopes: &[String], lifetime: i64) -> String {
+    fn new_refresh_token(
+        &mut self,
+        family: u64,
+        client_id: &str,
+        subject: &str,
+        scopes: &[String],
+        lifetime: i64,
+    ) -> String {
         let token = random_value();
         self.refresh.insert(
             token.clone(),
@@ -99,7 +112,11 @@ struct UserGrant<'a> {
 impl AuthServer {
     /// `grant_type=authorization_code`: one use per code, the same client and redirect URI as
     /// the authorization request, and a verifier whose S256 digest is the challenge.
-    pub(super) fn authorization_code(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
+    pub(super) fn authorization_code(
+        &self,
+        request: &Request,
+        form: &Form,
+    ) -> Result<ResponseTemplate, ErrorReply> {
         let (client_id, _) = self.identify_client(request, form)?;
         let code = form.require("code")?;
         let redirect_uri = form.require("redirect_uri")?;
@@ -125,14 +142,17 @@ impl AuthServer {
         if pending.redirect_uri != redirect_uri {
             return Err(invalid_grant("redirect_uri does not match the authorization request"));
         }
-        let verifier = verifier.ok_or_else(|| ErrorReply::invalid_request("missing parameter code_verifier"))?;
-        let challenge = s256_challenge(verifier)
-            .ok_or_else(|| ErrorReply::invalid_request("code_verifier must be 43 to 128 unreserved characters"))?;
+        let verifier =
+            verifier.ok_or_else(|| ErrorReply::invalid_request("missing parameter code_verifier"))?;
+        let challenge = s256_challenge(verifier).ok_or_else(|| {
+            ErrorReply::invalid_request("code_verifier must be 43 to 128 unreserved characters")
+        })?;
         if !constant_time_eq(challenge.as_bytes(), pending.challenge.as_bytes()) {
             return Err(invalid_grant("code_verifier does not match the code_challenge"));
         }
         let lifetime = self.settings.refresh_token_lifetime_secs;
-        let refresh_token = sessions.new_refresh_token(family, client_id, &pending.subject, &pending.scopes, lifetime);
+        let refresh_token =
+            sessions.new_refresh_token(family, client_id, &pending.subject, &pending.scopes, lifetime);
         drop(sessions);
         self.user_tokens(&UserGrant {
             client_id,
@@ -145,11 +165,16 @@ impl AuthServer {
 
     /// `grant_type=refresh_token`: rotates the refresh token (unless rotation is off); a
     /// rotated token presented again revokes its whole family.
-    pub(super) fn refresh_token(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
+    pub(super) fn refresh_token(
+        &self,
+        request: &Request,
+        form: &Form,
+    ) -> Result<ResponseTemplate, ErrorReply> {
         let (client_id, _) = self.identify_client(request, form)?;
         let presented = form.require("refresh_token")?;
         let mut sessions = self.shared.sessions();
-        let record = sessions.refresh.get(presented).cloned().ok_or_else(|| invalid_grant("unknown refresh token"))?;
+        let record =
+            sessions.refresh.get(presented).cloned().ok_or_else(|| invalid_grant("unknown refresh token"))?;
         if record.client_id != client_id {
             return Err(invalid_grant("the refresh token was issued to another client"));
         }
@@ -167,9 +192,14 @@ impl AuthServer {
         let scopes = match form.get("scope") {
             None => record.scopes.clone(),
             Some(requested) => {
-                let requested: Vec<String> = requested.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+                let requested: Vec<String> =
+                    requested.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect();
                 if requested.iter().any(|s| !record.scopes.contains(s)) {
-                    return Err(ErrorReply::new(400, "invalid_scope", "the scope exceeds the original grant"));
+                    return Err(ErrorReply::new(
+                        400,
+                        "invalid_scope",
+                        "the scope exceeds the original grant",
+                    ));
                 }
                 requested
             }
@@ -184,7 +214,13 @@ impl AuthServer {
             None
         };
         drop(sessions);
-        self.user_tokens(&UserGrant { client_id, subject: &record.subject, scopes: &scopes, nonce: None, refresh_token })
+        self.user_tokens(&UserGrant {
+            client_id,
+            subject: &record.subject,
+            scopes: &scopes,
+            nonce: None,
+            refresh_token,
+        })
     }
 
     /// The token response of a user grant: access token, refresh token (if any) and, with the

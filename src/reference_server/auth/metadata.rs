@@ -7,15 +7,14 @@ use serde_json::{Value, json};
 use wiremock::{Request, ResponseTemplate};
 
 use super::super::ErrorReply;
-use super::{
-    AUTHORIZE_PATH, AuthServer, Form, INTROSPECTION_PATH, JWKS_PATH, TOKEN_PATH, token_response,
-};
+use super::{AUTHORIZE_PATH, AuthServer, Form, INTROSPECTION_PATH, JWKS_PATH, TOKEN_PATH, token_response};
 
 impl AuthServer {
     /// The discovery document.
     pub(super) fn discovery(&self) -> ResponseTemplate {
         let issuer = &self.settings.issuer;
-        let mut scopes: Vec<&str> = self.clients.values().flat_map(|c| c.scopes.iter().map(String::as_str)).collect();
+        let mut scopes: Vec<&str> =
+            self.clients.values().flat_map(|c| c.scopes.iter().map(String::as_str)).collect();
         scopes.sort_unstable();
         scopes.dedup();
         let body = json!({

@@ -52,10 +52,19 @@ pub(crate) struct RegisteredClient {
 
 impl RegisteredClient {
     pub(crate) fn confidential(secret: String, scopes: Vec<String>) -> Self {
-        RegisteredClient { secret: Some(secret), scopes, redirect_uris: Vec::new(), any_loopback_redirect: false }
+        RegisteredClient {
+            secret: Some(secret),
+            scopes,
+            redirect_uris: Vec::new(),
+            any_loopback_redirect: false,
+        }
     }
 
-    pub(crate) fn public(scopes: Vec<String>, redirect_uris: Vec<String>, any_loopback_redirect: bool) -> Self {
+    pub(crate) fn public(
+        scopes: Vec<String>,
+        redirect_uris: Vec<String>,
+        any_loopback_redirect: bool,
+    ) -> Self {
         RegisteredClient { secret: None, scopes, redirect_uris, any_loopback_redirect }
     }
 
@@ -266,7 +275,10 @@ impl AuthServer {
         };
         match self.clients.get_key_value(id.as_str()) {
             Some((id, client))
-                if client.secret.as_deref().is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes())) =>
+                if client
+                    .secret
+                    .as_deref()
+                    .is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes())) =>
             {
                 Ok((id.as_str(), client))
             }

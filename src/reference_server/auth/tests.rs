@@ -30,7 +30,10 @@ fn valid_params() -> Vec<(&'static str, String)> {
 }
 
 /// The answer of `/oauth2/authorize`: the status, and the redirect's query when it redirected.
-async fn authorize(server: &ReferenceServer, params: &[(&str, String)]) -> (u16, Option<HashMap<String, String>>) {
+async fn authorize(
+    server: &ReferenceServer,
+    params: &[(&str, String)],
+) -> (u16, Option<HashMap<String, String>>) {
     let response = http().get(server.authorize_url()).query(params).send().await.unwrap();
     let status = response.status().as_u16();
     let location = response.headers().get("location").map(|l| l.to_str().unwrap().to_owned());
@@ -81,7 +84,11 @@ fn scope_rules() {
 
 #[test]
 fn redirect_uri_registration_rules() {
-    let exact = RegisteredClient::public(vec![], vec!["https://app.example/cb".into(), "http://127.0.0.1/cb".into()], false);
+    let exact = RegisteredClient::public(
+        vec![],
+        vec!["https://app.example/cb".into(), "http://127.0.0.1/cb".into()],
+        false,
+    );
     assert!(exact.allows_redirect("https://app.example/cb"));
     assert!(!exact.allows_redirect("https://app.example/cb/"));
     assert!(!exact.allows_redirect("https://app.example/cb?x=1"));
@@ -177,7 +184,9 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
     assert_eq!(body["token_type"], "Bearer");
     assert_eq!(body["scope"], "openid api/read");
     assert_eq!(body["refresh_token"].as_str().unwrap().len(), 43);
-    let verifier = crate::auth::TokenVerifier::from_jwks(&server.signer.jwks_json(), server.auth_url(), "reference-app").unwrap();
+    let verifier =
+        crate::auth::TokenVerifier::from_jwks(&server.signer.jwks_json(), server.auth_url(), "reference-app")
+            .unwrap();
     let id = verifier.verify_cached(body["id_token"].as_str().unwrap()).expect("a valid id token");
     assert_eq!(id.sub.as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
     assert_eq!(id.extra["nonce"], "n1");
@@ -193,12 +202,19 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
     form[3].1 = "http://127.0.0.1:8401/callback";
     assert_eq!(token(&server, &form).await.1["error"], "invalid_grant", "another redirect_uri");
     let code3 = code(&server).await;
-    let form: Vec<_> = exchange_form(&code3, VERIFIER).into_iter().filter(|(n, _)| *n != "code_verifier").collect();
+    let form: Vec<_> =
+        exchange_form(&code3, VERIFIER).into_iter().filter(|(n, _)| *n != "code_verifier").collect();
     assert_eq!(token(&server, &form).await.1["error"], "invalid_request", "no verifier");
     let code4 = code(&server).await;
     let mut form = exchange_form(&code4, VERIFIER);
     form.push(("client_secret", "anything"));
-    assert_eq!(token(&server, &form).await, (401, serde_json::json!({"error": "invalid_client", "error_description": "a public client does not authenticate with a secret"})));
+    assert_eq!(
+        token(&server, &form).await,
+        (
+            401,
+            serde_json::json!({"error": "invalid_client", "error_description": "a public client does not authenticate with a secret"})
+        )
+    );
     assert_eq!(server.token_requests_for("authorization_code"), 6);
 }
 
@@ -209,7 +225,11 @@ async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let refresh = |rt: String| {
         let server = &server;
         async move {
-            token(server, &[("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", &rt)]).await
+            token(
+                server,
+                &[("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", &rt)],
+            )
+            .await
         }
     };
     let (status, body) = refresh(first.clone()).await;
@@ -230,13 +250,15 @@ async fn without_rotation_the_refresh_token_is_kept() {
     let server = ReferenceServer::builder().companies(1).refresh_token_rotation(false).start().await;
     let rt = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
     for _ in 0..2 {
-        let form = [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
+        let form =
+            [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
         let (status, body) = token(&server, &form).await;
         assert_eq!(status, 200);
         assert!(body.get("refresh_token").is_none());
     }
     server.revoke_refresh_tokens();
-    let form = [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
+    let form =
+        [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
     assert_eq!(token(&server, &form).await.1["error"], "invalid_grant");
 }
 
@@ -263,7 +285,8 @@ async fn discovery_and_introspection() {
             (response.status().as_u16(), response.json::<Value>().await.unwrap())
         }
     };
-    let (status, access) = introspect(tokens["access_token"].as_str().unwrap().into(), "reference-secret").await;
+    let (status, access) =
+        introspect(tokens["access_token"].as_str().unwrap().into(), "reference-secret").await;
     assert_eq!(status, 200);
     assert_eq!((access["active"].as_bool(), access["sub"].as_str()), (Some(true), Some("reference-user")));
     assert_eq!(access["client_id"], "reference-app");
