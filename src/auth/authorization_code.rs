@@ -151,14 +151,17 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// As [`new`](Self::new), and [`Error::InvalidArgument`] when the document names no
-    /// authorization, token or JWKS endpoint.
+    /// authorization, token or JWKS endpoint, or names a plain-http one off loopback.
     pub fn from_metadata(
         metadata: &AuthServerMetadata,
         client_id: impl Into<String>,
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         let endpoint = |url: &Option<Url>, name: &str| {
-            url.clone().ok_or_else(|| Error::invalid("metadata", format!("the document names no {name}")))
+            let url = url
+                .clone()
+                .ok_or_else(|| Error::invalid("metadata", format!("the document names no {name}")))?;
+            urls::check_service_url("metadata", url)
         };
         let endpoints = (
             endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?,

@@ -10,19 +10,11 @@
 //! `GET /v1/contacts`). It is the specification made executable, including
 //! the decisions the specification leaves open:
 //!
-//! - `/oauth2/authorize` requires every parameter of spec Part 4.2 (PKCE with
-//!   `S256` only) and signs in a test user without asking
-//!   ([`DEFAULT_TEST_USER`](ReferenceServer::DEFAULT_TEST_USER)), answering
-//!   with `code`, `state` and `iss` (RFC 9207). A bad client or redirect URI is
-//!   a 400 page; any other error goes back to the redirect URI (RFC 6749
-//!   section 4.1.2.1). Public clients send no secret; the default one,
-//!   [`DEFAULT_PUBLIC_CLIENT_ID`](ReferenceServer::DEFAULT_PUBLIC_CLIENT_ID),
-//!   accepts any loopback redirect URI.
-//! - Codes are single-use and live 60 seconds. Refresh tokens rotate on every
-//!   use; a retired one presented again revokes its whole sign-in
-//!   (`invalid_grant`). With `openid`, token responses carry an RS256 ID token
-//!   (`aud` = client id, `nonce` when one was sent).
-//!
+//! - `/oauth2/authorize` requires every parameter of spec Part 4.2 (PKCE `S256`
+//!   only) and signs the [`test user`](ReferenceServer::DEFAULT_TEST_USER) in at
+//!   once, answering with `code`, `state` and `iss`; a bad client or redirect URI
+//!   is a 400 page, other errors go back to the redirect URI. Codes are single-use;
+//!   refresh tokens rotate, and a retired one presented again revokes the sign-in.
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request with

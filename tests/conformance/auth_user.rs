@@ -388,6 +388,30 @@ async fn a_failing_store_fails_the_call_and_the_rotated_token_is_not_lost() {
 }
 
 #[tokio::test]
+async fn a_failed_refresh_keeps_a_token_that_still_works() {
+    let Some((server, flow, tokens)) = signed_in("failed refresh", || {
+        ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(2))
+    })
+    .await
+    else {
+        return;
+    };
+    let store = FlakyStore::default();
+    let client = user_client_with(&server, Auth::user(flow, tokens).store(store.clone()).into());
+    // Inside the refresh window (the last 0.2 s) but before expiry: the refresh fails (the
+    // store cannot save), and the call goes out with the current token.
+    tokio::time::sleep(Duration::from_millis(1850)).await;
+    client.companies().send().await.expect("the current token still works");
+    assert_eq!(server.token_requests_for("refresh_token"), 1);
+    assert!(store.inner.get().is_none());
+    // The next call refreshes again, with the rotated refresh token kept in memory.
+    client.companies().send().await.expect("refreshed and saved");
+    assert_eq!(server.token_requests_for("refresh_token"), 2);
+    assert!(store.inner.get().is_some());
+    assert!(server.api_requests().iter().all(|r| r.status == 200));
+}
+
+#[tokio::test]
 async fn discovery_and_introspection_against_the_reference_server() {
     let Some(server) = server("discovery", || ReferenceServer::builder().companies(1)).await else {
         return;
