@@ -75,8 +75,9 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// A [`TokenStore`](crate::auth::TokenStore) failed to load or save tokens.
-    #[error("token store failed: {0}")]
+    /// A [`TokenStore`](crate::auth::TokenStore) failed to load or save tokens; the
+    /// [`TokenStoreError`] is the [`source`](std::error::Error::source).
+    #[error("token store failed")]
     TokenStore(#[source] TokenStoreError),
 
     /// The API version has reached its sunset and no longer serves requests.

@@ -524,11 +524,11 @@ struct CallbackParams {
 impl CallbackParams {
     fn parse(callback: &str) -> Result<Self, CallbackError> {
         let callback = callback.trim();
-        let query = match Url::parse(callback) {
-            Ok(url) => url.query().unwrap_or("").to_owned(),
-            Err(_) if callback.starts_with('?') => callback[1..].to_owned(),
-            Err(_) if callback.contains('=') && !callback.contains(['/', ' ']) => callback.to_owned(),
-            Err(_) => return Err(CallbackError::Malformed),
+        let query = match (Url::parse(callback), callback.strip_prefix('?')) {
+            (Ok(url), _) => url.query().unwrap_or("").to_owned(),
+            (Err(_), Some(query)) => query.to_owned(),
+            (Err(_), None) if callback.contains('=') && !callback.contains(['/', ' ']) => callback.to_owned(),
+            (Err(_), None) => return Err(CallbackError::Malformed),
         };
         let mut params = CallbackParams::default();
         for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {

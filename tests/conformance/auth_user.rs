@@ -380,7 +380,9 @@ async fn a_failing_store_fails_the_call_and_the_rotated_token_is_not_lost() {
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let err = client.companies().send().await.expect_err("the save failed");
     assert!(matches!(err, Error::TokenStore(_)), "{err:?}");
-    assert_eq!(err.to_string(), "token store failed: the disk is full");
+    assert_eq!(err.to_string(), "token store failed");
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(source.as_deref(), Some("the disk is full"));
     // The rotated refresh token was kept in memory: the next refresh uses it (no reuse).
     client.companies().send().await.expect("the next call refreshes again and saves");
     assert_eq!(server.token_requests_for("refresh_token"), 2);
