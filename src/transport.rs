@@ -47,7 +47,18 @@ impl HttpSender {
             Some(http) => http,
             None => no_redirect_client()?,
         };
-        Ok(HttpSender::new(http, Some(timeout), HeaderValue::from_static(DEFAULT_USER_AGENT)))
+        Ok(HttpSender::with_client(http, timeout))
+    }
+
+    /// The same sender with another timeout.
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// A sender outside any [`Client`](crate::Client) over the caller's `reqwest::Client`.
+    pub(crate) fn with_client(http: reqwest::Client, timeout: Duration) -> Self {
+        HttpSender::new(http, Some(timeout), HeaderValue::from_static(DEFAULT_USER_AGENT))
     }
 
     /// Sends a GET for a JSON document outside the API pipeline (discovery documents). An error

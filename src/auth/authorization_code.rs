@@ -238,11 +238,7 @@ impl AuthorizationCodeFlow {
     /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client instead.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         let config = self.config_mut();
-        config.sender = HttpSender::new(
-            client.clone(),
-            Some(config.timeout),
-            http::HeaderValue::from_static(crate::transport::DEFAULT_USER_AGENT),
-        );
+        config.sender = HttpSender::with_client(client.clone(), config.timeout);
         config.http = Some(client);
         self
     }
@@ -255,13 +251,7 @@ impl AuthorizationCodeFlow {
             return self;
         }
         config.timeout = timeout;
-        let http = config.http.clone();
-        match HttpSender::standalone(http, timeout) {
-            Ok(sender) => config.sender = sender,
-            Err(_) => {
-                config.invalid.get_or_insert(("http_client", "cannot build the http client".into()));
-            }
-        }
+        config.sender = config.sender.clone().with_timeout(timeout);
         self
     }
 

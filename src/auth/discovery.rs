@@ -103,8 +103,7 @@ impl AuthServerMetadata {
     ///
     /// As [`discover`](Self::discover).
     pub async fn discover_with(auth_url: impl AsRef<str>, http: reqwest::Client) -> Result<Self, Error> {
-        let sender = HttpSender::standalone(Some(http), DEFAULT_TIMEOUT)?;
-        Self::fetch(&sender, auth_url.as_ref()).await
+        Self::fetch(&HttpSender::with_client(http, DEFAULT_TIMEOUT), auth_url.as_ref()).await
     }
 
     async fn fetch(sender: &HttpSender, auth_url: &str) -> Result<Self, Error> {
@@ -248,11 +247,7 @@ impl TokenIntrospector {
     /// follows no redirects.
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.sender = HttpSender::new(
-            client,
-            Some(DEFAULT_TIMEOUT),
-            http::HeaderValue::from_static(crate::transport::DEFAULT_USER_AGENT),
-        );
+        self.sender = HttpSender::with_client(client, DEFAULT_TIMEOUT);
         self
     }
 

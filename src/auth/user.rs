@@ -18,6 +18,11 @@ use crate::transport::HttpSender;
 /// it. When the server rotates the refresh token, the new one is kept, and saved through the
 /// [`store`](Self::store) before any request uses the new access token.
 ///
+/// Build one [`Client`](crate::Client) per signed-in user and clone it: clones share the
+/// tokens. Two clients built from the same `UserAuth` would each renew with the same refresh
+/// token, and a server that rotates refresh tokens treats the second use as theft and revokes
+/// the sign-in.
+///
 /// ```no_run
 /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
 /// #              tokens: business_records::auth::TokenSet) -> Result<(), business_records::Error> {
