@@ -131,3 +131,14 @@ pub use version::{ApiVersion, Preview};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+// The types users move across tasks are `Send + Sync`; this fails to compile if one stops being.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Client>();
+    assert_send_sync::<Error>();
+    assert_send_sync::<ItemStream<Company>>();
+    assert_send_sync::<PageStream<Contact>>();
+    assert_send_sync::<Page<Company>>();
+    assert_send_sync::<auth::TokenVerifier>();
+};
