@@ -1,7 +1,9 @@
 //! # business-records
 //!
-//! The Rust client for the business-records HTTP API: OAuth 2.0 bearer tokens, URL-versioned
-//! endpoints (`{base_url}/v1/...`) and cursor-paginated lists of companies and contacts.
+//! The Rust client for the business-records HTTP API: OAuth 2.0 bearer tokens from a separate
+//! authorization server, URL-versioned endpoints (`{base_url}/v1/...`) and cursor-paginated
+//! lists of companies and contacts. The client deals with tokens, cursors, retries and API
+//! versions; you get typed items.
 //!
 //! ```no_run
 //! use business_records::{Auth, Client, CompanySort};
@@ -20,9 +22,88 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Users of desktop, mobile and web apps sign in with the authorization code flow and PKCE
-//! ([`auth::AuthorizationCodeFlow`], [`auth::LoopbackRedirect`]) and the client then works as
-//! them with [`Auth::user`]; see the [`auth`] module.
+//! ## Tasks
+//!
+//! ### Authenticate
+//!
+//! | You are | Use |
+//! |---|---|
+//! | a backend (server to server) | [`Auth::client_credentials`]: HTTP Basic by default, `.credentials_in_body()` for the form |
+//! | a desktop, mobile or web app whose users sign in | [`auth::AuthorizationCodeFlow`] (PKCE), [`auth::LoopbackRedirect`], then [`Auth::user`] |
+//! | holding a token obtained elsewhere | [`Auth::static_token`] |
+//! | a resource server receiving these tokens | [`auth::TokenVerifier`] |
+//!
+//! Tokens are cached per client (clones share them), refreshed ahead of expiry, and fetched by
+//! one request however many tasks need one at the same moment. A token the API rejects with
+//! `invalid_token` is replaced and the request sent once more. HTTPS is required everywhere
+//! except loopback hosts, and no redirect is ever followed.
+//!
+//! A signed-in user's tokens come back from the code exchange as an [`auth::TokenSet`] (the ID
+//! token verified); the client renews them with the refresh token and saves rotated ones
+//! through an [`auth::TokenStore`] such as [`auth::FileTokenStore`]. See the [`auth`] module
+//! and `examples/desktop_login.rs`.
+//!
+//! ### List
+//!
+//! [`Client::companies`] and [`Client::contacts`] return a [`List`] builder: [`limit`](List::limit)
+//! (page size, 1 to 100), [`sort`](List::sort), filters ([`status`](List::status),
+//! [`company_id`](List::company_id)), [`cursor`](List::cursor), [`max_items`](List::max_items).
+//! Then:
+//!
+//! - [`send`](List::send): one [`Page`];
+//! - [`pages`](List::pages): a [`PageStream`] of pages;
+//! - [`stream`](List::stream): an [`ItemStream`] of items across pages.
+//!
+//! Streams follow `nextCursor` while `hasMore` is true, repeat the query on every page, request
+//! the next page while you read the current one, and refuse to loop on a repeated cursor. They
+//! are `Send + Sync + 'static` and implement [`futures::Stream`]; their inherent `try_next` and
+//! `try_collect` need no trait import.
+//!
+//! ```no_run
+//! # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+//! let page = client.contacts().company_id("cmp_1").limit(50).send().await?;
+//! println!("{} of {:?} contacts", page.data.len(), page.total_count);
+//! let first_thousand = client.companies().max_items(1_000).stream().try_collect().await?;
+//! # let _ = first_thousand;
+//! # Ok(()) }
+//! ```
+//!
+//! ### Handle errors
+//!
+//! [`Error`] answers the usual questions: [`status`](Error::status), [`code`](Error::code),
+//! [`description`](Error::description), [`retry_after`](Error::retry_after),
+//! [`is_retryable`](Error::is_retryable), [`needs_reauthentication`](Error::needs_reauthentication).
+//! Invalid arguments fail before any request is sent, naming the argument.
+//!
+//! ### Retry, pace and resume
+//!
+//! Transient failures are retried under a [`RetryPolicy`] (exponential backoff with full
+//! jitter, `Retry-After` honoured); a page is retried at its own cursor, never from the start.
+//! [`ClientBuilder::page_delay`] paces page requests. After a failure,
+//! [`ItemStream::resume_cursor`] tells where to go on within the session.
+//!
+//! ### Follow API versions
+//!
+//! [`ClientBuilder::api_version`] picks the URL segment ([`ApiVersion::V1`] by default) and
+//! [`ClientBuilder::preview`] sends `X-API-Preview`. Deprecated endpoints produce a
+//! [`DeprecationNotice`] on every [`Page`]; by default one `tracing` warning per endpoint, with
+//! [`ClientBuilder::on_deprecation`] and [`DeprecationPolicy`] to do more. A version past its
+//! sunset is [`Error::Sunset`], with the date and the successor.
+//!
+//! ### Test your code
+//!
+//! The `reference-server` feature adds `reference_server::ReferenceServer`: the API and its
+//! authorization server in process, over real HTTP, with a generated dataset your tests can
+//! compare against.
+//!
+//! ## Features
+//!
+//! | Feature | Default | Adds |
+//! |---|---|---|
+//! | `reference-server` | off | the in-process reference server (wiremock) for tests and examples |
+//!
+//! The client logs through `tracing` (one span per HTTP request, with OpenTelemetry's HTTP field
+//! names) and never prints. No token or secret ever reaches a log line or an error message.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -56,3 +137,14 @@ pub use version::{ApiVersion, Preview};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+// The types users move across tasks are `Send + Sync`; this fails to compile if one stops being.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Client>();
+    assert_send_sync::<Error>();
+    assert_send_sync::<ItemStream<Company>>();
+    assert_send_sync::<PageStream<Contact>>();
+    assert_send_sync::<Page<Company>>();
+    assert_send_sync::<auth::TokenVerifier>();
+};

@@ -70,7 +70,21 @@ impl fmt::Display for Cursor {
 }
 
 /// One page of a listing.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Deserializes from the wire envelope (spec Part 2), so recorded responses can be decoded
+/// directly:
+///
+/// ```
+/// use business_records::{Company, Page};
+/// let page: Page<Company> = serde_json::from_str(
+///     r#"{"data": [], "pagination": {"hasMore": true, "nextCursor": "c2", "totalCount": 40}}"#,
+/// )?;
+/// assert!(page.has_more && page.data.is_empty());
+/// assert_eq!(page.next_cursor.map(|c| c.to_string()).as_deref(), Some("c2"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "Envelope<T>", bound(deserialize = "T: serde::de::DeserializeOwned"))]
 #[non_exhaustive]
 pub struct Page<T> {
     /// The results of this page; may be empty even when more follow.
@@ -96,9 +110,22 @@ impl<T> Page<T> {
 
 /// The page envelope on the wire (spec Part 2).
 #[derive(Deserialize)]
+#[serde(bound(deserialize = "T: serde::de::DeserializeOwned"))]
 struct Envelope<T> {
     data: Vec<T>,
     pagination: PaginationMeta,
+}
+
+impl<T> From<Envelope<T>> for Page<T> {
+    fn from(Envelope { data, pagination }: Envelope<T>) -> Self {
+        Page {
+            data,
+            has_more: pagination.has_more,
+            next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
+            total_count: pagination.total_count,
+            deprecation: None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -123,15 +150,8 @@ pub(crate) async fn fetch_page<T: Resource>(
     let pairs = query.pairs(limit, cursor);
     let call =
         ApiRequest { url: &url, query: &pairs, preview: query.preview.as_ref(), retry: query.retry.as_ref() };
-    let response = inner.transport.get_json::<Envelope<T>>(&call).await?;
-    let Envelope { data, pagination } = response.body;
-    Ok(Page {
-        data,
-        has_more: pagination.has_more,
-        next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
-        total_count: pagination.total_count,
-        deprecation: response.deprecation,
-    })
+    let response = inner.transport.get_json::<Page<T>>(&call).await?;
+    Ok(Page { deprecation: response.deprecation, ..response.body })
 }
 
 type PageResult<T> = Result<Page<T>, Error>;

@@ -24,7 +24,7 @@ use super::{List, Resource};
 /// assert_eq!(company.extra["industry"], "retail");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Company {
@@ -41,6 +41,18 @@ pub struct Company {
     /// Every other field the API sent.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+super::record::deserialize_record! {
+    Company, "a company object",
+    required {
+        id: String = "id",
+        name: String = "name",
+        status: CompanyStatus = "status",
+        created_at: DateTime<Utc> = "createdAt",
+        updated_at: DateTime<Utc> = "updatedAt",
+    },
+    optional {}
 }
 
 /// A company status: an open set of strings (`active`, `inactive`, ...), compared exactly.

@@ -1,6 +1,6 @@
 //! Contacts: the model and `GET /v1/contacts`.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{List, Resource};
@@ -18,18 +18,24 @@ use super::{List, Resource};
 /// assert_eq!(contact.field_str("email"), Some("ada@example.com"));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Contact {
     /// Identifier of the contact, when the API sends one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Identifier of the owning company.
     pub company_id: String,
     /// Every other field the API sent (`name`, `email`, `createdAt`, ... in the reference data).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+super::record::deserialize_record! {
+    Contact, "a contact object",
+    required { company_id: String = "companyId" },
+    optional { id: String = "id" }
 }
 
 impl Contact {

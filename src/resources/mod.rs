@@ -58,6 +58,7 @@ macro_rules! sort_fields {
 
 pub mod companies;
 pub mod contacts;
+mod record;
 
 /// Largest page size the API accepts (spec Part 8).
 pub const MAX_LIMIT: u32 = 100;

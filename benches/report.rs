@@ -1,0 +1,282 @@
+//! Scenario report: the SDK against a hand-written baseline, measured in the same run against
+//! the reference server on loopback. One line per scenario with the median ratio SDK/baseline.
+//!
+//! ```text
+//! cargo bench --bench report
+//! ```
+//!
+//! The baseline is the best plain loop: reqwest + serde into the same `Company` type, the token
+//! fetched once, one page after the other.
+
+use std::time::{Duration, Instant};
+
+use business_records::reference_server::ReferenceServer;
+use business_records::{Auth, Client, Company, Page};
+
+/// Samples per scenario; SDK and baseline alternate so drift hits both alike.
+const SAMPLES: usize = 7;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--memory-child") {
+        memory_child(&args[at + 1..]);
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    runtime.block_on(async {
+        println!("scenario          sdk        baseline   ratio (sdk/baseline)");
+        overhead().await;
+        token_contention().await;
+        decode();
+        memory().await;
+    });
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn report(name: &str, sdk: Duration, baseline: Duration, target: &str) {
+    let ratio = sdk.as_secs_f64() / baseline.as_secs_f64();
+    println!("{name:<17} {:>8.1} ms {:>8.1} ms {ratio:>6.2}   (target {target})", ms(sdk), ms(baseline));
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn client_builder(server: &ReferenceServer) -> business_records::ClientBuilder {
+    Client::builder().base_url(server.base_url()).auth(Auth::client_credentials(
+        server.auth_url(),
+        server.client_id(),
+        server.client_secret(),
+    ))
+}
+
+fn client_for(server: &ReferenceServer) -> Client {
+    client_builder(server).build().expect("a valid client")
+}
+
+/// The hand-written loop: one token, then page after page with reqwest and serde.
+struct Baseline {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Baseline {
+    async fn new(server: &ReferenceServer) -> Baseline {
+        let http = reqwest::Client::new();
+        let token: serde_json::Value = http
+            .post(server.token_url())
+            .basic_auth(server.client_id(), Some(server.client_secret()))
+            .form(&[("grant_type", "client_credentials"), ("scope", "api/read")])
+            .send()
+            .await
+            .expect("token request")
+            .json()
+            .await
+            .expect("token response");
+        let token = token["access_token"].as_str().expect("an access token").to_owned();
+        Baseline { http, url: format!("{}/v1/companies", server.base_url()), token }
+    }
+
+    /// Streams every company, calling `consume` on each page; returns the item count.
+    async fn run(&self, mut consume: impl AsyncFnMut(&[Company])) -> usize {
+        let mut cursor: Option<String> = None;
+        let mut count = 0;
+        loop {
+            let mut query = vec![("limit", "100".to_owned())];
+            if let Some(c) = &cursor {
+                query.push(("cursor", c.clone()));
+            }
+            let body = self
+                .http
+                .get(&self.url)
+                .bearer_auth(&self.token)
+                .query(&query)
+                .send()
+                .await
+                .expect("page request")
+                .bytes()
+                .await
+                .expect("page body");
+            let page: Page<Company> = serde_json::from_slice(&body).expect("a page");
+            count += page.data.len();
+            consume(&page.data).await;
+            match (page.has_more, page.next_cursor) {
+                (true, Some(next)) => cursor = Some(next.to_string()),
+                _ => return count,
+            }
+        }
+    }
+}
+
+/// Streams every company with the SDK, calling `consume` on each page.
+async fn sdk_run(client: &Client, mut consume: impl AsyncFnMut(&[Company])) -> usize {
+    let mut pages = client.companies().pages();
+    let mut count = 0;
+    while let Some(page) = pages.try_next().await.expect("a page") {
+        count += page.data.len();
+        consume(&page.data).await;
+    }
+    count
+}
+
+async fn overhead() {
+    let server = ReferenceServer::builder().companies(20_000).start().await;
+    let baseline = Baseline::new(&server).await;
+    for (name, prefetch) in [("overhead", false), ("overhead_prefetch", true)] {
+        let client = client_builder(&server).prefetch(prefetch).build().expect("a valid client");
+        // One warm-up of each: connection pools, token.
+        sdk_run(&client, async |_| {}).await;
+        baseline.run(async |_| {}).await;
+        let (mut sdk, mut base) = (Vec::new(), Vec::new());
+        for _ in 0..SAMPLES {
+            let started = Instant::now();
+            assert_eq!(sdk_run(&client, async |_| {}).await, 20_000);
+            sdk.push(started.elapsed());
+            let started = Instant::now();
+            assert_eq!(baseline.run(async |_| {}).await, 20_000);
+            base.push(started.elapsed());
+        }
+        report(name, median(sdk), median(base), if prefetch { "<= 1.05" } else { "<= 1.05, prefetch off" });
+    }
+}
+
+async fn token_contention() {
+    let server = ReferenceServer::builder().companies(100).start().await;
+    let client = client_for(&server);
+    let started = Instant::now();
+    let calls = (0..1_000).map(|_| {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            client.companies().limit(1).send().await.expect("a page");
+            started.elapsed()
+        })
+    });
+    let mut latencies: Vec<Duration> =
+        futures::future::join_all(calls).await.into_iter().map(|r| r.expect("task ran")).collect();
+    let total = started.elapsed();
+    latencies.sort();
+    let p = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
+    println!(
+        "token_contention  1000 concurrent calls on a cold client: {} token request(s), p50 {:.1} ms, p99 {:.1} ms, all done in {:.1} ms (target 1 token request)",
+        server.token_requests(),
+        ms(p(0.50)),
+        ms(p(0.99)),
+        ms(total)
+    );
+}
+
+fn decode() {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct PlainCompany {
+        id: String,
+        name: String,
+        status: String,
+        created_at: chrono::DateTime<chrono::Utc>,
+        updated_at: chrono::DateTime<chrono::Utc>,
+        industry: String,
+        employee_count: u32,
+        country: String,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct PlainPage {
+        data: Vec<PlainCompany>,
+        pagination: serde_json::Value,
+    }
+    let dataset = business_records::reference_server::Dataset::generate(100, 0, 7);
+    let body = serde_json::to_vec(&serde_json::json!({
+        "data": dataset.companies,
+        "pagination": {"hasMore": true, "nextCursor": "abc", "totalCount": 20_000},
+    }))
+    .expect("a page body");
+    let rounds = 300;
+    let (mut sdk, mut base) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        let started = Instant::now();
+        for _ in 0..rounds {
+            let page: Page<Company> = serde_json::from_slice(std::hint::black_box(&body)).expect("a page");
+            std::hint::black_box(page);
+        }
+        sdk.push(started.elapsed());
+        let started = Instant::now();
+        for _ in 0..rounds {
+            let page: PlainPage = serde_json::from_slice(std::hint::black_box(&body)).expect("a page");
+            std::hint::black_box(page);
+        }
+        base.push(started.elapsed());
+    }
+    let (sdk, base) = (median(sdk), median(base));
+    let mib = (body.len() * rounds) as f64 / (1024.0 * 1024.0);
+    println!(
+        "decode            {:>6.1} MiB/s {:>6.1} MiB/s {:>6.2}   (throughput ratio sdk/baseline, target >= 0.80)",
+        mib / sdk.as_secs_f64(),
+        mib / base.as_secs_f64(),
+        base.as_secs_f64() / sdk.as_secs_f64()
+    );
+}
+
+async fn memory() {
+    let server = ReferenceServer::builder().companies(200_000).contacts_per_company(0).start().await;
+    let exe = std::env::current_exe().expect("the bench binary");
+    let child = |items: u64| {
+        let output = std::process::Command::new(&exe)
+            .args([
+                "--memory-child",
+                &server.base_url(),
+                &server.auth_url(),
+                server.client_id(),
+                server.client_secret(),
+            ])
+            .arg(items.to_string())
+            .output()
+            .expect("the child ran");
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.trim().parse::<u64>().unwrap_or_else(|_| panic!("child output: {text:?}"))
+    };
+    let small = tokio::task::block_in_place(|| child(2_000));
+    let large = tokio::task::block_in_place(|| child(200_000));
+    println!(
+        "memory            {:>6.1} MiB  {:>6.1} MiB  {:>6.2}   (peak RSS streaming 200,000 vs 2,000 items, target <= 1.5)",
+        large as f64 / 1024.0,
+        small as f64 / 1024.0,
+        large as f64 / small as f64
+    );
+}
+
+/// Streams `items` companies and prints the process's peak resident set in KiB.
+fn memory_child(args: &[String]) {
+    let [base, auth, id, secret, items, ..] = args else {
+        panic!("usage: --memory-child BASE AUTH ID SECRET ITEMS")
+    };
+    let items: u64 = items.parse().expect("an item count");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a tokio runtime");
+    runtime.block_on(async {
+        let client = Client::builder()
+            .base_url(base.as_str())
+            .auth(Auth::client_credentials(auth.as_str(), id.as_str(), secret.as_str()))
+            .build()
+            .expect("a valid client");
+        let mut stream = client.companies().max_items(items).stream();
+        let mut count = 0;
+        while let Some(company) = stream.try_next().await.expect("an item") {
+            std::hint::black_box(company);
+            count += 1;
+        }
+        assert_eq!(count, items);
+    });
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    println!("{peak}");
+}

@@ -1,0 +1,49 @@
+//! What every example runs against: the embedded reference server, or a real deployment when
+//! `BUSINESS_RECORDS_BASE_URL`, `BUSINESS_RECORDS_AUTH_URL`, `BUSINESS_RECORDS_CLIENT_ID` and
+//! `BUSINESS_RECORDS_CLIENT_SECRET` are all set.
+
+#![allow(dead_code)]
+
+use business_records::reference_server::{ReferenceServer, ReferenceServerBuilder};
+
+/// Addresses and client credentials of the API the example talks to.
+pub struct Target {
+    pub base_url: String,
+    pub auth_url: String,
+    pub client_id: String,
+    pub client_secret: String,
+    /// The embedded server, kept alive as long as the target; `None` for a deployment.
+    pub server: Option<ReferenceServer>,
+}
+
+impl Target {
+    /// The deployment from the environment, or a reference server with default settings.
+    pub async fn from_env() -> Target {
+        Target::from_env_or(ReferenceServer::builder()).await
+    }
+
+    /// The deployment from the environment, or a reference server built from `builder`.
+    pub async fn from_env_or(builder: ReferenceServerBuilder) -> Target {
+        let var =
+            |name: &str| std::env::var(format!("BUSINESS_RECORDS_{name}")).ok().filter(|v| !v.is_empty());
+        if let (Some(base_url), Some(auth_url), Some(client_id), Some(client_secret)) =
+            (var("BASE_URL"), var("AUTH_URL"), var("CLIENT_ID"), var("CLIENT_SECRET"))
+        {
+            eprintln!("using the deployment at {base_url}");
+            return Target { base_url, auth_url, client_id, client_secret, server: None };
+        }
+        let server = builder.start().await;
+        eprintln!(
+            "using the embedded reference server: api {} auth {}",
+            server.base_url(),
+            server.auth_url()
+        );
+        Target {
+            base_url: server.base_url(),
+            auth_url: server.auth_url(),
+            client_id: server.client_id().to_owned(),
+            client_secret: server.client_secret().to_owned(),
+            server: Some(server),
+        }
+    }
+}
