@@ -147,4 +147,12 @@ const _: () = {
     assert_send_sync::<PageStream<Contact>>();
     assert_send_sync::<Page<Company>>();
     assert_send_sync::<auth::TokenVerifier>();
+    assert_send_sync::<auth::AuthorizationCodeFlow>();
+    assert_send_sync::<auth::AuthorizationRequest>();
+    assert_send_sync::<auth::LoopbackRedirect>();
+    assert_send_sync::<auth::TokenSet>();
+    assert_send_sync::<auth::UserAuth>();
+    assert_send_sync::<auth::FileTokenStore>();
+    assert_send_sync::<auth::MemoryTokenStore>();
+    assert_send_sync::<auth::TokenIntrospector>();
 };
