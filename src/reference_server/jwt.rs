@@ -75,6 +75,15 @@ impl Signer {
     /// A signed access token. Returns the token and its `expires_in`.
     pub(crate) fn issue(&self, claims: &TokenClaims<'_>) -> Result<String, String> {
         let now = unix_now();
+        // `exp` has whole seconds: for a live token, round the issue time up so that the token
+        // lives at least `expires_in` seconds from now, as the token response says; a lifetime of
+        // zero or less gives a token that has already expired.
+        let exp = if claims.lifetime_secs > 0 {
+            let issued_ceil = i64::try_from(unix_now_ms().div_ceil(1000)).unwrap_or(i64::MAX);
+            issued_ceil.saturating_add(claims.lifetime_secs)
+        } else {
+            now.saturating_add(claims.lifetime_secs)
+        };
         let jti = format!("{:032x}", rand::random::<u128>());
         let body = json!({
             "iss": claims.issuer,
@@ -82,7 +91,7 @@ impl Signer {
             "client_id": claims.client_id,
             "aud": [claims.audience],
             "iat": now,
-            "exp": now.saturating_add(claims.lifetime_secs),
+            "exp": exp,
             "jti": jti,
             "gen": claims.generation,
             "scope": claims.scopes.join(" "),
