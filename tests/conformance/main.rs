@@ -12,3 +12,4 @@ mod errors;
 mod models;
 mod pagination;
 mod pagination_guards;
+mod resilience;
