@@ -13,3 +13,4 @@ mod models;
 mod pagination;
 mod pagination_guards;
 mod resilience;
+mod versioning;
