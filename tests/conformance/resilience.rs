@@ -82,6 +82,20 @@ async fn transient_statuses_are_retried_at_the_same_cursor_and_the_listing_never
 }
 
 #[tokio::test]
+async fn a_listing_can_override_the_client_retry_policy() {
+    let faults = Faults::new().at(1, Fault::Status(503));
+    let Some(server) = support::reference_server("fault injection", faulty(10, faults)).await else { return };
+    let client = client(&server, RetryPolicy::none());
+    let page =
+        client.companies().retry(quick_retries()).send().await.expect("retried by the listing's policy");
+    assert_eq!(page.data.len(), 10);
+    server.set_faults(Faults::new().at(1, Fault::Status(503)));
+    let error = client.companies().send().await.expect_err("the client's policy does not retry");
+    assert_eq!(error.status(), Some(503));
+    assert!(matches!(error, Error::Api(_)), "one attempt, no RetriesExhausted: {error:?}");
+}
+
+#[tokio::test]
 async fn retry_after_is_honoured_in_seconds_and_as_an_http_date() {
     let faults = Faults::new()
         .at(2, Fault::RateLimited(RetryAfter::Seconds(1)))
