@@ -114,7 +114,7 @@ impl Rule {
     fn fault_for_request(&self, request: u64) -> Option<&Fault> {
         match self {
             Rule::At { request: at, fault } => (*at == request).then_some(fault),
-            Rule::Every { n, fault } => (request % n == 0).then_some(fault),
+            Rule::Every { n, fault } => request.is_multiple_of(*n).then_some(fault),
             Rule::Sequence { faults } => {
                 let index = usize::try_from(request.checked_sub(1)?).ok()?;
                 faults.get(index)?.as_ref()
@@ -265,7 +265,7 @@ impl FaultState {
         self.counts.pages += 1;
         let page = self.counts.pages;
         self.faults.rules.iter().find_map(|rule| match rule {
-            Rule::EveryPage { n, fault } if page % n == 0 => Some(fault.clone()),
+            Rule::EveryPage { n, fault } if page.is_multiple_of(*n) => Some(fault.clone()),
             _ => None,
         })
     }
