@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 use business_records::reference_server::{
     ApiRequest, Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter,
 };
-use business_records::{Client, Company, Error, ErrorCode, ItemStream, RetryPolicy};
+use business_records::{Client, Error, ErrorCode, RetryPolicy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::support;
+use crate::support::{self, drain};
 
 /// Short waits and room for long runs of faults.
 fn quick_retries() -> RetryPolicy {
@@ -35,19 +35,16 @@ fn expected(server: &ReferenceServer) -> Vec<String> {
     server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect()
 }
 
-/// Every item until the end or the first error; checks that nothing follows an error.
-async fn drain(stream: &mut ItemStream<Company>) -> (Vec<String>, Option<Error>) {
-    let mut ids = Vec::new();
-    loop {
-        match stream.try_next().await {
-            Ok(Some(company)) => ids.push(company.id),
-            Ok(None) => return (ids, None),
-            Err(error) => {
-                assert!(matches!(stream.try_next().await, Ok(None)), "the stream ends after its error");
-                return (ids, Some(error));
-            }
-        }
-    }
+/// Lists every company of a server with `companies` companies under `faults`, ten per page:
+/// the server, the ids received and the error that ended the listing, if any. `None` against a
+/// live deployment.
+async fn list_under(
+    companies: usize,
+    faults: Faults,
+) -> Option<(ReferenceServer, Vec<String>, Option<Error>)> {
+    let server = support::reference_server("fault injection", faulty(companies, faults)).await?;
+    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    Some((server, ids, error))
 }
 
 fn cursor_of(request: &ApiRequest) -> Option<&str> {
@@ -64,8 +61,7 @@ async fn transient_statuses_are_retried_at_the_same_cursor_and_the_listing_never
         Some(Fault::Status(504)),
         None,
     ]);
-    let Some(server) = support::reference_server("fault injection", faulty(30, faults)).await else { return };
-    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    let Some((server, ids, error)) = list_under(30, faults).await else { return };
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
 
@@ -100,8 +96,7 @@ async fn retry_after_is_honoured_in_seconds_and_as_an_http_date() {
     let faults = Faults::new()
         .at(2, Fault::RateLimited(RetryAfter::Seconds(1)))
         .at(4, Fault::RateLimited(RetryAfter::Date(Duration::from_millis(500))));
-    let Some(server) = support::reference_server("fault injection", faulty(30, faults)).await else { return };
-    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    let Some((server, ids, error)) = list_under(30, faults).await else { return };
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
     let counts = server.fault_counts();
@@ -159,8 +154,7 @@ async fn dropped_connections_and_bodies_cut_short_are_retried() {
         None,
         Some(Fault::CutBody),
     ]);
-    let Some(server) = support::reference_server("fault injection", faulty(40, faults)).await else { return };
-    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    let Some((server, ids, error)) = list_under(40, faults).await else { return };
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
     let counts = server.fault_counts();
@@ -199,8 +193,7 @@ async fn malformed_bodies_are_decode_errors_after_the_items_before_them() {
 #[tokio::test]
 async fn empty_pages_with_has_more_do_not_end_the_listing() {
     let faults = Faults::new().every_page(2, Fault::EmptyPage).at(1, Fault::EmptyPage);
-    let Some(server) = support::reference_server("fault injection", faulty(50, faults)).await else { return };
-    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    let Some((server, ids, error)) = list_under(50, faults).await else { return };
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
     assert!(server.fault_counts().get("empty_page") >= 5);
@@ -209,8 +202,7 @@ async fn empty_pages_with_has_more_do_not_end_the_listing() {
 #[tokio::test]
 async fn an_expired_cursor_mid_listing_says_how_many_items_were_delivered() {
     let faults = Faults::new().at(3, Fault::ExpireCursor);
-    let Some(server) = support::reference_server("fault injection", faulty(50, faults)).await else { return };
-    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    let Some((server, ids, error)) = list_under(50, faults).await else { return };
     assert_eq!(ids, expected(&server)[..20]);
     let error = error.expect("the cursor expired");
     assert!(
@@ -224,8 +216,7 @@ async fn an_expired_cursor_mid_listing_says_how_many_items_were_delivered() {
 #[tokio::test]
 async fn tokens_that_expire_mid_stream_are_replaced_and_the_page_is_sent_again() {
     let faults = Faults::new().at(3, Fault::ExpireTokens).at(6, Fault::ExpireTokens);
-    let Some(server) = support::reference_server("fault injection", faulty(50, faults)).await else { return };
-    let (ids, error) = drain(&mut client(&server, quick_retries()).companies().limit(10).stream()).await;
+    let Some((server, ids, error)) = list_under(50, faults).await else { return };
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
     assert_eq!(server.token_requests(), 3, "one token, then one per expiry");
