@@ -222,10 +222,12 @@ impl Error {
     }
 
     /// True when sending the same request again later may succeed: rate limits, 502/503/504,
-    /// connection failures and timeouts.
+    /// connection failures (before or during the exchange) and timeouts.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Http(e) => e.is_timeout() || e.is_connect() || e.kind == HttpErrorKind::Body,
+            Error::Http(e) => {
+                e.is_timeout() || e.is_connect() || e.is_connection_lost() || e.kind == HttpErrorKind::Body
+            }
             Error::RetriesExhausted { last, .. } => last.is_retryable(),
             Error::Api(r) | Error::Auth(r) => {
                 matches!(r.status, 429 | 502 | 503 | 504)
@@ -449,6 +451,7 @@ pub struct HttpError {
 pub(crate) enum HttpErrorKind {
     Timeout,
     Connect,
+    ConnectionLost,
     Body,
     Redirect,
     Other,
@@ -460,6 +463,8 @@ impl HttpError {
             HttpErrorKind::Timeout
         } else if err.is_connect() {
             HttpErrorKind::Connect
+        } else if err.is_request() && connection_lost(&err) {
+            HttpErrorKind::ConnectionLost
         } else if err.is_body() || err.is_decode() {
             HttpErrorKind::Body
         } else if err.is_redirect() {
@@ -489,6 +494,12 @@ impl HttpError {
         self.kind == HttpErrorKind::Connect
     }
 
+    /// True when the connection closed or reset after the request was sent, before the
+    /// response head arrived.
+    pub fn is_connection_lost(&self) -> bool {
+        self.kind == HttpErrorKind::ConnectionLost
+    }
+
     /// True when the server answered with a redirect, which the client never follows.
     pub fn is_redirect(&self) -> bool {
         self.kind == HttpErrorKind::Redirect
@@ -500,12 +511,40 @@ impl fmt::Display for HttpError {
         let what = match self.kind {
             HttpErrorKind::Timeout => "timed out",
             HttpErrorKind::Connect => "could not connect",
+            HttpErrorKind::ConnectionLost => "lost its connection before the response arrived",
             HttpErrorKind::Body => "failed while reading the response",
             HttpErrorKind::Redirect => "answered with a redirect, which is not followed",
             HttpErrorKind::Other => "failed",
         };
         write!(f, "request to {} {what}", self.endpoint)
     }
+}
+
+/// True when `err`'s causes say the connection closed or reset in the middle of the exchange.
+fn connection_lost(err: &reqwest::Error) -> bool {
+    use std::error::Error as _;
+    use std::io::ErrorKind;
+    let mut cause = err.source();
+    while let Some(e) = cause {
+        if let Some(e) = e.downcast_ref::<hyper::Error>()
+            && (e.is_incomplete_message() || e.is_closed() || e.is_canceled())
+        {
+            return true;
+        }
+        if let Some(e) = e.downcast_ref::<std::io::Error>()
+            && matches!(
+                e.kind(),
+                ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 impl std::error::Error for HttpError {

@@ -14,7 +14,7 @@ use url::Url;
 
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
-use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter};
+use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
 use crate::error::{ApiError, ErrorCode, HttpError};
 use crate::{Error, Preview, RetryPolicy};
 
@@ -253,7 +253,7 @@ impl Transport {
                 resent_for_token = true;
                 continue;
             }
-            return Err(classify(error));
+            return Err(classify(error, &headers, call.url));
         }
     }
 
@@ -338,16 +338,31 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
-/// Chooses the variant for an API error response.
-fn classify(error: ApiError) -> Error {
+/// Chooses the variant for an API error response to a request for `url`.
+///
+/// A sunset answer is [`Error::Sunset`] with the successor link even when the response has no
+/// `Deprecation` or `Sunset` header, and so no [`DeprecationNotice`].
+fn classify(error: ApiError, headers: &HeaderMap, url: &Url) -> Error {
     let sunset_passed =
         error.deprecation.as_ref().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
     if error.code == ErrorCode::VersionSunset || sunset_passed {
-        let (sunset, successor) =
-            error.deprecation.as_ref().map(|n| (n.sunset, n.successor.clone())).unwrap_or((None, None));
+        let notice = error.deprecation.as_deref();
+        let sunset = notice.and_then(|n| n.sunset);
+        let successor = notice.and_then(|n| n.successor.clone()).or_else(|| successor_link(headers, url));
         return Error::Sunset { sunset, successor, response: Box::new(error) };
     }
     Error::Api(Box::new(error))
+}
+
+/// The first `rel="successor-version"` link of a response.
+fn successor_link(headers: &HeaderMap, url: &Url) -> Option<Url> {
+    let lines: Vec<String> = headers
+        .get_all(http::header::LINK)
+        .iter()
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+        .collect();
+    let links = parse_links(lines.iter().map(String::as_str), url);
+    links.into_iter().find(|link| link.has_relation("successor-version")).map(|link| link.target)
 }
 
 #[cfg(test)]

@@ -1,27 +1,37 @@
-//! The API server: `GET /v1/companies` and `GET /v1/contacts`.
+//! The API server: `GET /v{n}/companies` and `GET /v{n}/contacts`.
 //!
 //! Every request runs one pipeline, each stage able to answer early:
 //!
-//! 1. [`route`]: method and path to an [`Endpoint`] (404, 405).
-//! 2. [`ApiServer::authenticate`]: bearer token and scope (401).
-//! 3. [`ListQuery::parse`]: `limit`, `sort`, filters, `cursor` (400).
-//! 4. [`ApiServer::select_page`]: filter, order, cursor to offset (400 cursor errors).
-//! 5. [`Page::into_response`]: the page envelope.
+//! 1. [`route`]: method, version segment and path to an [`Endpoint`] (404, 405).
+//! 2. The endpoint's [`Lifecycle`]: a sunset endpoint answers 410 `version_sunset`.
+//! 3. [`FaultState::draw`]: the request's injected fault, if any; 429, 5xx, dropped connections,
+//!    expired cursors and revoked tokens act here.
+//! 4. [`ApiServer::authenticate`]: bearer token and scope (401).
+//! 5. [`Versions::preview_field`] and [`ListQuery::parse`]: `X-API-Preview`, `limit`, `sort`,
+//!    filters, `cursor` (400).
+//! 6. [`ApiServer::select_page`]: filter, order, cursor to offset (400 cursor errors); an
+//!    injected empty page here.
+//! 7. [`Page::into_body`]: the page envelope; body faults (truncated, invalid, slow, cut) here.
 //!
-//! Per-endpoint version lifecycle (deprecation headers, 410 at sunset) fits
-//! after routing, `X-API-Preview` validation beside query parsing, and fault
-//! injection (429, 5xx, empty pages, delays) around page selection.
+//! A deprecated endpoint's headers are added to whatever the pipeline answered.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::SystemTime;
 
 use serde::Serialize;
 use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::cursor::{CursorCodec, CursorError};
 use super::dataset::{Dataset, Sort};
+use super::faults::{self, Fault, FaultState, MARKER_CUT, MARKER_DROP};
 use super::jwt::unix_now_ms;
+use super::versions::{self, Lifecycle, Versions};
 use super::{ApiRequest, ErrorReply, Shared};
 use crate::auth::{Claims, TokenVerifier};
+
+/// The request header that asks for preview features.
+const PREVIEW_HEADER: &str = "x-api-preview";
 
 /// Scope every list endpoint requires.
 pub(crate) const READ_SCOPE: &str = "api/read";
@@ -60,34 +70,152 @@ pub(crate) struct ApiServer {
     pub(crate) verifier: TokenVerifier,
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) cursors: CursorCodec,
+    pub(crate) versions: Versions,
     pub(crate) shared: Arc<Shared>,
+}
+
+/// What the pipeline answered, and the fault it applied.
+struct Outcome {
+    status: u16,
+    response: ResponseTemplate,
+    fault: Option<Fault>,
+}
+
+impl Outcome {
+    fn reply(result: Result<ResponseTemplate, ErrorReply>, fault: Option<Fault>) -> Self {
+        match result {
+            Ok(response) => Outcome { status: 200, response, fault },
+            Err(error) => Outcome { status: error.status, response: error.into_response(), fault },
+        }
+    }
 }
 
 impl Respond for ApiServer {
     fn respond(&self, request: &Request) -> ResponseTemplate {
-        let (status, response) = match self.handle(request) {
-            Ok(response) => (200, response),
-            Err(error) => (error.status, error.into_response()),
-        };
+        let received_at = SystemTime::now();
+        let Outcome { status, response, fault } = self.handle(request);
         self.shared.record(ApiRequest {
             method: request.method.as_str().to_owned(),
             path: request.url.path().to_owned(),
             query: request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect(),
             authorization: request.headers.contains_key("authorization"),
+            preview: header(request, PREVIEW_HEADER).map(str::to_owned),
             status,
+            fault,
+            received_at,
         });
         response
     }
 }
 
+fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
 impl ApiServer {
-    /// The request pipeline.
-    fn handle(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
-        let endpoint = route(request)?;
+    fn faults(&self) -> std::sync::MutexGuard<'_, FaultState> {
+        self.shared.faults.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The request pipeline, with the endpoint's deprecation headers on the answer.
+    fn handle(&self, request: &Request) -> Outcome {
+        let (version, endpoint) = match route(request, &self.versions) {
+            Ok(routed) => routed,
+            Err(error) => return Outcome::reply(Err(error), None),
+        };
+        let lifecycle = self.shared.lifecycle(request.url.path());
+        let mut outcome = match &lifecycle {
+            Lifecycle::Sunset(headers) => {
+                Outcome { status: 410, response: versions::sunset_reply(headers), fault: None }
+            }
+            _ => {
+                let fault = self.faults().draw();
+                let outcome = self.answer(version, endpoint, request, fault);
+                if let Some(fault) = &outcome.fault {
+                    self.faults().applied(fault);
+                }
+                outcome
+            }
+        };
+        if let Lifecycle::Deprecated(headers) = &lifecycle {
+            outcome.response = headers.apply(outcome.response);
+        }
+        outcome
+    }
+
+    /// Answers a routed request, carrying out its fault.
+    fn answer(&self, version: u32, endpoint: Endpoint, request: &Request, fault: Option<Fault>) -> Outcome {
+        match fault {
+            Some(Fault::RateLimited(retry_after)) => {
+                let mut reply = ErrorReply::new(429, "rate_limited", "too many requests; retry later");
+                if let Some((value, until_ms)) = faults::retry_after_value(retry_after) {
+                    reply = reply.with_header("retry-after", value);
+                    self.faults().rate_limited_until(until_ms);
+                }
+                return Outcome::reply(Err(reply), fault);
+            }
+            Some(Fault::Status(status)) => {
+                let reply = ErrorReply::new(status, faults::status_code_text(status), "injected failure");
+                return Outcome::reply(Err(reply), fault);
+            }
+            Some(Fault::DropConnection) => {
+                return Outcome::reply(Ok(faults::mark(ResponseTemplate::new(200), MARKER_DROP)), fault);
+            }
+            Some(Fault::ExpireCursor) if request.url.query_pairs().any(|(k, _)| k == "cursor") => {
+                let reply = ErrorReply::new(
+                    400,
+                    "cursor_expired",
+                    "the cursor has expired; restart from the first page",
+                );
+                return Outcome::reply(Err(reply), fault);
+            }
+            Some(Fault::ExpireTokens) => {
+                self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        let page = self.serve(version, endpoint, request, fault.as_ref() == Some(&Fault::EmptyPage));
+        let (body, preview_label) = match page {
+            Ok(body) => body,
+            // Only an expiry of the tokens has acted by now.
+            Err(error) => return Outcome::reply(Err(error), fault.filter(|f| *f == Fault::ExpireTokens)),
+        };
+        let body = match &fault {
+            Some(Fault::TruncatedJson) => body[..body.len() / 2].to_vec(),
+            Some(Fault::InvalidJson) => b"<html><body>bad gateway</body></html>".to_vec(),
+            Some(Fault::Body(bytes)) => bytes.clone(),
+            _ => body,
+        };
+        let mut response = ResponseTemplate::new(200).set_body_raw(body, "application/json");
+        if let Some(label) = preview_label {
+            response = response.insert_header("x-api-preview", label);
+        }
+        match &fault {
+            Some(Fault::Slow(delay)) => response = response.set_delay(*delay),
+            Some(Fault::CutBody) => response = faults::mark(response, MARKER_CUT),
+            _ => {}
+        }
+        let fault = fault.filter(|f| !matches!(f, Fault::ExpireCursor));
+        Outcome { status: 200, response, fault }
+    }
+
+    /// Authentication, preview label, query and page: the body of a 200, and the preview label
+    /// that shaped it.
+    fn serve(
+        &self,
+        version: u32,
+        endpoint: Endpoint,
+        request: &Request,
+        empty: bool,
+    ) -> Result<(Vec<u8>, Option<String>), ErrorReply> {
         let _claims = self.authenticate(request)?;
-        let query = ListQuery::parse(endpoint, request)?;
-        let page = self.select_page(&query)?;
-        page.into_response()
+        let preview_label = header(request, PREVIEW_HEADER);
+        let preview_field = self.versions.preview_field(preview_label)?;
+        let query = ListQuery::parse(version, endpoint, request)?;
+        let page = self.select_page(&query, empty)?;
+        let preview = preview_field.zip(preview_label);
+        let body = page.into_body(preview)?;
+        Ok((body, preview.map(|(_, label)| label.to_owned())))
     }
 
     /// Validates the bearer token and requires [`READ_SCOPE`].
@@ -122,7 +250,8 @@ impl ApiServer {
 
     /// Filters and orders the records, then cuts out the page the cursor
     /// points at.
-    fn select_page(&self, query: &ListQuery) -> Result<Page, ErrorReply> {
+    /// With `empty`, the page has no items and a fresh cursor to the same position.
+    fn select_page(&self, query: &ListQuery, empty: bool) -> Result<Page, ErrorReply> {
         let indices = match query.endpoint {
             Endpoint::Companies => self.dataset.company_indices(query.sort, query.filter.as_deref()),
             Endpoint::Contacts => self.dataset.contact_indices(query.sort, query.filter.as_deref()),
@@ -147,8 +276,8 @@ impl ApiServer {
         };
         let total = indices.len();
         let start = offset.min(total);
-        let end = start.saturating_add(query.limit).min(total);
-        let has_more = end < total;
+        let end = if empty { start } else { start.saturating_add(query.limit).min(total) };
+        let has_more = empty || end < total;
         let next_cursor = has_more.then(|| self.cursors.encode(end as u64, &binding, now));
         let records = &indices[start..end];
         let data = match query.endpoint {
@@ -183,22 +312,28 @@ fn quotable(s: &str) -> String {
     s.chars().map(|c| if (' '..='~').contains(&c) && c != '"' && c != '\\' { c } else { '?' }).collect()
 }
 
-/// Maps method and path to an endpoint. Only `v1` exists.
-fn route(request: &Request) -> Result<Endpoint, ErrorReply> {
-    let endpoint = match request.url.path() {
-        "/v1/companies" => Endpoint::Companies,
-        "/v1/contacts" => Endpoint::Contacts,
+/// Maps method and path to a served version and an endpoint.
+fn route(request: &Request, versions: &Versions) -> Result<(u32, Endpoint), ErrorReply> {
+    let mut segments = request.url.path().strip_prefix('/').unwrap_or("").split('/');
+    let (Some(segment), Some(name), None) = (segments.next(), segments.next(), segments.next()) else {
+        return Err(ErrorReply::not_found());
+    };
+    let version = versions.served(segment).ok_or_else(ErrorReply::not_found)?;
+    let endpoint = match name {
+        "companies" => Endpoint::Companies,
+        "contacts" => Endpoint::Contacts,
         _ => return Err(ErrorReply::not_found()),
     };
     if request.method.as_str() != "GET" {
         return Err(ErrorReply::method_not_allowed("GET"));
     }
-    Ok(endpoint)
+    Ok((version, endpoint))
 }
 
 /// A validated list query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ListQuery {
+    pub(crate) version: u32,
     pub(crate) endpoint: Endpoint,
     pub(crate) limit: usize,
     pub(crate) sort: Option<Sort>,
@@ -207,12 +342,13 @@ pub(crate) struct ListQuery {
 }
 
 impl ListQuery {
-    fn parse(endpoint: Endpoint, request: &Request) -> Result<Self, ErrorReply> {
-        Self::from_pairs(endpoint, request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())))
+    fn parse(version: u32, endpoint: Endpoint, request: &Request) -> Result<Self, ErrorReply> {
+        let pairs = request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned()));
+        Ok(Self { version, ..Self::from_pairs(endpoint, pairs)? })
     }
 
-    /// Parses query pairs; unknown parameters are ignored, known ones may
-    /// appear once.
+    /// Parses query pairs (of a `v1` request); unknown parameters are
+    /// ignored, known ones may appear once.
     pub(crate) fn from_pairs(
         endpoint: Endpoint,
         pairs: impl IntoIterator<Item = (String, String)>,
@@ -256,13 +392,13 @@ impl ListQuery {
         if cursor.as_deref() == Some("") {
             return Err(ErrorReply::new(400, "invalid_cursor", "cursor is empty"));
         }
-        Ok(Self { endpoint, limit, sort, filter, cursor })
+        Ok(Self { version: 1, endpoint, limit, sort, filter, cursor })
     }
 
-    /// What a cursor is bound to: endpoint, sort and filters (not the limit).
+    /// What a cursor is bound to: version, endpoint, sort and filters (not the limit).
     pub(crate) fn binding(&self) -> String {
         let sort = self.sort.map(|s| format!("{s:?}"));
-        serde_json::json!([self.endpoint.name(), sort, self.filter]).to_string()
+        serde_json::json!([self.version, self.endpoint.name(), sort, self.filter]).to_string()
     }
 }
 
@@ -291,10 +427,16 @@ struct Pagination {
 }
 
 impl Page {
-    fn into_response(self) -> Result<ResponseTemplate, ErrorReply> {
-        let body = serde_json::to_vec(&self)
-            .map_err(|_| ErrorReply::new(500, "server_error", "serialisation failed"))?;
-        Ok(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
+    /// The JSON body; with a known preview label, each item gets the label's field.
+    fn into_body(mut self, preview: Option<(&str, &str)>) -> Result<Vec<u8>, ErrorReply> {
+        if let Some((field, label)) = preview {
+            for item in &mut self.data {
+                if let serde_json::Value::Object(fields) = item {
+                    fields.insert(field.to_owned(), serde_json::Value::String(label.to_owned()));
+                }
+            }
+        }
+        serde_json::to_vec(&self).map_err(|_| ErrorReply::new(500, "server_error", "serialisation failed"))
     }
 }
 

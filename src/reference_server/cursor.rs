@@ -3,14 +3,19 @@
 //! A cursor is the unpadded base64url encoding of
 //!
 //! ```text
-//! version (1) | offset (8, BE) | issued at, Unix ms (8, BE) | query digest (8) | tag (16)
+//! version (1) | offset (8, BE) | issued at, Unix ms (8, BE) | serial (4, BE) | query digest (8) | tag (16)
 //! ```
 //!
-//! where the query digest is the first 8 bytes of SHA-256 over the query
-//! binding (endpoint, sort, filters; not the limit, which may change between
+//! where the serial counts the cursors this codec issued, so that two cursors
+//! are never equal, not even for the same position in the same millisecond
+//! (an empty page points at the position it was asked for, and clients treat
+//! a repeated cursor as an error),
+//! the query digest is the first 8 bytes of SHA-256 over the query
+//! binding (version, endpoint, sort, filters; not the limit, which may change between
 //! pages) and the tag is HMAC-SHA256 over everything before it, truncated to
 //! 128 bits, under a key chosen at random when the server starts.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -20,8 +25,10 @@ use sha2::{Digest, Sha256};
 
 type HmacSha256 = Hmac<Sha256>;
 
-const VERSION: u8 = 1;
-const BODY_LEN: usize = 1 + 8 + 8 + 8;
+const VERSION: u8 = 2;
+const BODY_LEN: usize = 1 + 8 + 8 + 4 + 8;
+/// Where the query digest starts.
+const DIGEST_AT: usize = 1 + 8 + 8 + 4;
 const TAG_LEN: usize = 16;
 const CURSOR_LEN: usize = BODY_LEN + TAG_LEN;
 /// Longest cursor text looked at; longer ones are rejected unparsed.
@@ -41,6 +48,7 @@ pub(crate) enum CursorError {
 pub(crate) struct CursorCodec {
     key: [u8; 32],
     ttl: Duration,
+    serial: AtomicU32,
 }
 
 impl std::fmt::Debug for CursorCodec {
@@ -51,7 +59,7 @@ impl std::fmt::Debug for CursorCodec {
 
 impl CursorCodec {
     pub(crate) fn new(key: [u8; 32], ttl: Duration) -> Self {
-        Self { key, ttl }
+        Self { key, ttl, serial: AtomicU32::new(0) }
     }
 
     fn mac(&self) -> HmacSha256 {
@@ -69,6 +77,7 @@ impl CursorCodec {
         bytes.push(VERSION);
         bytes.extend_from_slice(&offset.to_be_bytes());
         bytes.extend_from_slice(&now_ms.to_be_bytes());
+        bytes.extend_from_slice(&self.serial.fetch_add(1, Ordering::Relaxed).to_be_bytes());
         bytes.extend_from_slice(&digest(binding));
         let mut mac = self.mac();
         mac.update(&bytes);
@@ -93,7 +102,7 @@ impl CursorCodec {
         mac.update(body);
         mac.verify_truncated_left(tag)
             .map_err(|_| CursorError::Invalid("cursor is not valid for this server"))?;
-        if body[17..25] != digest(binding) {
+        if body[DIGEST_AT..] != digest(binding) {
             return Err(CursorError::Invalid(
                 "cursor was issued for a different query; restart without a cursor after changing sort or filters",
             ));
@@ -136,6 +145,12 @@ mod tests {
         assert!(cursor.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
         assert_eq!(c.decode(&cursor, BINDING, 1_000), Ok(300));
         assert_eq!(c.decode(&cursor, BINDING, 601_000), Ok(300));
+    }
+
+    #[test]
+    fn cursors_for_the_same_position_differ() {
+        let c = codec();
+        assert_ne!(c.encode(5, BINDING, 1_000), c.encode(5, BINDING, 1_000));
     }
 
     #[test]

@@ -29,7 +29,20 @@
 //!   filters (400 `invalid_cursor` otherwise) and expire after the cursor TTL
 //!   (400 `cursor_expired`). `limit` may change between pages.
 //! - `pagination.totalCount` is the number of results matching the filters.
-//! - Unknown paths and versions other than `v1` are 404 `not_found`.
+//! - Unknown paths and versions other than `v1` are 404 `not_found`;
+//!   [`serve_version`](ReferenceServerBuilder::serve_version) adds `v2` and
+//!   beyond, serving the same records.
+//! - Each endpoint has a [`Lifecycle`]: stable, deprecated (every response
+//!   carries the [`DeprecationHeaders`]: `Deprecation`, `Sunset`, `Link`) or
+//!   sunset (410 `version_sunset` with `Sunset` and `Link`).
+//! - `X-API-Preview` must be a `YYYY-MM` label (400 `invalid_request`
+//!   otherwise); a label registered with
+//!   [`preview_feature`](ReferenceServerBuilder::preview_feature) adds a field
+//!   to every item, other labels change nothing.
+//! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx, dropped
+//!   connections and bodies cut short (through a TCP proxy, see [`Fault`]),
+//!   malformed bodies, slow answers, empty pages, expired cursors and expired
+//!   tokens. [`ReferenceServer::fault_counts`] says what was injected.
 //!
 //! ```no_run
 //! use business_records::reference_server::ReferenceServer;
@@ -53,19 +66,24 @@ mod api;
 mod auth;
 mod cursor;
 mod dataset;
+mod faults;
 mod jwt;
+mod proxy;
 mod users;
+mod versions;
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
+pub use faults::{Fault, FaultCounts, Faults, RetryAfter};
+pub use versions::{DeprecationHeaders, Lifecycle};
 
 use crate::auth::TokenVerifier;
 
@@ -84,8 +102,15 @@ pub struct ApiRequest {
     pub query: Vec<(String, String)>,
     /// Whether an `Authorization` header was present.
     pub authorization: bool,
-    /// The status code of the response.
+    /// The `X-API-Preview` header, if one was sent.
+    pub preview: Option<String>,
+    /// The status code of the response (200 for a dropped connection or a
+    /// body cut short, which the client never sees whole).
     pub status: u16,
+    /// The fault injected into the answer, if any.
+    pub fault: Option<Fault>,
+    /// When the request arrived.
+    pub received_at: SystemTime,
 }
 
 impl ApiRequest {
@@ -206,6 +231,8 @@ pub(crate) struct Shared {
     /// Authorization codes and refresh tokens.
     sessions: Mutex<auth::Sessions>,
     api_log: Mutex<VecDeque<ApiRequest>>,
+    pub(crate) faults: Mutex<faults::FaultState>,
+    lifecycles: Mutex<HashMap<String, Lifecycle>>,
 }
 
 impl Shared {
@@ -228,6 +255,20 @@ impl Shared {
             log.pop_front();
         }
         log.push_back(request);
+    }
+
+    /// The lifecycle of the endpoint at `path`.
+    pub(crate) fn lifecycle(&self, path: &str) -> Lifecycle {
+        let lifecycles = self.lifecycles.lock().unwrap_or_else(|e| e.into_inner());
+        lifecycles.get(path).cloned().unwrap_or_default()
+    }
+
+    fn set_lifecycle(&self, path: String, lifecycle: Lifecycle) {
+        let mut lifecycles = self.lifecycles.lock().unwrap_or_else(|e| e.into_inner());
+        match lifecycle {
+            Lifecycle::Stable => lifecycles.remove(&path),
+            other => lifecycles.insert(path, other),
+        };
     }
 }
 
@@ -290,6 +331,10 @@ pub struct ReferenceServerBuilder {
     clients: Vec<(String, String, Vec<String>)>,
     signing_key: Option<(String, String)>,
     users: users::UserOptions,
+    lifecycles: Vec<(String, Lifecycle)>,
+    extra_versions: Vec<u32>,
+    previews: HashMap<String, String>,
+    faults: Option<Faults>,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -304,6 +349,10 @@ impl Default for ReferenceServerBuilder {
             clients: Vec::new(),
             signing_key: None,
             users: users::UserOptions::default(),
+            lifecycles: Vec::new(),
+            extra_versions: Vec::new(),
+            previews: HashMap::new(),
+            faults: None,
         }
     }
 }
@@ -368,11 +417,61 @@ impl ReferenceServerBuilder {
         self
     }
 
+    /// Puts the endpoint at `path` (e.g. `/v1/companies`) at this stage of
+    /// its lifecycle. Default: every endpoint is [`Lifecycle::Stable`].
+    pub fn lifecycle(mut self, path: impl Into<String>, lifecycle: Lifecycle) -> Self {
+        self.lifecycles.push((path.into(), lifecycle));
+        self
+    }
+
+    /// Marks the endpoint at `path` deprecated: every response carries
+    /// `headers`. Shorthand for [`lifecycle`](Self::lifecycle) with
+    /// [`Lifecycle::Deprecated`].
+    pub fn deprecated(self, path: impl Into<String>, headers: DeprecationHeaders) -> Self {
+        self.lifecycle(path, Lifecycle::Deprecated(headers))
+    }
+
+    /// Puts the endpoint at `path` past its sunset: every request is
+    /// answered 410 `version_sunset` with `headers` (typically `Sunset` and a
+    /// `successor-version` link). Shorthand for [`lifecycle`](Self::lifecycle)
+    /// with [`Lifecycle::Sunset`].
+    pub fn sunset(self, path: impl Into<String>, headers: DeprecationHeaders) -> Self {
+        self.lifecycle(path, Lifecycle::Sunset(headers))
+    }
+
+    /// Also serves version `v{number}` of both list endpoints, with the
+    /// same records (cursors are bound to their version). Default: `v1` only.
+    pub fn serve_version(mut self, number: u32) -> Self {
+        if number > 1 && !self.extra_versions.contains(&number) {
+            self.extra_versions.push(number);
+        }
+        self
+    }
+
+    /// Registers a preview label (`YYYY-MM`): a request with
+    /// `X-API-Preview: {label}` gets `field` added to every item, with the
+    /// label as its value. Default: no labels are known (well-formed
+    /// unknown labels are accepted and change nothing).
+    pub fn preview_feature(mut self, label: impl Into<String>, field: impl Into<String>) -> Self {
+        self.previews.insert(label.into(), field.into());
+        self
+    }
+
+    /// Injects `faults` into the list endpoints, and puts the TCP proxy that
+    /// carries out [`Fault::DropConnection`] and [`Fault::CutBody`] in front of
+    /// the API ([`base_url`](ReferenceServer::base_url) is then the proxy's).
+    /// [`ReferenceServer::set_faults`] replaces the schedule later. Default:
+    /// no faults and no proxy.
+    pub fn faults(mut self, faults: Faults) -> Self {
+        self.faults = Some(faults);
+        self
+    }
+
     /// Generates the data and starts both servers on free loopback ports.
     ///
     /// # Panics
     ///
-    /// If the signing key cannot be used.
+    /// If the signing key cannot be used, or the fault proxy cannot start.
     pub async fn start(self) -> ReferenceServer {
         let (pem, kid) = match &self.signing_key {
             Some((pem, kid)) => (pem.as_str(), kid.as_str()),
@@ -407,6 +506,13 @@ impl ReferenceServerBuilder {
             Err(e) => panic!("reference server: {e}"),
         };
         let shared = Arc::new(Shared::default());
+        for (path, lifecycle) in self.lifecycles {
+            shared.set_lifecycle(path, lifecycle);
+        }
+        if let Some(faults) = &self.faults {
+            *shared.faults.lock().unwrap_or_else(|e| e.into_inner()) =
+                faults::FaultState::new(faults.clone());
+        }
         let token_lifetime_secs = i64::try_from(self.token_lifetime.as_secs()).unwrap_or(i64::MAX);
         let auth_settings = self.users.settings(auth_url.clone(), self.audience.clone(), token_lifetime_secs);
 
@@ -426,14 +532,20 @@ impl ReferenceServerBuilder {
                 verifier,
                 dataset: Arc::clone(&dataset),
                 cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
+                versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
                 shared: Arc::clone(&shared),
             })
             .mount(&api_server)
             .await;
+        let proxy = self.faults.map(|_| match proxy::Proxy::start(*api_server.address()) {
+            Ok(proxy) => proxy,
+            Err(e) => panic!("reference server: cannot start the fault proxy: {e}"),
+        });
 
         ReferenceServer {
             auth_server,
             api_server,
+            proxy,
             auth_url,
             audience: self.audience,
             token_lifetime_secs,
@@ -451,6 +563,7 @@ impl ReferenceServerBuilder {
 pub struct ReferenceServer {
     auth_server: MockServer,
     api_server: MockServer,
+    proxy: Option<proxy::Proxy>,
     auth_url: String,
     audience: String,
     token_lifetime_secs: i64,
@@ -493,9 +606,13 @@ impl ReferenceServer {
     }
 
     /// The API's base URL, `http://127.0.0.1:PORT` (no trailing slash, no
-    /// version segment).
+    /// version segment). With [`faults`](ReferenceServerBuilder::faults) set,
+    /// the address of the fault proxy in front of the API.
     pub fn base_url(&self) -> String {
-        self.api_server.uri()
+        match &self.proxy {
+            Some(proxy) => format!("http://{}", proxy.address()),
+            None => self.api_server.uri(),
+        }
     }
 
     /// The authorization server's URL, `http://127.0.0.1:PORT`; also the
@@ -558,6 +675,33 @@ impl ReferenceServer {
         self.shared.authorize_requests.store(0, Ordering::Relaxed);
         self.shared.grants.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.shared.api_log.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// Replaces the fault schedule and zeroes the [`fault_counts`](Self::fault_counts).
+    ///
+    /// # Panics
+    ///
+    /// If `faults` holds [`Fault::DropConnection`] or [`Fault::CutBody`] and
+    /// the server was started without
+    /// [`faults`](ReferenceServerBuilder::faults), so without the proxy that
+    /// carries them out.
+    pub fn set_faults(&self, faults: Faults) {
+        assert!(
+            self.proxy.is_some() || !faults.need_proxy(),
+            "reference server: connection faults need the proxy; start the server with `.faults(..)`"
+        );
+        *self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()) = faults::FaultState::new(faults);
+    }
+
+    /// What the fault injection did since the schedule was set.
+    pub fn fault_counts(&self) -> FaultCounts {
+        self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).counts()
+    }
+
+    /// Moves the endpoint at `path` (e.g. `/v1/companies`) to another stage
+    /// of its lifecycle, effective from the next request.
+    pub fn set_lifecycle(&self, path: impl Into<String>, lifecycle: Lifecycle) {
+        self.shared.set_lifecycle(path.into(), lifecycle);
     }
 
     /// Revokes every access token issued so far: the API answers 401 `invalid_token` to each

@@ -14,4 +14,6 @@ mod interop_oidc;
 mod models;
 mod pagination;
 mod pagination_guards;
+mod resilience;
 mod secrets;
+mod versioning;

@@ -56,18 +56,7 @@ async fn scripted(pages: Vec<Value>) -> (MockServer, Client, Arc<AtomicUsize>) {
 }
 
 async fn collect_ids(client: &Client) -> (Vec<String>, Option<Error>) {
-    let mut stream = client.companies().stream();
-    let mut ids = Vec::new();
-    loop {
-        match stream.try_next().await {
-            Ok(Some(c)) => ids.push(c.id),
-            Ok(None) => return (ids, None),
-            Err(e) => {
-                assert!(stream.try_next().await.expect("the stream ends after its error").is_none());
-                return (ids, Some(e));
-            }
-        }
-    }
+    crate::support::drain(&mut client.companies().stream()).await
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use business_records::reference_server::ReferenceServer;
-use business_records::{Auth, Client, ClientBuilder};
+use business_records::{Auth, Client, ClientBuilder, Company, Error, ItemStream};
 
 /// A live deployment's settings, when all four variables are set.
 pub struct Live {
@@ -98,4 +98,19 @@ pub fn client_for(server: &ReferenceServer) -> ClientBuilder {
                 .scopes(["api/read"]),
         )
         .timeout(Duration::from_secs(20))
+}
+
+/// Every item's id until the end or the first error; checks that nothing follows an error.
+pub async fn drain(stream: &mut ItemStream<Company>) -> (Vec<String>, Option<Error>) {
+    let mut ids = Vec::new();
+    loop {
+        match stream.try_next().await {
+            Ok(Some(company)) => ids.push(company.id),
+            Ok(None) => return (ids, None),
+            Err(error) => {
+                assert!(matches!(stream.try_next().await, Ok(None)), "the stream ends after its error");
+                return (ids, Some(error));
+            }
+        }
+    }
 }

@@ -1,0 +1,95 @@
+//! Deprecation notices you can act on: one `tracing` warning, a callback for every notice, the
+//! move to the successor version, and the typed errors of the `Fail` policy and of a sunset.
+//!
+//! ```text
+//! cargo run --example deprecation
+//! ```
+//!
+//! Runs against the embedded reference server, which deprecates `GET /v1/companies`
+//! (`Deprecation`, `Sunset` and a `Link` to its successor `/v2/companies`) and serves `v2`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use business_records::reference_server::{DeprecationHeaders, Lifecycle, ReferenceServer};
+use business_records::{ApiVersion, Auth, Client, DeprecationPolicy, Error};
+use chrono::{TimeDelta, Utc};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The client logs through `tracing`; show warnings on stderr.
+    tracing_subscriber::fmt().with_max_level(tracing::Level::WARN).with_target(false).init();
+
+    let now = Utc::now();
+    let headers = DeprecationHeaders::since(now - TimeDelta::days(90))
+        .sunset(now + TimeDelta::days(270))
+        .successor("/v2/companies")
+        .link("https://docs.example.com/deprecations/v1", "deprecation");
+    let server = ReferenceServer::builder()
+        .companies(250)
+        .serve_version(2)
+        .deprecated("/v1/companies", headers)
+        .start()
+        .await;
+    let builder = || {
+        Client::builder().base_url(server.base_url()).auth(
+            Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+                .scopes(["api/read"]),
+        )
+    };
+
+    // 1. Every company of v1: three pages, one warning in the log, the callback for each page.
+    let notices = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&notices);
+    let client = builder()
+        .on_deprecation(move |notice| {
+            if counter.fetch_add(1, Ordering::Relaxed) == 0 {
+                println!("callback: {notice}");
+            }
+        })
+        .build()?;
+    let companies = client.companies().stream().try_collect().await?;
+    println!(
+        "v1: {} companies; the callback saw {} notices, the log above has one warning",
+        companies.len(),
+        notices.load(Ordering::Relaxed)
+    );
+
+    // 2. Each page carries its notice, with the dates and the successor.
+    let page = client.companies().limit(1).send().await?;
+    if let Some(notice) = &page.deprecation {
+        println!(
+            "notice: deprecated since {:?}, sunset {:?}, successor {:?}",
+            notice.deprecated_since().map(|d| d.date_naive()),
+            notice.sunset.map(|d| d.date_naive()),
+            notice.successor.as_ref().map(|u| u.as_str()),
+        );
+    }
+
+    // 3. Move to the successor: the same records, no notice.
+    let v2 = builder().api_version(ApiVersion::new(2)?).build()?;
+    let page = v2.companies().send().await?;
+    println!(
+        "v2: {} companies on the first page, deprecated: {}",
+        page.data.len(),
+        page.deprecation.is_some()
+    );
+
+    // 4. In CI, make deprecated responses errors.
+    let strict = builder().deprecation_policy(DeprecationPolicy::Fail).build()?;
+    match strict.companies().send().await {
+        Err(Error::Deprecated(notice)) => println!("fail policy: {notice}"),
+        other => return Err(format!("expected a deprecation error, got {other:?}").into()),
+    }
+
+    // 5. After the sunset, v1 answers 410 and the error names the successor.
+    server.set_lifecycle(
+        "/v1/companies",
+        Lifecycle::Sunset(DeprecationHeaders::new().sunset(now).successor("/v2/companies")),
+    );
+    match client.companies().send().await {
+        Err(error @ Error::Sunset { .. }) => println!("after the sunset: {error}"),
+        other => return Err(format!("expected a sunset error, got {other:?}").into()),
+    }
+    Ok(())
+}
