@@ -86,6 +86,7 @@ impl ApiServer {
         let endpoint = route(request)?;
         let _claims = self.authenticate(request)?;
         let query = ListQuery::parse(endpoint, request)?;
+        check_preview(request)?;
         let page = self.select_page(&query)?;
         page.into_response()
     }
@@ -194,6 +195,18 @@ fn route(request: &Request) -> Result<Endpoint, ErrorReply> {
         return Err(ErrorReply::method_not_allowed("GET"));
     }
     Ok(endpoint)
+}
+
+/// `X-API-Preview`, when sent, must be a `YYYY-MM` label.
+fn check_preview(request: &Request) -> Result<(), ErrorReply> {
+    for value in request.headers.get_all("x-api-preview") {
+        if !value.to_str().is_ok_and(|label| crate::Preview::new(label).is_ok()) {
+            return Err(ErrorReply::invalid_request(
+                "header X-API-Preview must be a YYYY-MM label with month 01 to 12",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A validated list query.
