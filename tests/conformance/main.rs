@@ -10,5 +10,6 @@ mod support;
 mod auth_client_credentials;
 mod errors;
 mod models;
+mod openapi;
 mod pagination;
 mod pagination_guards;
