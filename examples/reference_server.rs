@@ -12,6 +12,7 @@
 
 use business_records::reference_server::ReferenceServer;
 use clap::Parser;
+use std::process::ExitCode;
 
 /// The reference server of the business-records API.
 #[derive(Debug, Parser)]
@@ -28,8 +29,17 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+async fn main() -> ExitCode {
+    match run(Args::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("reference_server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
     let port = match args.port {
         Some(port) => port,
         None => env_port("BUSINESS_RECORDS_REFERENCE_PORT")?.unwrap_or(8080),
