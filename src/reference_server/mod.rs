@@ -44,6 +44,10 @@
 //!   malformed bodies, slow answers, empty pages, expired cursors and expired
 //!   tokens. [`ReferenceServer::fault_counts`] says what was injected.
 //!
+//! The API's OpenAPI document, [`OPENAPI_DOCUMENT`], is served without
+//! authentication at [`openapi_url`](ReferenceServer::openapi_url), with the
+//! server's own addresses in place of the example ones.
+//!
 //! ```no_run
 //! use business_records::reference_server::ReferenceServer;
 //!
@@ -78,7 +82,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use wiremock::matchers::any;
+use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
@@ -86,6 +90,14 @@ pub use faults::{Fault, FaultCounts, Faults, RetryAfter};
 pub use versions::{DeprecationHeaders, Lifecycle};
 
 use crate::auth::TokenVerifier;
+
+/// The API's OpenAPI 3.1 document (`openapi/business-records-v1.yaml`), with
+/// `https://api.example.com` standing for the API's base URL and
+/// `https://auth.example.com` for the authorization server.
+pub const OPENAPI_DOCUMENT: &str = include_str!("../../openapi/business-records-v1.yaml");
+
+/// Where the API server serves [`OPENAPI_DOCUMENT`].
+const OPENAPI_PATH: &str = "/openapi.yaml";
 
 /// How many [`ApiRequest`]s are kept; older ones are dropped.
 const API_LOG_CAPACITY: usize = 10_000;
@@ -335,6 +347,8 @@ pub struct ReferenceServerBuilder {
     extra_versions: Vec<u32>,
     previews: HashMap<String, String>,
     faults: Option<Faults>,
+    api_port: u16,
+    auth_port: u16,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -353,6 +367,8 @@ impl Default for ReferenceServerBuilder {
             extra_versions: Vec::new(),
             previews: HashMap::new(),
             faults: None,
+            api_port: 0,
+            auth_port: 0,
         }
     }
 }
@@ -467,11 +483,26 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Generates the data and starts both servers on free loopback ports.
+    /// Serves the API on this port of `127.0.0.1`. Default: 0, a free port.
+    pub fn api_port(mut self, port: u16) -> Self {
+        self.api_port = port;
+        self
+    }
+
+    /// Serves the authorization server on this port of `127.0.0.1`.
+    /// Default: 0, a free port.
+    pub fn auth_port(mut self, port: u16) -> Self {
+        self.auth_port = port;
+        self
+    }
+
+    /// Generates the data and starts both servers on loopback ports (free
+    /// ones unless [`api_port`](Self::api_port) or
+    /// [`auth_port`](Self::auth_port) say otherwise).
     ///
     /// # Panics
     ///
-    /// If the signing key cannot be used, or the fault proxy cannot start.
+    /// If the signing key cannot be used, or a chosen port cannot be bound, or the fault proxy cannot start.
     pub async fn start(self) -> ReferenceServer {
         let (pem, kid) = match &self.signing_key {
             Some((pem, kid)) => (pem.as_str(), kid.as_str()),
@@ -497,8 +528,8 @@ impl ReferenceServerBuilder {
         let default_scopes =
             clients.get(ReferenceServer::DEFAULT_CLIENT_ID).map(|c| c.scopes.clone()).unwrap_or_default();
 
-        let auth_server = MockServer::builder().disable_request_recording().start().await;
-        let api_server = MockServer::builder().disable_request_recording().start().await;
+        let auth_server = listen(self.auth_port).await;
+        let api_server = listen(self.api_port).await;
         let auth_url = auth_server.uri();
         let jwks_json = signer.jwks_json();
         let verifier = match TokenVerifier::from_jwks(&jwks_json, auth_url.clone(), self.audience.clone()) {
@@ -526,6 +557,15 @@ impl ReferenceServerBuilder {
                 shared: Arc::clone(&shared),
             })
             .mount(&auth_server)
+            .await;
+        let document = OPENAPI_DOCUMENT
+            .replace("https://api.example.com", &api_server.uri())
+            .replace("https://auth.example.com", &auth_url);
+        Mock::given(method("GET"))
+            .and(path(OPENAPI_PATH))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(document, "application/yaml"))
+            .with_priority(1)
+            .mount(&api_server)
             .await;
         Mock::given(any())
             .respond_with(api::ApiServer {
@@ -555,6 +595,19 @@ impl ReferenceServerBuilder {
             shared,
             auth_settings,
         }
+    }
+}
+
+/// A server of its own (not from wiremock's pool) on `127.0.0.1:port`, or on a
+/// free port for 0.
+async fn listen(port: u16) -> MockServer {
+    let builder = MockServer::builder().disable_request_recording();
+    if port == 0 {
+        return builder.start().await;
+    }
+    match std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)) {
+        Ok(listener) => builder.listener(listener).start().await,
+        Err(e) => panic!("reference server: cannot listen on 127.0.0.1:{port}: {e}"),
     }
 }
 
@@ -619,6 +672,12 @@ impl ReferenceServer {
     /// tokens' issuer (`iss`).
     pub fn auth_url(&self) -> String {
         self.auth_url.clone()
+    }
+
+    /// Where the API's OpenAPI document is served, `{base_url}/openapi.yaml`
+    /// (no token needed).
+    pub fn openapi_url(&self) -> String {
+        format!("{}{OPENAPI_PATH}", self.base_url())
     }
 
     /// The JWKS URL, `{auth_url}/.well-known/jwks.json`.

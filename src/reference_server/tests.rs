@@ -342,3 +342,37 @@ async fn custom_signing_key_and_audience() {
     assert_eq!(list(&server, &http, &token, "/v1/companies", &[]).await.0, 200);
     assert!(format!("{server:?}").contains(&server.base_url()));
 }
+
+#[tokio::test]
+async fn fixed_ports_and_preview_labels() {
+    // Two ports that were free a moment ago.
+    let (a, b) = (
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+    );
+    let (api_port, auth_port) = (a.local_addr().unwrap().port(), b.local_addr().unwrap().port());
+    drop((a, b));
+    let server =
+        ReferenceServer::builder().companies(3).api_port(api_port).auth_port(auth_port).start().await;
+    assert_eq!(server.base_url(), format!("http://127.0.0.1:{api_port}"));
+    assert_eq!(server.auth_url(), format!("http://127.0.0.1:{auth_port}"));
+    assert_eq!(server.openapi_url(), format!("http://127.0.0.1:{api_port}/openapi.yaml"));
+
+    let http = reqwest::Client::new();
+    let token = server.mint_token(TokenSpec::new());
+    for (label, status) in [("2026-03", 200), ("2026-13", 400), ("2026-3", 400), ("latest", 400), ("", 400)] {
+        let response = http
+            .get(format!("{}/v1/companies", server.base_url()))
+            .bearer_auth(&token)
+            .header("x-api-preview", label)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "{label:?}");
+        let body: Value = response.json().await.unwrap();
+        if status == 400 {
+            assert_eq!(body["error"], "invalid_request", "{label:?}");
+            assert!(body["error_description"].as_str().unwrap().contains("X-API-Preview"));
+        }
+    }
+}

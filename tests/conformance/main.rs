@@ -12,6 +12,7 @@ mod auth_user;
 mod errors;
 mod interop_oidc;
 mod models;
+mod openapi;
 mod pagination;
 mod pagination_guards;
 mod resilience;
