@@ -10,8 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use business_records::reference_server::ReferenceServer;
+use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Auth, Client, Company, Page};
+
+mod support;
 
 /// Samples per scenario; SDK and baseline alternate so drift hits both alike.
 const SAMPLES: usize = 7;
@@ -26,6 +28,7 @@ fn main() {
     runtime.block_on(async {
         println!("scenario          sdk        baseline   ratio (sdk/baseline)");
         overhead().await;
+        overlap().await;
         token_contention().await;
         decode();
         memory().await;
@@ -145,6 +148,32 @@ async fn overhead() {
     }
 }
 
+/// The server takes 5 ms per page and the consumer 5 ms per page: prefetch overlaps the two,
+/// a sequential loop cannot.
+async fn overlap() {
+    const PAGE_TIME: Duration = Duration::from_millis(5);
+    let server = ReferenceServer::builder()
+        .companies(4_000)
+        .faults(Faults::new().every(1, Fault::Slow(PAGE_TIME)))
+        .start()
+        .await;
+    let baseline = Baseline::new(&server).await;
+    let client = client_for(&server);
+    let consume = async |_: &[Company]| tokio::time::sleep(PAGE_TIME).await;
+    sdk_run(&client, consume).await;
+    baseline.run(consume).await;
+    let (mut sdk, mut base) = (Vec::new(), Vec::new());
+    for _ in 0..SAMPLES {
+        let started = Instant::now();
+        assert_eq!(sdk_run(&client, consume).await, 4_000);
+        sdk.push(started.elapsed());
+        let started = Instant::now();
+        assert_eq!(baseline.run(consume).await, 4_000);
+        base.push(started.elapsed());
+    }
+    report("overlap", median(sdk), median(base), "<= 0.60");
+}
+
 async fn token_contention() {
     let server = ReferenceServer::builder().companies(100).start().await;
     let client = client_for(&server);
@@ -172,31 +201,7 @@ async fn token_contention() {
 }
 
 fn decode() {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    #[allow(dead_code)]
-    struct PlainCompany {
-        id: String,
-        name: String,
-        status: String,
-        created_at: chrono::DateTime<chrono::Utc>,
-        updated_at: chrono::DateTime<chrono::Utc>,
-        industry: String,
-        employee_count: u32,
-        country: String,
-    }
-    #[derive(serde::Deserialize)]
-    #[allow(dead_code)]
-    struct PlainPage {
-        data: Vec<PlainCompany>,
-        pagination: serde_json::Value,
-    }
-    let dataset = business_records::reference_server::Dataset::generate(100, 0, 7);
-    let body = serde_json::to_vec(&serde_json::json!({
-        "data": dataset.companies,
-        "pagination": {"hasMore": true, "nextCursor": "abc", "totalCount": 20_000},
-    }))
-    .expect("a page body");
+    let body = support::page_body();
     let rounds = 300;
     let (mut sdk, mut base) = (Vec::new(), Vec::new());
     for _ in 0..SAMPLES {
@@ -208,7 +213,8 @@ fn decode() {
         sdk.push(started.elapsed());
         let started = Instant::now();
         for _ in 0..rounds {
-            let page: PlainPage = serde_json::from_slice(std::hint::black_box(&body)).expect("a page");
+            let page: support::PlainPage =
+                serde_json::from_slice(std::hint::black_box(&body)).expect("a page");
             std::hint::black_box(page);
         }
         base.push(started.elapsed());

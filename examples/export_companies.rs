@@ -7,7 +7,9 @@
 //!
 //! The bar is sized from `totalCount` when the API sends it, and is a spinner otherwise. A
 //! listing that fails after the client's own retries goes on from the cursor of the first page
-//! not yet written (cursors are valid within a run), up to `--resumes` times.
+//! not yet written (cursors are valid within a run), up to `--resumes` times. `--flaky` makes
+//! the embedded reference server answer some requests with 503 and drop some connections; the
+//! summary at the end counts the requests the client sent again.
 
 mod support;
 
@@ -15,7 +17,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use business_records::{Auth, Client, Company, Error, Sort};
+use business_records::reference_server::{Fault, Faults, ReferenceServer};
+use business_records::{Client, Company, Error, Sort};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -46,19 +49,21 @@ struct Args {
     /// How many times a failed listing is resumed from its last cursor.
     #[arg(long, default_value_t = 3)]
     resumes: u32,
+    /// Embedded server only: answer every 4th request 503 and drop every 9th connection, to
+    /// watch the retries at work.
+    #[arg(long)]
+    flaky: bool,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let target = support::Target::from_env().await;
-    let client = Client::builder()
-        .base_url(&target.base_url)
-        .auth(
-            Auth::client_credentials(&target.auth_url, &target.client_id, &target.client_secret)
-                .scopes(["api/read"]),
-        )
-        .build()?;
+    let mut server = ReferenceServer::builder();
+    if args.flaky {
+        server = server.faults(Faults::new().every(4, Fault::Status(503)).every(9, Fault::DropConnection));
+    }
+    let target = support::Target::from_env_or(server).await;
+    let client = target.client_builder().build()?;
 
     let out: Box<dyn Write> = match &args.output {
         Some(path) => Box::new(File::create(path)?),
@@ -69,9 +74,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let summary = export(&client, &args, &mut writer).await?;
     writer.finish()?;
     eprintln!(
-        "exported {} companies in {} pages, resumed {} times, in {:.2?}",
+        "exported {} companies in {} pages, {} requests retried, resumed {} times, in {:.2?}",
         summary.items,
         summary.pages,
+        summary.retries,
         summary.resumes,
         started.elapsed()
     );
@@ -82,6 +88,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 struct Summary {
     items: u64,
     pages: u64,
+    /// Page requests the SDK sent again after a transient failure (its `RetryPolicy`).
+    retries: u64,
+    /// Listings resumed from their last cursor after the retries ran out.
     resumes: u32,
 }
 
@@ -124,6 +133,7 @@ async fn export(client: &Client, args: &Args, writer: &mut Writer) -> Result<Sum
                 Err(error) => break Some(error),
             }
         };
+        summary.retries += pages.retries();
         let Some(error) = failure else {
             bar.finish_and_clear();
             return Ok(summary);

@@ -12,6 +12,8 @@
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use futures::Stream;
@@ -144,12 +146,18 @@ pub(crate) async fn fetch_page<T: Resource>(
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
+    retries: Option<&AtomicU64>,
 ) -> Result<Page<T>, Error> {
     let inner = client.inner();
     let url = inner.endpoint(T::PATH);
     let pairs = query.pairs(limit, cursor);
-    let call =
-        ApiRequest { url: &url, query: &pairs, preview: query.preview.as_ref(), retry: query.retry.as_ref() };
+    let call = ApiRequest {
+        url: &url,
+        query: &pairs,
+        preview: query.preview.as_ref(),
+        retry: query.retry.as_ref(),
+        retries,
+    };
     let response = inner.transport.get_json::<Page<T>>(&call).await?;
     Ok(Page { deprecation: response.deprecation, ..response.body })
 }
@@ -172,10 +180,12 @@ struct Pager<T: Resource> {
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
+    /// Requests sent again after a transient failure, shared with the stream.
+    retries: Arc<AtomicU64>,
 }
 
 impl<T: Resource> Pager<T> {
-    fn new(client: Client, query: ListQuery) -> Self {
+    fn new(client: Client, query: ListQuery, retries: Arc<AtomicU64>) -> Self {
         let page_size = query.limit.unwrap_or(MAX_LIMIT);
         let cursor = query.cursor.clone();
         Pager {
@@ -191,6 +201,7 @@ impl<T: Resource> Pager<T> {
             prefetched: None,
             not_before: None,
             deferred: None,
+            retries,
         }
     }
 
@@ -208,6 +219,7 @@ impl<T: Resource> Pager<T> {
         let query = self.query.clone();
         let cursor = self.cursor.clone();
         let not_before = self.not_before;
+        let retries = Arc::clone(&self.retries);
         if let Some(delay) = client.inner().page_delay {
             self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
         }
@@ -215,7 +227,7 @@ impl<T: Resource> Pager<T> {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_page(&client, &query, Some(limit), cursor.as_ref()).await
+            fetch_page(&client, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
         })
     }
 
@@ -333,6 +345,7 @@ impl<T: Resource> Drop for Pager<T> {
 pub struct PageStream<T: Resource> {
     inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
     resume: ResumePoint,
+    retries: Arc<AtomicU64>,
 }
 
 /// What a stream knows about where to resume; shared with the pager through the stream item.
@@ -345,14 +358,18 @@ struct ResumePoint {
 impl<T: Resource> PageStream<T> {
     pub(crate) fn new(client: Client, query: ListQuery, error: Option<Error>) -> Self {
         let resume = ResumePoint { cursor: query.cursor.clone(), delivered: 0 };
+        let retries = Arc::new(AtomicU64::new(0));
         let inner = match error {
             Some(error) => futures::stream::once(async move { Err(error) }).boxed(),
-            None => futures::stream::unfold(Pager::<T>::new(client, query), |mut pager| async move {
-                pager.next_page().await.map(|item| (item, pager))
-            })
-            .boxed(),
+            None => {
+                let pager = Pager::<T>::new(client, query, Arc::clone(&retries));
+                futures::stream::unfold(pager, |mut pager| async move {
+                    pager.next_page().await.map(|item| (item, pager))
+                })
+                .boxed()
+            }
         };
-        PageStream { inner: SyncWrapper::new(inner), resume }
+        PageStream { inner: SyncWrapper::new(inner), resume, retries }
     }
 
     /// The next page, `Ok(None)` at the end.
@@ -381,6 +398,23 @@ impl<T: Resource> PageStream<T> {
     pub fn items_delivered(&self) -> u64 {
         self.resume.delivered
     }
+
+    /// How many page requests of this listing were sent again after a transient failure
+    /// (under its [`RetryPolicy`](crate::RetryPolicy)), including one in flight for a
+    /// prefetched page.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let mut pages = client.companies().pages();
+    /// while let Some(page) = pages.try_next().await? {
+    ///     println!("{} companies", page.data.len());
+    /// }
+    /// println!("{} retries", pages.retries());
+    /// # Ok(()) }
+    /// ```
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
 }
 
 impl<T: Resource> Stream for PageStream<T> {
@@ -399,7 +433,10 @@ impl<T: Resource> Stream for PageStream<T> {
 
 impl<T: Resource> fmt::Debug for PageStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PageStream").field("resume", &self.resume).finish_non_exhaustive()
+        f.debug_struct("PageStream")
+            .field("resume", &self.resume)
+            .field("retries", &self.retries())
+            .finish_non_exhaustive()
     }
 }
 
@@ -448,6 +485,12 @@ impl<T: Resource> ItemStream<T> {
     /// How many items this stream has handed out.
     pub fn items_delivered(&self) -> u64 {
         self.pages.items_delivered() - self.buffer.len() as u64
+    }
+
+    /// How many page requests were sent again after a transient failure. See
+    /// [`PageStream::retries`].
+    pub fn retries(&self) -> u64 {
+        self.pages.retries()
     }
 }
 

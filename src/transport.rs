@@ -5,6 +5,7 @@
 //! [`Transport`] is the API pipeline on top of it: bearer token, `X-API-Preview`, the 401
 //! `invalid_token` refresh-and-resend, deprecation headers, error bodies and decoding.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use http::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue, RETRY_AFTER, USER_AGENT};
@@ -162,6 +163,8 @@ pub(crate) struct ApiRequest<'a> {
     pub(crate) query: &'a [(&'static str, String)],
     pub(crate) preview: Option<&'a Preview>,
     pub(crate) retry: Option<&'a RetryPolicy>,
+    /// Counts the retries of this call, for the listing it belongs to.
+    pub(crate) retries: Option<&'a AtomicU64>,
 }
 
 /// A decoded API response.
@@ -205,6 +208,9 @@ impl Transport {
                 Err(error) => match schedule.next_delay(&error) {
                     Some(delay) => {
                         tracing::debug!(error = %error, delay_ms = delay.as_millis() as u64, "transient failure; retrying");
+                        if let Some(retries) = call.retries {
+                            retries.fetch_add(1, Ordering::Relaxed);
+                        }
                         tokio::time::sleep(delay).await;
                     }
                     None => return Err(schedule.give_up(error)),

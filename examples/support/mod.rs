@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use business_records::reference_server::{ReferenceServer, ReferenceServerBuilder};
+use business_records::{Auth, Client, ClientBuilder};
 
 /// Addresses and client credentials of the API the example talks to.
 pub struct Target {
@@ -45,5 +46,19 @@ impl Target {
             client_secret: server.client_secret().to_owned(),
             server: Some(server),
         }
+    }
+}
+
+impl Target {
+    /// A client builder for the target, signed in with its client credentials for `api/read`.
+    pub fn client_builder(&self) -> ClientBuilder {
+        Client::builder().base_url(self.base_url.as_str()).auth(
+            Auth::client_credentials(
+                self.auth_url.as_str(),
+                self.client_id.as_str(),
+                self.client_secret.as_str(),
+            )
+            .scopes(["api/read"]),
+        )
     }
 }

@@ -343,8 +343,8 @@ impl<T: Resource> List<T> {
             }
             (limit, None) => limit,
         };
-        let page =
-            pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref()).await?;
+        let page = pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref(), None)
+            .await?;
         Ok(match self.query.max_items {
             Some(max) => page.truncated(max),
             None => page,

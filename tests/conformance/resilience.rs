@@ -78,6 +78,32 @@ async fn transient_statuses_are_retried_at_the_same_cursor_and_the_listing_never
 }
 
 #[tokio::test]
+async fn a_stream_counts_the_requests_it_sent_again() {
+    let faults = Faults::new().sequence([
+        None,
+        Some(Fault::Status(503)),
+        Some(Fault::RateLimited(RetryAfter::Absent)),
+        None,
+        Some(Fault::Status(502)),
+    ]);
+    let Some(server) = support::reference_server("fault injection", faulty(40, faults)).await else { return };
+    let mut companies = client(&server, quick_retries()).companies().limit(10).stream();
+    let (ids, error) = drain(&mut companies).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(ids, expected(&server));
+    let failed = server.api_requests().iter().filter(|r| r.status != 200).count();
+    assert_eq!(failed, 3);
+    assert_eq!(companies.retries(), 3);
+    // The schedule is used up: a second listing sends nothing again.
+    let mut pages = client(&server, quick_retries()).companies().limit(10).pages();
+    let mut count = 0;
+    while pages.try_next().await.expect("a page").is_some() {
+        count += 1;
+    }
+    assert_eq!((count, pages.retries()), (4, 0));
+}
+
+#[tokio::test]
 async fn a_listing_can_override_the_client_retry_policy() {
     let faults = Faults::new().at(1, Fault::Status(503));
     let Some(server) = support::reference_server("fault injection", faulty(10, faults)).await else { return };
