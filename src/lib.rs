@@ -79,8 +79,9 @@
 //!
 //! Transient failures are retried under a [`RetryPolicy`] (exponential backoff with full
 //! jitter, `Retry-After` honoured); a page is retried at its own cursor, never from the start.
-//! [`ClientBuilder::page_delay`] paces page requests. After a failure,
-//! [`ItemStream::resume_cursor`] tells where to go on within the session.
+//! [`ClientBuilder::page_delay`] paces page requests. [`ItemStream::retries`] counts the
+//! requests a listing sent again; after a failure, [`ItemStream::resume_cursor`] tells where to
+//! go on within the session.
 //!
 //! ### Follow API versions
 //!
