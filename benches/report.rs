@@ -203,21 +203,26 @@ async fn token_contention() {
 fn decode() {
     let body = support::page_body();
     let rounds = 300;
+    let time = |decode: fn(&[u8])| {
+        let started = Instant::now();
+        for _ in 0..rounds {
+            decode(std::hint::black_box(&body));
+        }
+        started.elapsed()
+    };
+    let sdk_decode: fn(&[u8]) = |body| {
+        std::hint::black_box(serde_json::from_slice::<Page<Company>>(body).expect("a page"));
+    };
+    let base_decode: fn(&[u8]) = |body| {
+        std::hint::black_box(serde_json::from_slice::<support::PlainPage>(body).expect("a page"));
+    };
+    // One warm-up of each (heap, caches), then alternate.
+    time(sdk_decode);
+    time(base_decode);
     let (mut sdk, mut base) = (Vec::new(), Vec::new());
     for _ in 0..SAMPLES {
-        let started = Instant::now();
-        for _ in 0..rounds {
-            let page: Page<Company> = serde_json::from_slice(std::hint::black_box(&body)).expect("a page");
-            std::hint::black_box(page);
-        }
-        sdk.push(started.elapsed());
-        let started = Instant::now();
-        for _ in 0..rounds {
-            let page: support::PlainPage =
-                serde_json::from_slice(std::hint::black_box(&body)).expect("a page");
-            std::hint::black_box(page);
-        }
-        base.push(started.elapsed());
+        sdk.push(time(sdk_decode));
+        base.push(time(base_decode));
     }
     let (sdk, base) = (median(sdk), median(base));
     let mib = (body.len() * rounds) as f64 / (1024.0 * 1024.0);
