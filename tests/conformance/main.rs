@@ -9,6 +9,7 @@ mod support;
 
 mod auth_client_credentials;
 mod auth_user;
+mod contract;
 mod errors;
 mod interop_oidc;
 mod models;

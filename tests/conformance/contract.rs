@@ -1,0 +1,141 @@
+//! The public API of DESIGN.md section 1, written as a user writes it, run against the
+//! reference server. A change to a name or a shape in that contract breaks this file first.
+
+use std::time::Duration;
+
+use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
+use business_records::reference_server::ReferenceServer;
+use business_records::{
+    ApiVersion, Auth, Client, Company, CompanySort, Contact, DeprecationPolicy, Error, ItemStream, Page,
+    PageStream, RetryPolicy,
+};
+
+use crate::auth_user::browse;
+
+/// The server-to-server snippet, with the reference server's URLs and ids in place of the
+/// examples'.
+async fn server_to_server(
+    (base_url, auth_url, id, secret): (&str, &str, &str, &str),
+    company: &str,
+) -> Result<Summary, Error> {
+    let client = Client::builder()
+        .base_url(base_url)
+        .auth(Auth::client_credentials(auth_url, id, secret).scopes(["api/read"]))
+        .build()?;
+
+    let mut active = Vec::new();
+    let mut companies = client.companies().status("active").sort(CompanySort::CreatedAt.desc()).stream();
+    while let Some(company) = companies.try_next().await? {
+        active.push(company);
+    }
+
+    let page = client.contacts().company_id(company).limit(50).send().await?;
+    let pages: Vec<Page<Contact>> = client.contacts().company_id(company).pages().try_collect().await?;
+    let all: Vec<_> = client.companies().max_items(1_000).stream().try_collect().await?;
+    Ok(Summary { active, page, pages, all })
+}
+
+struct Summary {
+    active: Vec<Company>,
+    page: Page<Contact>,
+    pages: Vec<Page<Contact>>,
+    all: Vec<Company>,
+}
+
+#[tokio::test]
+async fn the_server_to_server_snippet_runs_as_written() {
+    let server = ReferenceServer::builder().companies(1_200).contacts_per_company(3).start().await;
+    let dataset = server.dataset();
+    let company = dataset.companies[0].id.as_str();
+    let (base_url, auth_url) = (server.base_url(), server.auth_url());
+    let target = (base_url.as_str(), auth_url.as_str(), server.client_id(), server.client_secret());
+    let Summary { active, page, pages, all } =
+        server_to_server(target, company).await.expect("the snippet runs");
+
+    let got: Vec<&str> = active.iter().map(|c| c.id.as_str()).collect();
+    let want: Vec<&str> =
+        dataset.companies_sorted("-createdAt", Some("active")).iter().map(|c| c.id.as_str()).collect();
+    assert!(want.len() > 100, "several pages of active companies");
+    assert_eq!(got, want, "every active company, newest first");
+
+    let contacts = dataset.contacts_of(company).count();
+    assert!(contacts > 0, "the company has contacts");
+    assert_eq!(page.data.len(), contacts.min(50));
+    assert!(page.data.iter().all(|c| c.company_id == company));
+    assert_eq!(pages.iter().map(|p| p.data.len()).sum::<usize>(), contacts);
+    assert_eq!(all.len(), 1_000, "max_items caps the total, not the page size");
+}
+
+#[tokio::test]
+async fn the_builder_takes_every_documented_setting() {
+    let server = ReferenceServer::start().await;
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret()))
+        .api_version(ApiVersion::V1)
+        .preview("2026-01")
+        .retry(RetryPolicy::default().max_attempts(3))
+        .page_delay(Duration::from_millis(1))
+        .prefetch(false)
+        .on_deprecation(|_notice| {})
+        .deprecation_policy(DeprecationPolicy::WarnOnce)
+        .timeout(Duration::from_secs(20))
+        .http_client(reqwest::Client::new())
+        .user_agent("contract-test/1.0")
+        .build()
+        .expect("every setting is valid");
+    let page = client.companies().limit(5).send().await.expect("a page");
+    assert_eq!(page.data.len(), 5);
+
+    // Fallible setters keep the chain `Self -> Self` and `build()` names the bad argument.
+    let error =
+        Client::builder().base_url(server.base_url()).preview("2026-13").build().expect_err("month 13");
+    assert!(error.to_string().contains("preview"), "{error}");
+}
+
+#[tokio::test]
+async fn the_sign_in_snippet_runs_as_written() {
+    let server = ReferenceServer::builder().token_lifetime(Duration::from_secs(1)).start().await;
+    let folder = std::env::temp_dir().join(format!("business-records-contract-{}", std::process::id()));
+    let path = folder.join("tokens.json");
+
+    let redirect = LoopbackRedirect::bind().await.expect("a loopback port");
+    let flow =
+        AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())
+            .expect("a valid flow")
+            .scopes(["openid", "profile", "email", "api/read"]);
+    let request = flow.authorize_url();
+    let open_browser = browse; // the reference server signs its test user in at once
+    let (callback, _page) = tokio::join!(redirect.wait_for_callback(), open_browser(request.url()));
+    let callback = callback.expect("the callback");
+    let tokens = flow.exchange(request, &callback).await.expect("the code exchange");
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::user(flow, tokens).store(FileTokenStore::new(&path)))
+        .build()
+        .expect("a client");
+
+    let first = client.companies().limit(3).send().await.expect("a page with the first token");
+    assert_eq!(first.data.len(), 3);
+    assert!(
+        FileTokenStore::new(&path).load().await.expect("the store reads").is_none(),
+        "nothing renewed yet"
+    );
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let companies: Vec<Company> =
+        client.companies().max_items(3).stream().try_collect().await.expect("companies");
+    assert_eq!(companies.len(), 3);
+    let saved =
+        FileTokenStore::new(&path).load().await.expect("the store reads").expect("the renewed set was saved");
+    assert!(saved.refresh_token.is_some(), "the saved set carries the rotated refresh token");
+    let _ = std::fs::remove_dir_all(&folder);
+}
+
+/// The stream types are named, own their client, and are `Send + Unpin + 'static`.
+#[allow(dead_code)]
+fn stream_types_are_named_and_owned(client: &Client) -> (ItemStream<Company>, PageStream<Contact>) {
+    fn owned<S: Send + Unpin + 'static>(stream: S) -> S {
+        stream
+    }
+    (owned(client.companies().stream()), owned(client.contacts().pages()))
+}
