@@ -151,23 +151,34 @@ async fn sdk_run(client: &Client, mut consume: impl AsyncFnMut(&[Company])) -> u
     count
 }
 
+/// One warm-up of each (connection pools, token), then `SAMPLES` pairs of whole listings, each
+/// checked to deliver `total` companies.
+async fn time_listings(
+    client: &Client,
+    baseline: &Baseline,
+    total: usize,
+    consume: impl AsyncFn(&[Company]) + Copy,
+) -> Pairs {
+    sdk_run(client, consume).await;
+    baseline.run(consume).await;
+    let mut pairs = Pairs::default();
+    for _ in 0..SAMPLES {
+        let started = Instant::now();
+        assert_eq!(sdk_run(client, consume).await, total);
+        let sdk = started.elapsed();
+        let started = Instant::now();
+        assert_eq!(baseline.run(consume).await, total);
+        pairs.push(sdk, started.elapsed());
+    }
+    pairs
+}
+
 async fn overhead() {
     let server = ReferenceServer::builder().companies(20_000).start().await;
     let baseline = Baseline::new(&server).await;
     for (name, prefetch) in [("overhead", false), ("overhead_prefetch", true)] {
         let client = client_builder(&server).prefetch(prefetch).build().expect("a valid client");
-        // One warm-up of each: connection pools, token.
-        sdk_run(&client, async |_| {}).await;
-        baseline.run(async |_| {}).await;
-        let mut pairs = Pairs::default();
-        for _ in 0..SAMPLES {
-            let started = Instant::now();
-            assert_eq!(sdk_run(&client, async |_| {}).await, 20_000);
-            let sdk = started.elapsed();
-            let started = Instant::now();
-            assert_eq!(baseline.run(async |_| {}).await, 20_000);
-            pairs.push(sdk, started.elapsed());
-        }
+        let pairs = time_listings(&client, &baseline, 20_000, async |_| {}).await;
         report(name, &pairs, if prefetch { "<= 1.05" } else { "<= 1.05, prefetch off" });
     }
 }
@@ -184,17 +195,7 @@ async fn overlap() {
     let baseline = Baseline::new(&server).await;
     let client = client_for(&server);
     let consume = async |_: &[Company]| tokio::time::sleep(PAGE_TIME).await;
-    sdk_run(&client, consume).await;
-    baseline.run(consume).await;
-    let mut pairs = Pairs::default();
-    for _ in 0..SAMPLES {
-        let started = Instant::now();
-        assert_eq!(sdk_run(&client, consume).await, 4_000);
-        let sdk = started.elapsed();
-        let started = Instant::now();
-        assert_eq!(baseline.run(consume).await, 4_000);
-        pairs.push(sdk, started.elapsed());
-    }
+    let pairs = time_listings(&client, &baseline, 4_000, consume).await;
     report("overlap", &pairs, "<= 0.60");
 }
 
