@@ -109,6 +109,7 @@ async fn the_sign_in_snippet_runs_as_written() {
     let (callback, _page) = tokio::join!(redirect.wait_for_callback(), open_browser(request.url()));
     let callback = callback.expect("the callback");
     let tokens = flow.exchange(request, &callback).await.expect("the code exchange");
+    let signed_in_with = tokens.refresh_token.clone().expect("a refresh token from sign-in");
     let client = Client::builder()
         .base_url(server.base_url())
         .auth(Auth::user(flow, tokens).store(FileTokenStore::new(&path)))
@@ -121,13 +122,16 @@ async fn the_sign_in_snippet_runs_as_written() {
         FileTokenStore::new(&path).load().await.expect("the store reads").is_none(),
         "nothing renewed yet"
     );
+    assert_eq!(server.token_requests_for("refresh_token"), 0);
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let companies: Vec<Company> =
         client.companies().max_items(3).stream().try_collect().await.expect("companies");
     assert_eq!(companies.len(), 3);
     let saved =
         FileTokenStore::new(&path).load().await.expect("the store reads").expect("the renewed set was saved");
-    assert!(saved.refresh_token.is_some(), "the saved set carries the rotated refresh token");
+    assert!(server.token_requests_for("refresh_token") >= 1, "the expired token was refreshed");
+    let rotated = saved.refresh_token.expect("the saved set carries a refresh token");
+    assert_ne!(rotated, signed_in_with, "the rotated refresh token is the one saved");
     let _ = std::fs::remove_dir_all(&folder);
 }
 
