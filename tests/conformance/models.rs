@@ -15,6 +15,7 @@ async fn companies_and_contacts_decode_with_unknown_fields_kept() {
     let client = support::client_for(&server).build().expect("valid client");
     let companies: Vec<Company> =
         client.companies().sort("createdAt").stream().try_collect().await.expect("companies");
+    assert_eq!(companies.len(), server.dataset().companies.len(), "every company is listed");
     for company in &companies {
         let expected = server.dataset().company(&company.id).expect("served company is in the dataset");
         assert_eq!(company.name, expected.name);
