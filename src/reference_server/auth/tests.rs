@@ -220,8 +220,9 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
 
 #[tokio::test]
 async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
-    let server = ReferenceServer::builder().companies(1).start().await;
+    let server = ReferenceServer::builder().companies(1).refresh_token_rotation(true).start().await;
     let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [first.clone()]);
     let refresh = |rt: String| {
         let server = &server;
         async move {
@@ -237,26 +238,35 @@ async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let second = body["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
     assert!(body["id_token"].is_string() && body["access_token"].is_string());
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [second.clone()], "the new one replaced it");
+    assert_eq!(server.refresh_token_reuses(), 0);
 
     let (status, body) = refresh(first).await;
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "reuse of a rotated token");
+    assert_eq!(server.refresh_token_reuses(), 1);
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty(), "the whole sign-in is revoked");
     let (_, body) = refresh(second).await;
     assert_eq!(body["error"], "invalid_grant", "the whole sign-in is revoked");
     assert_eq!(server.token_requests_for("refresh_token"), 3);
+    assert_eq!(server.refresh_token_reuses(), 1, "a revoked token is not a reuse");
 }
 
 #[tokio::test]
-async fn without_rotation_the_refresh_token_is_kept() {
-    let server = ReferenceServer::builder().companies(1).refresh_token_rotation(false).start().await;
+async fn by_default_refresh_responses_carry_no_refresh_token_as_in_the_spec_table() {
+    let server = ReferenceServer::builder().companies(1).start().await;
     let rt = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
     for _ in 0..2 {
         let form =
             [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
         let (status, body) = token(&server, &form).await;
         assert_eq!(status, 200);
-        assert!(body.get("refresh_token").is_none());
+        assert!(body.get("refresh_token").is_none(), "{body}");
+        assert!(body["id_token"].is_string() && body["access_token"].is_string());
     }
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [rt.clone()]);
+    assert_eq!(server.refresh_token_reuses(), 0);
     server.revoke_refresh_tokens();
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty());
     let form =
         [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
     assert_eq!(token(&server, &form).await.1["error"], "invalid_grant");
