@@ -307,3 +307,58 @@ async fn discovery_and_introspection() {
     let (status, _) = introspect("garbage".into(), "wrong").await;
     assert_eq!(status, 401);
 }
+
+#[tokio::test]
+async fn basic_credentials_are_accepted_in_both_encodings() {
+    use base64::Engine as _;
+
+    // `:`, `+`, space and `%` read differently once form-urlencoded (RFC 6749 section 2.3.1).
+    const ID: &str = "my:client id+%";
+    const SECRET: &str = "s:e+c r%t";
+    let server = ReferenceServer::builder().companies(1).client(ID, SECRET, ["api/read"]).start().await;
+    let form_encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let rfc6749 = |id: &str, secret: &str| {
+        let pair = format!("{}:{}", form_encode(id), form_encode(secret));
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
+    };
+    // Spec Part 5.4: base64 of `client_id:client_secret`, as reqwest's `basic_auth` sends it.
+    let literal = |id: &str, secret: &str| {
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}")))
+    };
+    assert_ne!(rfc6749(ID, SECRET), literal(ID, SECRET), "the two encodings differ for these credentials");
+    let post = |authorization: String| {
+        let server = &server;
+        async move {
+            let response = http()
+                .post(server.token_url())
+                .header("authorization", authorization)
+                .form(&[("grant_type", "client_credentials")])
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    for (name, header) in [("rfc 6749", rfc6749(ID, SECRET)), ("literal", literal(ID, SECRET))] {
+        let (status, body) = post(header).await;
+        assert_eq!((status, body["scope"].as_str()), (200, Some("api/read")), "{name}: {body}");
+    }
+    for (name, header) in [("rfc 6749", rfc6749(ID, "s:e+c r%x")), ("literal", literal(ID, "s:e+c r%x"))] {
+        let (status, body) = post(header).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{name}, wrong secret");
+    }
+    // The body must name the same client as the header.
+    let response = http()
+        .post(server.token_url())
+        .header("authorization", literal(ID, SECRET))
+        .form(&[("grant_type", "client_credentials"), ("client_id", "reference-client")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    // Form-encoded in the body, the credentials are read as they are.
+    let (status, _) =
+        token(&server, &[("grant_type", "client_credentials"), ("client_id", ID), ("client_secret", SECRET)])
+            .await;
+    assert_eq!(status, 200);
+}
