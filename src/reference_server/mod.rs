@@ -13,8 +13,14 @@
 //! - `/oauth2/authorize` requires every parameter of spec Part 4.2 (PKCE `S256`
 //!   only) and signs the [`test user`](ReferenceServer::DEFAULT_TEST_USER) in at
 //!   once, answering with `code`, `state` and `iss`; a bad client or redirect URI
-//!   is a 400 page, other errors go back to the redirect URI. Codes are single-use;
-//!   refresh tokens rotate, and a retired one presented again revokes the sign-in.
+//!   is a 400 page, other errors go back to the redirect URI. Codes are single-use.
+//!   Refresh responses carry no `refresh_token`, as in the spec's token table: the token
+//!   from sign-in stays valid. With
+//!   [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation) each refresh
+//!   replaces it, and a replaced one presented again revokes the sign-in (reuse detection,
+//!   RFC 9700 section 4.14.2); [`active_refresh_tokens`](ReferenceServer::active_refresh_tokens)
+//!   and [`refresh_token_reuses`](ReferenceServer::refresh_token_reuses) show where a sign-in
+//!   stands.
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request with

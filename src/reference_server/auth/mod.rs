@@ -232,8 +232,9 @@ impl AuthServer {
         }
     }
 
-    /// Client authentication by HTTP Basic or by `client_id` and
-    /// `client_secret` in the body (RFC 6749 section 2.3.1), never both.
+    /// Client authentication by HTTP Basic or by `client_id` and `client_secret` in the body
+    /// (RFC 6749 section 2.3.1), never both. Basic credentials are accepted in both encodings
+    /// in use (see [`parse_basic`]).
     fn authenticate_client<'a>(
         &'a self,
         request: &Request,
@@ -242,48 +243,44 @@ impl AuthServer {
         let header = request.headers.get("authorization");
         let body_id = form.get("client_id");
         let body_secret = form.get("client_secret");
-        let (id, secret, method) = match header {
-            Some(value) => {
-                if body_secret.is_some() {
-                    return Err(ErrorReply::invalid_request(
-                        "client authenticated with more than one method",
-                    ));
-                }
-                let (id, secret) =
-                    value.to_str().ok().and_then(parse_basic).ok_or_else(|| {
-                        invalid_client(ClientAuthMethod::Basic, "malformed basic credentials")
-                    })?;
-                if body_id.is_some_and(|b| b != id) {
-                    return Err(ErrorReply::invalid_request(
-                        "client_id does not match the authenticated client",
-                    ));
-                }
-                (id, secret, ClientAuthMethod::Basic)
-            }
-            None => match (body_id, body_secret) {
-                (Some(id), Some(secret)) => (id.to_owned(), secret.to_owned(), ClientAuthMethod::Body),
+        let Some(value) = header else {
+            let (id, secret) = match (body_id, body_secret) {
+                (Some(id), Some(secret)) => (id, secret),
                 (None, None) => {
                     return Err(invalid_client(ClientAuthMethod::Basic, "client authentication required"));
                 }
                 (Some(_), None) => {
                     return Err(ErrorReply::invalid_request("missing parameter client_secret"));
                 }
-                (None, Some(_)) => {
-                    return Err(ErrorReply::invalid_request("missing parameter client_id"));
-                }
-            },
+                (None, Some(_)) => return Err(ErrorReply::invalid_request("missing parameter client_id")),
+            };
+            return self
+                .registered(id, secret)
+                .ok_or_else(|| invalid_client(ClientAuthMethod::Body, "client authentication failed"));
         };
-        match self.clients.get_key_value(id.as_str()) {
-            Some((id, client))
-                if client
-                    .secret
-                    .as_deref()
-                    .is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes())) =>
-            {
-                Ok((id.as_str(), client))
-            }
-            _ => Err(invalid_client(method, "client authentication failed")),
+        if body_secret.is_some() {
+            return Err(ErrorReply::invalid_request("client authenticated with more than one method"));
         }
+        let candidates = value.to_str().map(parse_basic).unwrap_or_default();
+        if candidates.is_empty() {
+            return Err(invalid_client(ClientAuthMethod::Basic, "malformed basic credentials"));
+        }
+        let (id, client) = candidates
+            .iter()
+            .find_map(|(id, secret)| self.registered(id, secret))
+            .ok_or_else(|| invalid_client(ClientAuthMethod::Basic, "client authentication failed"))?;
+        if body_id.is_some_and(|b| b != id) {
+            return Err(ErrorReply::invalid_request("client_id does not match the authenticated client"));
+        }
+        Ok((id, client))
+    }
+
+    /// The confidential client `id`, when `secret` is its secret.
+    fn registered(&self, id: &str, secret: &str) -> Option<(&str, &RegisteredClient)> {
+        let (id, client) = self.clients.get_key_value(id)?;
+        let matches =
+            client.secret.as_deref().is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes()));
+        matches.then_some((id.as_str(), client))
     }
 }
 

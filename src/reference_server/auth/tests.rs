@@ -220,8 +220,9 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
 
 #[tokio::test]
 async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
-    let server = ReferenceServer::builder().companies(1).start().await;
+    let server = ReferenceServer::builder().companies(1).refresh_token_rotation(true).start().await;
     let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [first.clone()]);
     let refresh = |rt: String| {
         let server = &server;
         async move {
@@ -237,26 +238,35 @@ async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let second = body["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
     assert!(body["id_token"].is_string() && body["access_token"].is_string());
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [second.clone()], "the new one replaced it");
+    assert_eq!(server.refresh_token_reuses(), 0);
 
     let (status, body) = refresh(first).await;
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "reuse of a rotated token");
+    assert_eq!(server.refresh_token_reuses(), 1);
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty(), "the whole sign-in is revoked");
     let (_, body) = refresh(second).await;
     assert_eq!(body["error"], "invalid_grant", "the whole sign-in is revoked");
     assert_eq!(server.token_requests_for("refresh_token"), 3);
+    assert_eq!(server.refresh_token_reuses(), 1, "a revoked token is not a reuse");
 }
 
 #[tokio::test]
-async fn without_rotation_the_refresh_token_is_kept() {
-    let server = ReferenceServer::builder().companies(1).refresh_token_rotation(false).start().await;
+async fn by_default_refresh_responses_carry_no_refresh_token_as_in_the_spec_table() {
+    let server = ReferenceServer::builder().companies(1).start().await;
     let rt = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
     for _ in 0..2 {
         let form =
             [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
         let (status, body) = token(&server, &form).await;
         assert_eq!(status, 200);
-        assert!(body.get("refresh_token").is_none());
+        assert!(body.get("refresh_token").is_none(), "{body}");
+        assert!(body["id_token"].is_string() && body["access_token"].is_string());
     }
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [rt.clone()]);
+    assert_eq!(server.refresh_token_reuses(), 0);
     server.revoke_refresh_tokens();
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty());
     let form =
         [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
     assert_eq!(token(&server, &form).await.1["error"], "invalid_grant");
@@ -296,4 +306,59 @@ async fn discovery_and_introspection() {
     assert_eq!(garbage, serde_json::json!({"active": false}));
     let (status, _) = introspect("garbage".into(), "wrong").await;
     assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn basic_credentials_are_accepted_in_both_encodings() {
+    use base64::Engine as _;
+
+    // `:`, `+`, space and `%` read differently once form-urlencoded (RFC 6749 section 2.3.1).
+    const ID: &str = "my:client id+%";
+    const SECRET: &str = "s:e+c r%t";
+    let server = ReferenceServer::builder().companies(1).client(ID, SECRET, ["api/read"]).start().await;
+    let form_encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let rfc6749 = |id: &str, secret: &str| {
+        let pair = format!("{}:{}", form_encode(id), form_encode(secret));
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
+    };
+    // Spec Part 5.4: base64 of `client_id:client_secret`, as reqwest's `basic_auth` sends it.
+    let literal = |id: &str, secret: &str| {
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}")))
+    };
+    assert_ne!(rfc6749(ID, SECRET), literal(ID, SECRET), "the two encodings differ for these credentials");
+    let post = |authorization: String| {
+        let server = &server;
+        async move {
+            let response = http()
+                .post(server.token_url())
+                .header("authorization", authorization)
+                .form(&[("grant_type", "client_credentials")])
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    for (name, header) in [("rfc 6749", rfc6749(ID, SECRET)), ("literal", literal(ID, SECRET))] {
+        let (status, body) = post(header).await;
+        assert_eq!((status, body["scope"].as_str()), (200, Some("api/read")), "{name}: {body}");
+    }
+    for (name, header) in [("rfc 6749", rfc6749(ID, "s:e+c r%x")), ("literal", literal(ID, "s:e+c r%x"))] {
+        let (status, body) = post(header).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{name}, wrong secret");
+    }
+    // The body must name the same client as the header.
+    let response = http()
+        .post(server.token_url())
+        .header("authorization", literal(ID, SECRET))
+        .form(&[("grant_type", "client_credentials"), ("client_id", "reference-client")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    // Form-encoded in the body, the credentials are read as they are.
+    let (status, _) =
+        token(&server, &[("grant_type", "client_credentials"), ("client_id", ID), ("client_secret", SECRET)])
+            .await;
+    assert_eq!(status, 200);
 }
