@@ -45,10 +45,14 @@
 //!   otherwise); a label registered with
 //!   [`preview_feature`](ReferenceServerBuilder::preview_feature) adds a field
 //!   to every item, other labels change nothing.
-//! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx, dropped
+//! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx with a JSON error, an HTML page
+//!   (as a gateway in front sends) or no body, dropped
 //!   connections and bodies cut short (through a TCP proxy, see [`Fault`]),
 //!   malformed bodies, slow answers, empty pages, expired cursors and expired
-//!   tokens. [`ReferenceServer::fault_counts`] says what was injected.
+//!   tokens. The token endpoint has a schedule of its own ([`Faults::token_every`] and
+//!   friends); a token fault acts before the grant is processed, as a proxy or load balancer
+//!   would, so a faulted refresh never rotates a refresh token and a faulted code exchange
+//!   never consumes the code. [`ReferenceServer::fault_counts`] says what was injected.
 //!
 //! The API's OpenAPI document, [`OPENAPI_DOCUMENT`], is served without
 //! authentication at [`openapi_url`](ReferenceServer::openapi_url), with the
@@ -92,7 +96,7 @@ use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
-pub use faults::{Fault, FaultCounts, Faults, RetryAfter};
+pub use faults::{Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
 pub use versions::{DeprecationHeaders, Lifecycle};
 
 use crate::auth::TokenVerifier;
@@ -479,11 +483,12 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Injects `faults` into the list endpoints, and puts the TCP proxy that
-    /// carries out [`Fault::DropConnection`] and [`Fault::CutBody`] in front of
-    /// the API ([`base_url`](ReferenceServer::base_url) is then the proxy's).
-    /// [`ReferenceServer::set_faults`] replaces the schedule later. Default:
-    /// no faults and no proxy.
+    /// Injects `faults` into the list endpoints and the token endpoint, and puts the TCP
+    /// proxies that carry out [`Fault::DropConnection`], [`Fault::CutBody`] and slow token
+    /// answers in front of the API and of the authorization server
+    /// ([`base_url`](ReferenceServer::base_url) and [`auth_url`](ReferenceServer::auth_url)
+    /// are then the proxies'). [`ReferenceServer::set_faults`] replaces the schedule later.
+    /// Default: no faults and no proxy.
     pub fn faults(mut self, faults: Faults) -> Self {
         self.faults = Some(faults);
         self
@@ -536,7 +541,20 @@ impl ReferenceServerBuilder {
 
         let auth_server = listen(self.auth_port).await;
         let api_server = listen(self.api_port).await;
-        let auth_url = auth_server.uri();
+        let replay_secret = crate::auth::pkce::random_value();
+        let start_proxy =
+            |server: &MockServer| match proxy::Proxy::start(*server.address(), replay_secret.clone()) {
+                Ok(proxy) => proxy,
+                Err(e) => panic!("reference server: cannot start the fault proxy: {e}"),
+            };
+        let proxies = self
+            .faults
+            .as_ref()
+            .map(|_| Proxies { api: start_proxy(&api_server), auth: start_proxy(&auth_server) });
+        let auth_url = match &proxies {
+            Some(proxies) => format!("http://{}", proxies.auth.address()),
+            None => auth_server.uri(),
+        };
         let jwks_json = signer.jwks_json();
         let verifier = match TokenVerifier::from_jwks(&jwks_json, auth_url.clone(), self.audience.clone()) {
             Ok(verifier) => verifier,
@@ -561,6 +579,7 @@ impl ReferenceServerBuilder {
                 jwks_json,
                 verifier: verifier.clone(),
                 shared: Arc::clone(&shared),
+                replay_secret,
             })
             .mount(&auth_server)
             .await;
@@ -583,15 +602,11 @@ impl ReferenceServerBuilder {
             })
             .mount(&api_server)
             .await;
-        let proxy = self.faults.map(|_| match proxy::Proxy::start(*api_server.address()) {
-            Ok(proxy) => proxy,
-            Err(e) => panic!("reference server: cannot start the fault proxy: {e}"),
-        });
 
         ReferenceServer {
-            auth_server,
+            _auth_server: auth_server,
             api_server,
-            proxy,
+            proxies,
             auth_url,
             audience: self.audience,
             token_lifetime_secs,
@@ -617,12 +632,20 @@ async fn listen(port: u16) -> MockServer {
     }
 }
 
+/// The fault proxies in front of the API and of the authorization server.
+#[derive(Debug)]
+struct Proxies {
+    api: proxy::Proxy,
+    auth: proxy::Proxy,
+}
+
 /// A running reference server: an authorization server and the API, each
 /// on its own loopback port. Dropping it stops both.
 pub struct ReferenceServer {
-    auth_server: MockServer,
+    /// Runs as long as the handle lives (reached through [`auth_url`](Self::auth_url)).
+    _auth_server: MockServer,
     api_server: MockServer,
-    proxy: Option<proxy::Proxy>,
+    proxies: Option<Proxies>,
     auth_url: String,
     audience: String,
     token_lifetime_secs: i64,
@@ -637,7 +660,7 @@ impl fmt::Debug for ReferenceServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReferenceServer")
             .field("base_url", &self.base_url())
-            .field("auth_url", &self.auth_server.uri())
+            .field("auth_url", &self.auth_url)
             .field("audience", &self.audience)
             .field("companies", &self.dataset.companies.len())
             .field("contacts", &self.dataset.contacts.len())
@@ -668,14 +691,15 @@ impl ReferenceServer {
     /// version segment). With [`faults`](ReferenceServerBuilder::faults) set,
     /// the address of the fault proxy in front of the API.
     pub fn base_url(&self) -> String {
-        match &self.proxy {
-            Some(proxy) => format!("http://{}", proxy.address()),
+        match &self.proxies {
+            Some(proxies) => format!("http://{}", proxies.api.address()),
             None => self.api_server.uri(),
         }
     }
 
     /// The authorization server's URL, `http://127.0.0.1:PORT`; also the
-    /// tokens' issuer (`iss`).
+    /// tokens' issuer (`iss`). With [`faults`](ReferenceServerBuilder::faults) set, the
+    /// address of the fault proxy in front of the authorization server.
     pub fn auth_url(&self) -> String {
         self.auth_url.clone()
     }
@@ -746,14 +770,14 @@ impl ReferenceServer {
     ///
     /// # Panics
     ///
-    /// If `faults` holds [`Fault::DropConnection`] or [`Fault::CutBody`] and
-    /// the server was started without
+    /// If `faults` holds [`Fault::DropConnection`] or [`Fault::CutBody`], or a
+    /// [`Fault::Slow`] token fault, and the server was started without
     /// [`faults`](ReferenceServerBuilder::faults), so without the proxy that
     /// carries them out.
     pub fn set_faults(&self, faults: Faults) {
         assert!(
-            self.proxy.is_some() || !faults.need_proxy(),
-            "reference server: connection faults need the proxy; start the server with `.faults(..)`"
+            self.proxies.is_some() || !faults.need_proxy(),
+            "reference server: connection faults and slow token answers need the proxy; start the server with `.faults(..)`"
         );
         *self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()) = faults::FaultState::new(faults);
     }

@@ -23,6 +23,7 @@ use wiremock::{Request, Respond, ResponseTemplate};
 pub(crate) use self::form::Form;
 use self::form::parse_basic;
 pub(crate) use self::grants::Sessions;
+use super::faults::{Fault, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target};
 use super::jwt::{Signer, TokenClaims};
 use super::{ErrorReply, Shared};
 use crate::auth::TokenVerifier;
@@ -124,6 +125,8 @@ pub(crate) struct AuthServer {
     /// Validates access tokens for introspection.
     pub(crate) verifier: TokenVerifier,
     pub(crate) shared: Arc<Shared>,
+    /// The value of [`REPLAY_HEADER`] on requests the fault proxy held and sends again.
+    pub(crate) replay_secret: String,
 }
 
 impl Respond for AuthServer {
@@ -134,10 +137,7 @@ impl Respond for AuthServer {
                 self.shared.authorize_requests.fetch_add(1, Ordering::Relaxed);
                 self.authorize(request)
             }
-            TOKEN_PATH if method == "POST" => {
-                self.shared.token_requests.fetch_add(1, Ordering::Relaxed);
-                self.token(request).unwrap_or_else(ErrorReply::into_response)
-            }
+            TOKEN_PATH if method == "POST" => self.token_endpoint(request),
             JWKS_PATH if method == "GET" => {
                 self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
                 ResponseTemplate::new(200)
@@ -165,15 +165,64 @@ enum ClientAuthMethod {
 }
 
 impl AuthServer {
-    /// `POST /oauth2/token`: parse the form, then dispatch on `grant_type`.
-    fn token(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
-        let form = Form::parse(request)?;
+    /// `POST /oauth2/token`: count the request, draw its fault, and carry the fault out
+    /// before the grant is processed; then [`token`](Self::token). A request the proxy held for
+    /// a slow answer comes back marked as a replay: it was counted and drew its fault already.
+    fn token_endpoint(&self, request: &Request) -> ResponseTemplate {
+        let form = Form::parse(request);
+        let replayed = request
+            .headers
+            .get(REPLAY_HEADER)
+            .is_some_and(|v| constant_time_eq(v.as_bytes(), self.replay_secret.as_bytes()));
+        if !replayed {
+            self.shared.token_requests.fetch_add(1, Ordering::Relaxed);
+            if let Some(grant_type) = form.as_ref().ok().and_then(|f| f.get("grant_type")) {
+                self.shared.count_grant(grant_type);
+            }
+            if let Some(response) = self.token_fault() {
+                return response;
+            }
+        }
+        form.and_then(|form| self.token(request, &form)).unwrap_or_else(ErrorReply::into_response)
+    }
+
+    /// Draws the token request's fault; the answer that replaces the real one, if any.
+    fn token_fault(&self) -> Option<ResponseTemplate> {
+        let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
+        let fault = faults.draw(Target::Token)?;
+        let response = match &fault {
+            Fault::Slow(delay) => {
+                let marker = format!("{MARKER_HOLD}{}", delay.as_millis());
+                Some(ResponseTemplate::new(200).insert_header(MARKER_HEADER, marker.as_str()))
+            }
+            Fault::InvalidJson => Some(
+                ResponseTemplate::new(200)
+                    .set_body_raw(b"<html><body>bad gateway</body></html>".to_vec(), "application/json"),
+            ),
+            Fault::Body(bytes) => {
+                Some(ResponseTemplate::new(200).set_body_raw(bytes.clone(), "application/json"))
+            }
+            Fault::ExpireTokens => {
+                self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
+                None
+            }
+            other => match faults.stand_in(Target::Token, other) {
+                Some((_, response)) => Some(response),
+                // A page fault: nothing to do at the token endpoint.
+                None => return None,
+            },
+        };
+        faults.applied(Target::Token, &fault);
+        response
+    }
+
+    /// Dispatches a token request on `grant_type`.
+    fn token(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
         let grant_type = form.require("grant_type")?;
-        self.shared.count_grant(grant_type);
         match grant_type {
-            "client_credentials" => self.client_credentials(request, &form),
-            "authorization_code" => self.authorization_code(request, &form),
-            "refresh_token" => self.refresh_token(request, &form),
+            "client_credentials" => self.client_credentials(request, form),
+            "authorization_code" => self.authorization_code(request, form),
+            "refresh_token" => self.refresh_token(request, form),
             _ => Err(ErrorReply::new(400, "unsupported_grant_type", "the grant type is not supported")),
         }
     }

@@ -222,7 +222,7 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
 async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let server = ReferenceServer::builder().companies(1).refresh_token_rotation(true).start().await;
     let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
-    assert_eq!(server.active_refresh_tokens(server.test_user()), [first.clone()]);
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first));
     let refresh = |rt: String| {
         let server = &server;
         async move {
@@ -238,7 +238,7 @@ async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let second = body["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
     assert!(body["id_token"].is_string() && body["access_token"].is_string());
-    assert_eq!(server.active_refresh_tokens(server.test_user()), [second.clone()], "the new one replaced it");
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&second), "the new one replaced it");
     assert_eq!(server.refresh_token_reuses(), 0);
 
     let (status, body) = refresh(first).await;
@@ -263,7 +263,7 @@ async fn by_default_refresh_responses_carry_no_refresh_token_as_in_the_spec_tabl
         assert!(body.get("refresh_token").is_none(), "{body}");
         assert!(body["id_token"].is_string() && body["access_token"].is_string());
     }
-    assert_eq!(server.active_refresh_tokens(server.test_user()), [rt.clone()]);
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&rt));
     assert_eq!(server.refresh_token_reuses(), 0);
     server.revoke_refresh_tokens();
     assert!(server.active_refresh_tokens(server.test_user()).is_empty());
@@ -361,4 +361,131 @@ async fn basic_credentials_are_accepted_in_both_encodings() {
         token(&server, &[("grant_type", "client_credentials"), ("client_id", ID), ("client_secret", SECRET)])
             .await;
     assert_eq!(status, 200);
+}
+
+/// A refresh of `refresh_token` by the default public client, through `client`.
+async fn refresh(
+    server: &ReferenceServer,
+    client: &reqwest::Client,
+    refresh_token: &str,
+) -> Result<(u16, Option<String>, String), reqwest::Error> {
+    let form =
+        [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", refresh_token)];
+    let response = client.post(server.token_url()).form(&form).send().await?;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    Ok((status, retry_after, response.text().await?))
+}
+
+#[tokio::test]
+async fn token_faults_answer_before_the_grant_and_never_rotate() {
+    use crate::reference_server::{Fault, Faults, RetryAfter};
+
+    let server = ReferenceServer::builder()
+        .companies(1)
+        .refresh_token_rotation(true)
+        .faults(Faults::none())
+        .start()
+        .await;
+    let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    server.set_faults(
+        Faults::new()
+            .every(1, Fault::Status(500))
+            .token_sequence([
+                Some(Fault::RateLimited(RetryAfter::Seconds(2))),
+                Some(Fault::Html(503)),
+                Some(Fault::Status(503)),
+                Some(Fault::Status(500)),
+                Some(Fault::Empty(502)),
+                Some(Fault::Html(504)),
+                Some(Fault::InvalidJson),
+                Some(Fault::DropConnection),
+            ])
+            .token_at(9, Fault::CutBody),
+    );
+    let http = http();
+    let mut answers = Vec::new();
+    for _ in 0..7 {
+        let (status, retry_after, body) = refresh(&server, &http, &first).await.unwrap();
+        let kind = if body.starts_with("<html>") {
+            "html".to_owned()
+        } else if body.is_empty() {
+            "empty".to_owned()
+        } else {
+            serde_json::from_str::<Value>(&body).unwrap()["error"].as_str().unwrap_or("none").to_owned()
+        };
+        answers.push((status, retry_after, kind));
+    }
+    let s = |status, retry_after: Option<&str>, kind: &str| {
+        (status, retry_after.map(str::to_owned), kind.to_owned())
+    };
+    assert_eq!(
+        answers,
+        [
+            s(429, Some("2"), "rate_limited"),
+            s(503, None, "html"),
+            s(503, None, "temporarily_unavailable"),
+            s(500, None, "server_error"),
+            s(502, None, "empty"),
+            s(504, None, "html"),
+            s(200, None, "html"),
+        ]
+    );
+    let dropped = refresh(&server, &http, &first).await.expect_err("the connection is dropped");
+    assert!(!dropped.is_status(), "{dropped:?}");
+    // Not one of them reached the grant: the refresh token from sign-in is still the current one.
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first));
+    assert_eq!(server.refresh_token_reuses(), 0);
+    // A page fault does nothing at the token endpoint: the 9th request rotates.
+    let (status, _, body) = refresh(&server, &http, &first).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let second: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [second["refresh_token"].as_str().unwrap()]);
+
+    let counts = server.fault_counts();
+    assert_eq!((counts.token.requests, counts.token.total()), (9, 8));
+    for name in
+        ["rate_limited", "html_503", "status_503", "status_500", "empty_502", "html_504", "invalid_json"]
+    {
+        assert_eq!(counts.token.get(name), 1, "{name}");
+    }
+    assert_eq!(counts.token.get("drop_connection"), 1);
+    assert_eq!(counts.token.early_retries, 1, "the request after the 429 came before its Retry-After");
+    assert_eq!((counts.requests, counts.get("status_500")), (0, 0), "the API schedule saw no token request");
+    assert_eq!(server.token_requests_for("refresh_token"), 9);
+}
+
+#[tokio::test]
+async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
+    use std::time::Duration;
+
+    use crate::reference_server::{Fault, Faults};
+
+    let server = ReferenceServer::builder()
+        .companies(1)
+        .refresh_token_rotation(true)
+        .faults(Faults::none())
+        .start()
+        .await;
+    let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    server.set_faults(Faults::new().token_every(1, Fault::Slow(Duration::from_millis(400))));
+
+    // The client gives up first: the held request is never processed.
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(100)).build().unwrap();
+    let err = refresh(&server, &impatient, &first).await.expect_err("timed out");
+    assert!(err.is_timeout(), "{err:?}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first), "nothing rotated");
+
+    // A client that waits gets the real answer, processed after the delay.
+    let (status, _, body) = refresh(&server, &http(), &first).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let rotated: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        [rotated["refresh_token"].as_str().unwrap()]
+    );
+    assert_eq!(server.refresh_token_reuses(), 0);
+    // Each request counted once, the held one included.
+    assert_eq!((server.token_requests_for("refresh_token"), server.fault_counts().token.get("slow")), (2, 2));
 }
