@@ -8,6 +8,7 @@
 mod support;
 
 mod auth_client_credentials;
+mod auth_refresh;
 mod auth_token_endpoint;
 mod auth_user;
 mod contract;
