@@ -20,4 +20,5 @@ mod pagination;
 mod pagination_guards;
 mod resilience;
 mod secrets;
+mod token_chaos;
 mod versioning;
