@@ -25,10 +25,11 @@ use wiremock::{Request, Respond, ResponseTemplate};
 use super::cursor::{CursorCodec, CursorError};
 use super::dataset::{Dataset, Sort};
 use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
+use super::jwt::SigningKeys;
 use super::jwt::unix_now_ms;
 use super::versions::{self, Lifecycle, Versions};
 use super::{ApiRequest, ErrorReply, Shared};
-use crate::auth::{Claims, TokenVerifier};
+use crate::auth::Claims;
 
 /// The request header that asks for preview features.
 const PREVIEW_HEADER: &str = "x-api-preview";
@@ -67,7 +68,7 @@ impl Endpoint {
 /// The API server's responder.
 #[derive(Debug)]
 pub(crate) struct ApiServer {
-    pub(crate) verifier: TokenVerifier,
+    pub(crate) keys: Arc<SigningKeys>,
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) cursors: CursorCodec,
     pub(crate) versions: Versions,
@@ -172,9 +173,8 @@ impl ApiServer {
         };
         let body = match &fault {
             Some(Fault::TruncatedJson) => body[..body.len() / 2].to_vec(),
-            Some(Fault::InvalidJson) => b"<html><body>bad gateway</body></html>".to_vec(),
-            Some(Fault::Body(bytes)) => bytes.clone(),
-            _ => body,
+            Some(other) => faults::replacement_body(other).unwrap_or(body),
+            None => body,
         };
         let mut response = ResponseTemplate::new(200).set_body_raw(body, "application/json");
         if let Some(label) = preview_label {
@@ -221,6 +221,8 @@ impl ApiServer {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| bearer_error("invalid_token", "missing bearer token", None))?;
         let claims = self
+            .keys
+            .current()
             .verifier
             .verify_cached(token)
             .map_err(|e| bearer_error("invalid_token", &e.to_string(), None))?;

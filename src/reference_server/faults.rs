@@ -13,7 +13,9 @@
 //! [`Faults::token_sequence`]) the same way. A token fault acts before the grant is
 //! processed, as a proxy or load balancer in front of the authorization server would: a
 //! faulted request consumes no authorization code and rotates no refresh token, and a slow
-//! answer is processed only once its delay is over, if the client is still waiting.
+//! answer is processed only once its delay is over, if the client is still waiting. The JWKS
+//! endpoint (`GET /.well-known/jwks.json`) has rules of its own too ([`Faults::jwks_at`],
+//! [`Faults::jwks_every`], [`Faults::jwks_sequence`]), for key-fetch outages.
 //!
 //! Most faults are HTTP answers made by the server itself. Two need a
 //! real network failure, which a wiremock responder cannot produce:
@@ -198,6 +200,7 @@ impl Rule {
 pub struct Faults {
     rules: Vec<Rule>,
     token_rules: Vec<Rule>,
+    jwks_rules: Vec<Rule>,
 }
 
 impl Faults {
@@ -265,10 +268,31 @@ impl Faults {
         self
     }
 
+    /// `fault` for JWKS request number `request` (the first is 1). [`Fault::RateLimited`],
+    /// [`Fault::Status`], [`Fault::Html`], [`Fault::Empty`], [`Fault::DropConnection`],
+    /// [`Fault::Slow`], [`Fault::InvalidJson`] and [`Fault::Body`] apply.
+    pub fn jwks_at(mut self, request: u64, fault: Fault) -> Self {
+        self.jwks_rules.push(Rule::At { request, fault });
+        self
+    }
+
+    /// `fault` for every `n`-th JWKS request (`n` of 0 counts as 1).
+    pub fn jwks_every(mut self, n: u64, fault: Fault) -> Self {
+        self.jwks_rules.push(Rule::Every { n: n.max(1), fault });
+        self
+    }
+
+    /// JWKS request `i` (from 1) gets the `i`-th entry; `None` entries and requests past the
+    /// end get no fault from this rule.
+    pub fn jwks_sequence<I: IntoIterator<Item = Option<Fault>>>(mut self, faults: I) -> Self {
+        self.jwks_rules.push(Rule::Sequence { faults: faults.into_iter().collect() });
+        self
+    }
+
     /// True when some rule needs a proxy: [`Fault::DropConnection`], [`Fault::CutBody`], or
     /// a slow token answer.
     pub(crate) fn need_proxy(&self) -> bool {
-        self.rules.iter().flat_map(Rule::faults).any(Fault::needs_proxy)
+        self.rules.iter().chain(&self.jwks_rules).flat_map(Rule::faults).any(Fault::needs_proxy)
             || self
                 .token_rules
                 .iter()
@@ -296,7 +320,9 @@ pub struct FaultCounts {
     /// passed.
     pub early_retries: u64,
     /// The same for the token endpoint.
-    pub token: TokenFaultCounts,
+    pub token: EndpointFaultCounts,
+    /// The same for the JWKS endpoint.
+    pub jwks: EndpointFaultCounts,
 }
 
 impl FaultCounts {
@@ -306,26 +332,29 @@ impl FaultCounts {
     }
 }
 
-/// What the fault injection did at the token endpoint: part of [`FaultCounts`].
+/// What the fault injection did at the token endpoint.
+pub type TokenFaultCounts = EndpointFaultCounts;
+
+/// What the fault injection did at the token or the JWKS endpoint: part of [`FaultCounts`].
 #[non_exhaustive]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TokenFaultCounts {
-    /// Token requests since the schedule was set.
+pub struct EndpointFaultCounts {
+    /// Requests to the endpoint since the schedule was set.
     pub requests: u64,
     /// Faults applied, named as in [`FaultCounts::applied`].
     pub applied: HashMap<String, u64>,
-    /// Token requests that arrived before the `Retry-After` of the 429 just before them had
+    /// Requests that arrived before the `Retry-After` of the 429 just before them had
     /// passed.
     pub early_retries: u64,
 }
 
-impl TokenFaultCounts {
-    /// How often the fault named `name` was applied to a token request.
+impl EndpointFaultCounts {
+    /// How often the fault named `name` was applied.
     pub fn get(&self, name: &str) -> u64 {
         self.applied.get(name).copied().unwrap_or(0)
     }
 
-    /// Faults applied to token requests, of every kind.
+    /// Faults applied, of every kind.
     pub fn total(&self) -> u64 {
         self.applied.values().sum()
     }
@@ -338,6 +367,8 @@ pub(crate) enum Target {
     Api,
     /// `POST /oauth2/token`.
     Token,
+    /// `GET /.well-known/jwks.json`.
+    Jwks,
 }
 
 /// The counters of one target.
@@ -351,6 +382,14 @@ struct Lane {
 }
 
 impl Lane {
+    fn counts(&self) -> EndpointFaultCounts {
+        EndpointFaultCounts {
+            requests: self.requests,
+            applied: self.applied.clone(),
+            early_retries: self.early_retries,
+        }
+    }
+
     /// Counts one request; returns its number.
     fn arrive(&mut self) -> u64 {
         if let Some(not_before) = self.retry_not_before_ms.take()
@@ -370,6 +409,7 @@ pub(crate) struct FaultState {
     api: Lane,
     pages: u64,
     token: Lane,
+    jwks: Lane,
 }
 
 impl FaultState {
@@ -383,11 +423,8 @@ impl FaultState {
             pages: self.pages,
             applied: self.api.applied.clone(),
             early_retries: self.api.early_retries,
-            token: TokenFaultCounts {
-                requests: self.token.requests,
-                applied: self.token.applied.clone(),
-                early_retries: self.token.early_retries,
-            },
+            token: self.token.counts(),
+            jwks: self.jwks.counts(),
         }
     }
 
@@ -395,6 +432,7 @@ impl FaultState {
         match target {
             Target::Api => &mut self.api,
             Target::Token => &mut self.token,
+            Target::Jwks => &mut self.jwks,
         }
     }
 
@@ -404,11 +442,12 @@ impl FaultState {
         let rules = match target {
             Target::Api => &self.faults.rules,
             Target::Token => &self.faults.token_rules,
+            Target::Jwks => &self.faults.jwks_rules,
         };
         if let Some(fault) = rules.iter().find_map(|r| r.fault_for_request(request)) {
             return Some(fault.clone());
         }
-        if target == Target::Token {
+        if target != Target::Api {
             return None;
         }
         self.pages += 1;
@@ -454,6 +493,15 @@ impl FaultState {
             _ => return None,
         };
         Some((reply.status, reply.into_response()))
+    }
+}
+
+/// The body of a 200 that replaces the real one: [`Fault::InvalidJson`] and [`Fault::Body`].
+pub(crate) fn replacement_body(fault: &Fault) -> Option<Vec<u8>> {
+    match fault {
+        Fault::InvalidJson => Some(b"<html><body>bad gateway</body></html>".to_vec()),
+        Fault::Body(bytes) => Some(bytes.clone()),
+        _ => None,
     }
 }
 
@@ -544,6 +592,12 @@ mod tests {
         assert_eq!((counts.token.get("html_502"), counts.token.total(), counts.get("html_502")), (1, 1, 0));
         assert!(faults.need_proxy());
         assert!(Faults::new().token_at(1, Fault::Slow(Duration::ZERO)).need_proxy());
+        assert!(Faults::new().jwks_at(1, Fault::DropConnection).need_proxy());
+        assert!(!Faults::new().jwks_at(1, Fault::Slow(Duration::ZERO)).need_proxy());
+        let mut jwks = FaultState::new(Faults::new().jwks_every(2, Fault::Status(503)));
+        let drawn: Vec<_> = (0..4).map(|_| jwks.draw(Target::Jwks).map(|f| f.name())).collect();
+        assert_eq!(drawn, [None, Some("status"), None, Some("status")]);
+        assert_eq!((jwks.counts().jwks.requests, jwks.counts().requests, jwks.counts().pages), (4, 0, 0));
         assert!(!Faults::new().at(1, Fault::Slow(Duration::ZERO)).need_proxy());
     }
 
@@ -576,7 +630,7 @@ mod tests {
         state.rate_limited_until(Target::Api, unix_now_ms().saturating_sub(1));
         state.draw(Target::Api);
         assert_eq!(state.counts().early_retries, 1);
-        assert_eq!(state.counts().token, TokenFaultCounts::default());
+        assert_eq!(state.counts().token, EndpointFaultCounts::default());
     }
 
     #[test]

@@ -24,7 +24,7 @@
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request with
-//!   [`TokenVerifier`]. A missing, invalid or
+//!   [`TokenVerifier`](crate::auth::TokenVerifier). A missing, invalid or
 //!   expired token is 401 `invalid_token`; a token without `api/read` is 401
 //!   `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
 //! - `limit` is 1 to 100 (default 20); `sort` is `name`, `createdAt` or
@@ -49,8 +49,8 @@
 //!   (as a gateway in front sends) or no body, dropped
 //!   connections and bodies cut short (through a TCP proxy, see [`Fault`]),
 //!   malformed bodies, slow answers, empty pages, expired cursors and expired
-//!   tokens. The token endpoint has a schedule of its own ([`Faults::token_every`] and
-//!   friends); a token fault acts before the grant is processed, as a proxy or load balancer
+//!   tokens. The token and JWKS endpoints have schedules of their own
+//!   ([`Faults::token_every`], [`Faults::jwks_every`] and friends); a token fault acts before the grant is processed, as a proxy or load balancer
 //!   would, so a faulted refresh never rotates a refresh token and a faulted code exchange
 //!   never consumes the code. [`ReferenceServer::fault_counts`] says what was injected.
 //!
@@ -96,10 +96,8 @@ use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
-pub use faults::{Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
+pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
 pub use versions::{DeprecationHeaders, Lifecycle};
-
-use crate::auth::TokenVerifier;
 
 /// The API's OpenAPI 3.1 document (`openapi/business-records-v1.yaml`), with
 /// `https://api.example.com` standing for the API's base URL and
@@ -519,10 +517,6 @@ impl ReferenceServerBuilder {
             Some((pem, kid)) => (pem.as_str(), kid.as_str()),
             None => (jwt::DEFAULT_SIGNING_KEY_PEM, jwt::DEFAULT_KID),
         };
-        let signer = match jwt::Signer::from_pem(pem, kid) {
-            Ok(signer) => Arc::new(signer),
-            Err(e) => panic!("reference server: {e}"),
-        };
         let dataset = Arc::new(Dataset::generate(self.companies, self.contacts_per_company, self.seed));
         let mut clients = HashMap::new();
         self.users.register(&mut clients);
@@ -555,9 +549,8 @@ impl ReferenceServerBuilder {
             Some(proxies) => format!("http://{}", proxies.auth.address()),
             None => auth_server.uri(),
         };
-        let jwks_json = signer.jwks_json();
-        let verifier = match TokenVerifier::from_jwks(&jwks_json, auth_url.clone(), self.audience.clone()) {
-            Ok(verifier) => verifier,
+        let keys = match jwt::SigningKeys::new(pem, kid, auth_url.clone(), self.audience.clone()) {
+            Ok(keys) => Arc::new(keys),
             Err(e) => panic!("reference server: {e}"),
         };
         let shared = Arc::new(Shared::default());
@@ -573,11 +566,9 @@ impl ReferenceServerBuilder {
 
         Mock::given(any())
             .respond_with(auth::AuthServer {
-                signer: Arc::clone(&signer),
+                keys: Arc::clone(&keys),
                 clients,
                 settings: auth_settings.clone(),
-                jwks_json,
-                verifier: verifier.clone(),
                 shared: Arc::clone(&shared),
                 replay_secret,
             })
@@ -594,7 +585,7 @@ impl ReferenceServerBuilder {
             .await;
         Mock::given(any())
             .respond_with(api::ApiServer {
-                verifier,
+                keys: Arc::clone(&keys),
                 dataset: Arc::clone(&dataset),
                 cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
                 versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
@@ -611,7 +602,7 @@ impl ReferenceServerBuilder {
             audience: self.audience,
             token_lifetime_secs,
             default_scopes,
-            signer,
+            keys,
             dataset,
             shared,
             auth_settings,
@@ -650,7 +641,7 @@ pub struct ReferenceServer {
     audience: String,
     token_lifetime_secs: i64,
     default_scopes: Vec<String>,
-    signer: Arc<jwt::Signer>,
+    keys: Arc<jwt::SigningKeys>,
     dataset: Arc<Dataset>,
     shared: Arc<Shared>,
     auth_settings: auth::AuthSettings,
@@ -793,6 +784,25 @@ impl ReferenceServer {
         self.shared.set_lifecycle(path.into(), lifecycle);
     }
 
+    /// Signs tokens with this RSA private key (PKCS#1 or PKCS#8 PEM) under key id `kid` from
+    /// now on, and withdraws the old key: the JWKS publishes the new key alone, and the API
+    /// refuses tokens signed with the old one (401 `invalid_token`). Verifiers that cached
+    /// the old key keep trusting it until they fetch the JWKS again.
+    ///
+    /// # Panics
+    ///
+    /// If `pem` is not an RSA private key.
+    pub fn rotate_signing_key(&self, pem: &str, kid: &str) {
+        if let Err(e) = self.keys.rotate(pem, kid) {
+            panic!("reference server: {e}");
+        }
+    }
+
+    /// The key id tokens are signed under now.
+    pub fn signing_key_id(&self) -> String {
+        self.keys.current().signer.kid().to_owned()
+    }
+
     /// Revokes every access token issued so far: the API answers 401 `invalid_token` to each
     /// of them, as after a key rotation or a security incident. Tokens issued afterwards work.
     pub fn revoke_issued_tokens(&self) {
@@ -807,7 +817,8 @@ impl ReferenceServer {
     pub fn mint_token(&self, spec: TokenSpec) -> String {
         let client_id = spec.client_id.as_deref().unwrap_or(Self::DEFAULT_CLIENT_ID);
         let scopes = spec.scopes.as_ref().unwrap_or(&self.default_scopes);
-        let token = self
+        let keys = self.keys.current();
+        let token = keys
             .signer
             .issue(&jwt::TokenClaims {
                 subject: client_id,
@@ -816,7 +827,7 @@ impl ReferenceServer {
                 lifetime_secs: spec.lifetime_secs.unwrap_or(self.token_lifetime_secs),
                 audience: spec.audience.as_deref().unwrap_or(&self.audience),
                 issuer: spec.issuer.as_deref().unwrap_or(&self.auth_url),
-                kid: if spec.unknown_key { jwt::UNKNOWN_KID } else { self.signer.kid() },
+                kid: if spec.unknown_key { jwt::UNKNOWN_KID } else { keys.signer.kid() },
                 generation: self.shared.token_generation.load(Ordering::SeqCst),
             })
             .unwrap_or_else(|e| panic!("reference server: {e}"));

@@ -260,6 +260,8 @@ impl AuthServer {
         }
         if grant.scopes.iter().any(|s| s == "openid") {
             let id_token = self
+                .keys
+                .current()
                 .signer
                 .id_token(&IdTokenClaims {
                     issuer: &self.settings.issuer,

@@ -23,10 +23,9 @@ use wiremock::{Request, Respond, ResponseTemplate};
 pub(crate) use self::form::Form;
 use self::form::parse_basic;
 pub(crate) use self::grants::Sessions;
-use super::faults::{Fault, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target};
-use super::jwt::{Signer, TokenClaims};
+use super::faults::{Fault, FaultState, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target, replacement_body};
+use super::jwt::{SigningKeys, TokenClaims};
 use super::{ErrorReply, Shared};
-use crate::auth::TokenVerifier;
 use crate::auth::pkce::constant_time_eq;
 
 pub(crate) const AUTHORIZE_PATH: &str = "/oauth2/authorize";
@@ -118,12 +117,9 @@ pub(crate) struct AuthSettings {
 /// The authorization server's responder.
 #[derive(Debug)]
 pub(crate) struct AuthServer {
-    pub(crate) signer: Arc<Signer>,
+    pub(crate) keys: Arc<SigningKeys>,
     pub(crate) clients: HashMap<String, RegisteredClient>,
     pub(crate) settings: AuthSettings,
-    pub(crate) jwks_json: String,
-    /// Validates access tokens for introspection.
-    pub(crate) verifier: TokenVerifier,
     pub(crate) shared: Arc<Shared>,
     /// The value of [`REPLAY_HEADER`] on requests the fault proxy held and sends again.
     pub(crate) replay_secret: String,
@@ -138,12 +134,7 @@ impl Respond for AuthServer {
                 self.authorize(request)
             }
             TOKEN_PATH if method == "POST" => self.token_endpoint(request),
-            JWKS_PATH if method == "GET" => {
-                self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
-                ResponseTemplate::new(200)
-                    .insert_header("cache-control", "public, max-age=300")
-                    .set_body_raw(self.jwks_json.clone().into_bytes(), "application/json")
-            }
+            JWKS_PATH if method == "GET" => self.jwks(),
             DISCOVERY_PATH | OAUTH_METADATA_PATH if method == "GET" => self.discovery(),
             INTROSPECTION_PATH if method == "POST" => {
                 self.introspect(request).unwrap_or_else(ErrorReply::into_response)
@@ -195,24 +186,38 @@ impl AuthServer {
                 let marker = format!("{MARKER_HOLD}{}", delay.as_millis());
                 Some(ResponseTemplate::new(200).insert_header(MARKER_HEADER, marker.as_str()))
             }
-            Fault::InvalidJson => Some(
-                ResponseTemplate::new(200)
-                    .set_body_raw(b"<html><body>bad gateway</body></html>".to_vec(), "application/json"),
-            ),
-            Fault::Body(bytes) => {
-                Some(ResponseTemplate::new(200).set_body_raw(bytes.clone(), "application/json"))
-            }
             Fault::ExpireTokens => {
                 self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
                 None
             }
-            other => match faults.stand_in(Target::Token, other) {
-                Some((_, response)) => Some(response),
+            other => match replaced(&mut faults, Target::Token, other) {
+                Some(response) => Some(response),
                 // A page fault: nothing to do at the token endpoint.
                 None => return None,
             },
         };
         faults.applied(Target::Token, &fault);
+        response
+    }
+
+    /// `GET /.well-known/jwks.json`, with its faults.
+    fn jwks(&self) -> ResponseTemplate {
+        self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
+        let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
+        let response = ResponseTemplate::new(200)
+            .insert_header("cache-control", "public, max-age=300")
+            .set_body_raw(self.keys.current().jwks_json.clone().into_bytes(), "application/json");
+        let Some(fault) = faults.draw(Target::Jwks) else {
+            return response;
+        };
+        let response = match &fault {
+            Fault::Slow(delay) => response.set_delay(*delay),
+            other => match replaced(&mut faults, Target::Jwks, other) {
+                Some(replacement) => replacement,
+                None => return response,
+            },
+        };
+        faults.applied(Target::Jwks, &fault);
         response
     }
 
@@ -242,7 +247,8 @@ impl AuthServer {
 
     /// A signed access token for the API.
     fn access_token(&self, subject: &str, client_id: &str, scopes: &[String]) -> Result<String, ErrorReply> {
-        self.signer
+        let keys = self.keys.current();
+        keys.signer
             .issue(&TokenClaims {
                 subject,
                 client_id,
@@ -250,7 +256,7 @@ impl AuthServer {
                 lifetime_secs: self.settings.token_lifetime_secs,
                 audience: &self.settings.audience,
                 issuer: &self.settings.issuer,
-                kid: self.signer.kid(),
+                kid: keys.signer.kid(),
                 generation: self.shared.token_generation.load(Ordering::SeqCst),
             })
             .map_err(|_| ErrorReply::new(500, "server_error", "token signing failed"))
@@ -331,6 +337,16 @@ impl AuthServer {
             client.secret.as_deref().is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes()));
         matches.then_some((id.as_str(), client))
     }
+}
+
+/// The answer that replaces the real one for `fault` at `target`: an error status, a dropped
+/// connection, or a 200 with another body.
+fn replaced(faults: &mut FaultState, target: Target, fault: &Fault) -> Option<ResponseTemplate> {
+    if let Some((_, response)) = faults.stand_in(target, fault) {
+        return Some(response);
+    }
+    let body = replacement_body(fault)?;
+    Some(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
 }
 
 /// A successful token response: JSON, never cached.

@@ -184,9 +184,12 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
     assert_eq!(body["token_type"], "Bearer");
     assert_eq!(body["scope"], "openid api/read");
     assert_eq!(body["refresh_token"].as_str().unwrap().len(), 43);
-    let verifier =
-        crate::auth::TokenVerifier::from_jwks(&server.signer.jwks_json(), server.auth_url(), "reference-app")
-            .unwrap();
+    let verifier = crate::auth::TokenVerifier::from_jwks(
+        &server.keys.current().jwks_json,
+        server.auth_url(),
+        "reference-app",
+    )
+    .unwrap();
     let id = verifier.verify_cached(body["id_token"].as_str().unwrap()).expect("a valid id token");
     assert_eq!(id.sub.as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
     assert_eq!(id.extra["nonce"], "n1");
@@ -238,7 +241,11 @@ async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let second = body["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
     assert!(body["id_token"].is_string() && body["access_token"].is_string());
-    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&second), "the new one replaced it");
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        std::slice::from_ref(&second),
+        "the new one replaced it"
+    );
     assert_eq!(server.refresh_token_reuses(), 0);
 
     let (status, body) = refresh(first).await;
@@ -475,7 +482,11 @@ async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
     let err = refresh(&server, &impatient, &first).await.expect_err("timed out");
     assert!(err.is_timeout(), "{err:?}");
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first), "nothing rotated");
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        std::slice::from_ref(&first),
+        "nothing rotated"
+    );
 
     // A client that waits gets the real answer, processed after the delay.
     let (status, _, body) = refresh(&server, &http(), &first).await.unwrap();
