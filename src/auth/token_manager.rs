@@ -345,43 +345,4 @@ impl TokenSource for NoRefresh {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
-        CachedToken::stamp(
-            IssuedToken { access_token: AccessToken::new("t"), expires_in, scopes: vec![] },
-            now,
-        )
-    }
-
-    #[test]
-    fn refresh_buffer_is_the_smaller_of_five_minutes_and_a_tenth() {
-        let now = Instant::now();
-        let hour = stamp(Some(Duration::from_secs(3600)), now);
-        assert_eq!(hour.refresh_at, Some(now + Duration::from_secs(3300)));
-        assert_eq!(hour.expires_at, Some(now + Duration::from_secs(3600)));
-        let short = stamp(Some(Duration::from_secs(10)), now);
-        assert_eq!(short.refresh_at, Some(now + Duration::from_secs(9)));
-    }
-
-    #[test]
-    fn lifetimes_beyond_a_year_count_as_one_year() {
-        let now = Instant::now();
-        let huge = stamp(Some(Duration::from_secs(u64::MAX)), now);
-        assert_eq!(huge.expires_at, Some(now + MAX_TOKEN_LIFETIME));
-        assert_eq!(huge.refresh_at, Some(now + MAX_TOKEN_LIFETIME - MAX_REFRESH_BUFFER));
-    }
-
-    #[test]
-    fn failure_backoff_doubles_with_jitter_and_honours_retry_after_up_to_the_cap() {
-        for failures in 1..=10u32 {
-            let ceiling = FAILURE_BACKOFF_INITIAL.saturating_mul(1 << (failures - 1)).min(FAILURE_BACKOFF_MAX);
-            let delay = failure_backoff(failures, None);
-            assert!(delay >= ceiling / 2 && delay <= ceiling, "{failures}: {delay:?} outside {ceiling:?}");
-        }
-        assert_eq!(failure_backoff(1, Some(Duration::from_secs(5))), Duration::from_secs(5));
-        assert_eq!(failure_backoff(1, Some(Duration::from_secs(3600))), FAILURE_BACKOFF_MAX);
-        assert!(failure_backoff(u32::MAX, None) <= FAILURE_BACKOFF_MAX);
-    }
-}
+mod tests;
