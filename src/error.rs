@@ -290,9 +290,11 @@ impl Error {
                 Error::Sunset { sunset: *sunset, successor: successor.clone(), response: response.clone() }
             }
             Error::Deprecated(notice) => Error::Deprecated(notice.clone()),
-            Error::CursorRejected { code, delivered, response } => {
-                Error::CursorRejected { code: code.clone(), delivered: *delivered, response: response.clone() }
-            }
+            Error::CursorRejected { code, delivered, response } => Error::CursorRejected {
+                code: code.clone(),
+                delivered: *delivered,
+                response: response.clone(),
+            },
             Error::Pagination(e) => Error::Pagination(e.clone()),
             Error::Http(e) => Error::Http(e.clone()),
             Error::Decode { endpoint, message } => {

@@ -433,7 +433,8 @@ impl AuthorizationCodeFlow {
     /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token; [`Error::Auth`]
     /// with `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses it.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {
-        let Refreshed { mut tokens, new_id_token, .. } = self.refresh_with(&self.config.sender, tokens).await?;
+        let Refreshed { mut tokens, new_id_token, .. } =
+            self.refresh_with(&self.config.sender, tokens).await?;
         if let Some((id_token, previous)) = new_id_token {
             let outcome = self.verify_id_token(&id_token).await;
             tokens.settle_id_token(outcome, &previous);
@@ -443,7 +444,11 @@ impl AuthorizationCodeFlow {
 
     /// The refresh-token grant through `sender`, without verifying a new ID token: the caller
     /// keeps the new set first, then verifies.
-    pub(crate) async fn refresh_with(&self, sender: &HttpSender, tokens: &TokenSet) -> Result<Refreshed, Error> {
+    pub(crate) async fn refresh_with(
+        &self,
+        sender: &HttpSender,
+        tokens: &TokenSet,
+    ) -> Result<Refreshed, Error> {
         self.check()?;
         let refresh_token = tokens
             .refresh_token

@@ -148,7 +148,10 @@ pub(crate) struct ClientCredentialsSource {
 fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<HeaderValue, Error> {
     use base64::Engine as _;
     if client_id.contains(':') {
-        return Err(Error::invalid("client_id", "expected no `:` in a client id sent with literal HTTP Basic"));
+        return Err(Error::invalid(
+            "client_id",
+            "expected no `:` in a client id sent with literal HTTP Basic",
+        ));
     }
     let credentials = format!("{client_id}:{}", client_secret.secret());
     let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);

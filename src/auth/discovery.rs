@@ -273,7 +273,10 @@ impl TokenIntrospector {
     /// # let _ = introspector; Ok::<(), business_records::Error>(())
     /// ```
     #[must_use]
-    pub fn http_config(mut self, configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder) -> Self {
+    pub fn http_config(
+        mut self,
+        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    ) -> Self {
         match http_client(configure) {
             Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT),
             Err(error) => self.invalid = Some(Arc::new(error)),

@@ -135,7 +135,11 @@ impl Inner {
     }
 
     /// Records the answer of the request under way and says what its waiters get.
-    fn finish(&self, result: Result<IssuedToken, Error>, sent_at: Instant) -> Result<AccessToken, Arc<Error>> {
+    fn finish(
+        &self,
+        result: Result<IssuedToken, Error>,
+        sent_at: Instant,
+    ) -> Result<AccessToken, Arc<Error>> {
         let mut state = self.lock();
         state.flight = None;
         let now = Instant::now();
@@ -194,7 +198,10 @@ fn failure_backoff(failures: u32, retry_after: Option<Duration>) -> Duration {
 enum Next {
     Done(Result<AccessToken, Error>),
     /// Wait for the request under way; `fallback` still works if the wait runs out.
-    Wait { flight: Flight, fallback: Option<CachedToken> },
+    Wait {
+        flight: Flight,
+        fallback: Option<CachedToken>,
+    },
 }
 
 /// Caches the current token and refreshes it with single flight. Cheap to clone.

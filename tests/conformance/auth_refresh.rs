@@ -116,7 +116,10 @@ async fn a_dropped_listing_does_not_cancel_the_refresh_it_started() {
 #[tokio::test]
 async fn a_refreshed_id_token_that_fails_verification_is_dropped_and_the_new_tokens_kept() {
     let Some(server) = support::reference_server("bad id token", || {
-        ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1)).refresh_token_rotation(true)
+        ReferenceServer::builder()
+            .companies(5)
+            .token_lifetime(Duration::from_secs(1))
+            .refresh_token_rotation(true)
     })
     .await
     else {

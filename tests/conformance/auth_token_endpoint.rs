@@ -149,8 +149,9 @@ async fn definitive_token_errors_are_not_retried() {
 
 #[tokio::test]
 async fn concurrent_callers_share_one_failed_token_request_and_then_a_backoff() {
-    let setup = Setup::new(|_| vec![oauth_error(503, "temporarily_unavailable").insert_header("retry-after", "1")])
-        .await;
+    let setup =
+        Setup::new(|_| vec![oauth_error(503, "temporarily_unavailable").insert_header("retry-after", "1")])
+            .await;
     let client = setup.client().retry(RetryPolicy::none()).build().expect("client");
     let calls = (0..50).map(|_| {
         let client = client.clone();
@@ -236,7 +237,8 @@ async fn redirects_are_never_followed_whatever_the_http_settings() {
     let elsewhere = MockServer::builder().start().await;
     Mock::given(method("POST")).respond_with(ResponseTemplate::new(200)).mount(&elsewhere).await;
     let target = format!("{}/steal", elsewhere.uri());
-    let setup = Setup::new(|_| vec![ResponseTemplate::new(307).insert_header("location", target.as_str())]).await;
+    let setup =
+        Setup::new(|_| vec![ResponseTemplate::new(307).insert_header("location", target.as_str())]).await;
     let client = setup
         .client()
         .http_config(|http| {
@@ -310,10 +312,13 @@ async fn http_basic_is_form_encoded_by_default_and_literal_on_request() {
         client.companies().send().await.expect("listing");
     }
     let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    assert_eq!(seen.iter().map(|h| decoded(h)).collect::<Vec<_>>(), [
-        "my+client:s3cr%3At%2F%2B%3D", // RFC 6749 section 2.3.1
-        "my client:s3cr:t/+=",         // spec Part 5.4
-    ]);
+    assert_eq!(
+        seen.iter().map(|h| decoded(h)).collect::<Vec<_>>(),
+        [
+            "my+client:s3cr%3At%2F%2B%3D", // RFC 6749 section 2.3.1
+            "my client:s3cr:t/+=",         // spec Part 5.4
+        ]
+    );
 
     // The reference server accepts both, as the spec and RFC 6749 allow.
     for literal in [false, true] {

@@ -447,7 +447,10 @@ async fn a_failed_refresh_keeps_a_token_that_still_works_and_the_next_try_waits_
     assert_eq!(server.fault_counts().token.requests, 2);
     let saved = store.get().expect("saved");
     assert_ne!(saved.refresh_token, first.refresh_token);
-    assert_eq!(server.active_refresh_tokens(server.test_user()), [saved.refresh_token.expect("rt").secret().to_owned()]);
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        [saved.refresh_token.expect("rt").secret().to_owned()]
+    );
     assert!(server.api_requests().iter().all(|r| r.status == 200), "no expired token was ever sent");
 }
 

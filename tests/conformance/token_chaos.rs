@@ -79,7 +79,8 @@ async fn listing(client: &Client, expected: &[String], rng: &mut fastrand::Rng, 
     match rng.u32(0..3) {
         0 => {
             let all = list().stream().try_collect().await;
-            let ids: Vec<String> = all.unwrap_or_else(|e| panic!("a listing failed: {e:?}")).into_iter().map(|c| c.id).collect();
+            let ids: Vec<String> =
+                all.unwrap_or_else(|e| panic!("a listing failed: {e:?}")).into_iter().map(|c| c.id).collect();
             assert_eq!(ids, expected, "every company exactly once, in order");
             tally.completed.fetch_add(1, Ordering::Relaxed);
         }
@@ -178,7 +179,10 @@ async fn run(lifetime: Duration, seed: u64) {
         if stored.is_some() && current == [stored.clone().unwrap_or_default()] {
             break;
         }
-        assert!(Instant::now() < deadline, "the store holds {stored:?}, the server considers {current:?} current");
+        assert!(
+            Instant::now() < deadline,
+            "the store holds {stored:?}, the server considers {current:?} current"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let counts = server.fault_counts();

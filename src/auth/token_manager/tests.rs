@@ -13,10 +13,7 @@ use crate::RetryPolicy;
 use crate::auth::{AuthorizationCodeFlow, ClientCredentials, ClientSecret, TokenSet};
 
 fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
-    CachedToken::stamp(
-        IssuedToken { access_token: AccessToken::new("t"), expires_in, scopes: vec![] },
-        now,
-    )
+    CachedToken::stamp(IssuedToken { access_token: AccessToken::new("t"), expires_in, scopes: vec![] }, now)
 }
 
 #[test]
@@ -125,9 +122,14 @@ async fn read_token_response(auth_url: &str, sender: &HttpSender) {
     let previous = TokenSet::new("a").with_refresh_token("r");
     if let Ok(refreshed) = flow.refresh_with(sender, &previous).await {
         let tokens = refreshed.tokens;
-        let manager = TokenManager::with_token(Box::new(NoRefresh), tokens.access_token.clone(), tokens.expires_at);
+        let manager =
+            TokenManager::with_token(Box::new(NoRefresh), tokens.access_token.clone(), tokens.expires_at);
         let _ = (tokens.is_expired(), format!("{manager:?}"));
-        let issued = IssuedToken { access_token: tokens.access_token, expires_in: refreshed.expires_in, scopes: vec![] };
+        let issued = IssuedToken {
+            access_token: tokens.access_token,
+            expires_in: refreshed.expires_in,
+            scopes: vec![],
+        };
         let _ = CachedToken::stamp(issued, now).is_fresh(now);
     }
 }
@@ -142,10 +144,14 @@ fn token_responses_of_any_shape_never_panic() {
     let body = Arc::new(Mutex::new(Vec::new()));
     let server = runtime.block_on(async {
         let server = MockServer::builder().start().await;
-        Mock::given(wiremock::matchers::method("POST")).respond_with(Scripted(body.clone())).mount(&server).await;
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(Scripted(body.clone()))
+            .mount(&server)
+            .await;
         server
     });
-    let sender = HttpSender::standalone(Duration::from_secs(5)).expect("sender").with_retry(RetryPolicy::none());
+    let sender =
+        HttpSender::standalone(Duration::from_secs(5)).expect("sender").with_retry(RetryPolicy::none());
     let mut runner = TestRunner::new(Config { cases: 128, failure_persistence: None, ..Config::default() });
     let outcome = runner.run(&token_response(), |response| {
         *body.lock().unwrap_or_else(|e| e.into_inner()) = serde_json::to_vec(&response).unwrap_or_default();
