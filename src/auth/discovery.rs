@@ -289,7 +289,8 @@ impl TokenIntrospector {
     /// # Errors
     ///
     /// [`Error::Auth`] when the server refuses the request (`invalid_client`, ...);
-    /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer. An unknown or
+    /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
+    /// [`Error::InvalidArgument`] naming `http_config` when the HTTP client could not be built. An unknown or
     /// expired token is not an error: it is `active: false`.
     pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
         if let Some(error) = &self.invalid {

@@ -100,6 +100,8 @@ impl TokenSet {
     /// refreshes, after the ID token's signature, issuer, audience and expiry were checked;
     /// `None` on a set loaded from a store (verify it again with
     /// [`AuthorizationCodeFlow::verify_id_token`](super::AuthorizationCodeFlow::verify_id_token)).
+    /// A refreshed ID token that failed verification was dropped: the claims are then those of
+    /// the previous one, and [`id_token_error`](Self::id_token_error) says why.
     pub fn id_token_claims(&self) -> Option<&Claims> {
         self.id_claims.as_ref()
     }

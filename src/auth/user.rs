@@ -17,8 +17,11 @@ use crate::transport::HttpSender;
 ///
 /// The client sends the user's access token and renews it with the refresh-token grant ahead
 /// of expiry (and after a 401 `invalid_token`), one refresh at a time however many tasks need
-/// it. When the server rotates the refresh token, the new one is kept, and saved through the
-/// [`store`](Self::store) before any request uses the new access token.
+/// it. A refresh runs in a task of its own, so a caller that gives up never cancels it. When the
+/// server rotates the refresh token, the new one is kept in memory at once, and saved through
+/// the [`store`](Self::store) before any request uses the new access token and before the new ID
+/// token is verified. A save that fails is logged and retried in the background; the client
+/// goes on with the new tokens. See the refresh guarantees in the [`auth`](super) module.
 ///
 /// Build one [`Client`](crate::Client) per signed-in user and clone it: clones share the
 /// tokens. Two clients built from the same `UserAuth` would each renew with the same refresh
@@ -60,7 +63,8 @@ impl UserAuth {
         UserAuth { flow, tokens, store: None }
     }
 
-    /// Saves every renewed token set here. Default: none (renewed tokens live in memory only).
+    /// Saves every renewed token set here, before its access token is used. Default: none
+    /// (renewed tokens live in memory only).
     pub fn store(mut self, store: impl TokenStore) -> Self {
         self.store = Some(Arc::new(store));
         self

@@ -3,22 +3,37 @@
 //! is kept and saved before anything that can fail, and an ID token that fails verification
 //! costs nothing but itself.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use business_records::auth::{MemoryTokenStore, TokenSet, VerifyError};
 use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Auth, Client, Error};
 
 use crate::auth_user::sign_in;
-use crate::support;
+use crate::support::{self, eventually};
 
-/// Waits until `done` holds, for at most ten seconds.
-async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} never happened");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// A signed-in user's client with a memory store, against a reference server with `companies`,
+/// one-second tokens, rotation and the fault proxies.
+async fn signed_in_client(
+    case: &str,
+    companies: usize,
+) -> Option<(ReferenceServer, TokenSet, Client, MemoryTokenStore)> {
+    let server = support::reference_server(case, || {
+        ReferenceServer::builder()
+            .companies(companies)
+            .token_lifetime(Duration::from_secs(1))
+            .refresh_token_rotation(true)
+            .faults(Faults::new())
+    })
+    .await?;
+    let (flow, first) = sign_in(&server).await;
+    let store = MemoryTokenStore::new();
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::user(flow, first.clone()).store(store.clone()))
+        .build()
+        .expect("client");
+    Some((server, first, client, store))
 }
 
 /// The refresh token the server considers current for the test user.
@@ -32,24 +47,9 @@ fn refresh_token_of(tokens: &TokenSet) -> String {
 
 #[tokio::test]
 async fn a_refresh_whose_caller_gave_up_still_lands_in_memory_and_in_the_store() {
-    let Some(server) = support::reference_server("cancelled refresh", || {
-        ReferenceServer::builder()
-            .companies(5)
-            .token_lifetime(Duration::from_secs(1))
-            .refresh_token_rotation(true)
-            .faults(Faults::new())
-    })
-    .await
-    else {
+    let Some((server, first, client, store)) = signed_in_client("cancelled refresh", 5).await else {
         return;
     };
-    let (flow, first) = sign_in(&server).await;
-    let store = MemoryTokenStore::new();
-    let client = Client::builder()
-        .base_url(server.base_url())
-        .auth(Auth::user(flow, first.clone()).store(store.clone()))
-        .build()
-        .expect("client");
     // The refresh is held for 400 ms before the server processes it.
     server.set_faults(Faults::new().token_at(1, Fault::Slow(Duration::from_millis(400))));
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -74,24 +74,9 @@ async fn a_refresh_whose_caller_gave_up_still_lands_in_memory_and_in_the_store()
 
 #[tokio::test]
 async fn a_dropped_listing_does_not_cancel_the_refresh_it_started() {
-    let Some(server) = support::reference_server("dropped stream", || {
-        ReferenceServer::builder()
-            .companies(30)
-            .token_lifetime(Duration::from_secs(1))
-            .refresh_token_rotation(true)
-            .faults(Faults::new())
-    })
-    .await
-    else {
+    let Some((server, _, client, store)) = signed_in_client("dropped stream", 30).await else {
         return;
     };
-    let (flow, first) = sign_in(&server).await;
-    let store = MemoryTokenStore::new();
-    let client = Client::builder()
-        .base_url(server.base_url())
-        .auth(Auth::user(flow, first).store(store.clone()))
-        .build()
-        .expect("client");
     let mut stream = client.companies().limit(10).stream();
     for _ in 0..10 {
         stream.try_next().await.expect("a company").expect("the first page");
