@@ -26,6 +26,8 @@ pub(crate) struct TokenClaims<'a> {
     pub(crate) kid: &'a str,
     /// The revocation generation the token belongs to (claim `gen`).
     pub(crate) generation: u64,
+    /// Seconds the issuing clock is ahead of this one: `iat`, `nbf` and `exp` move with it.
+    pub(crate) clock_skew_secs: i64,
 }
 
 /// What goes into an OpenID Connect ID token.
@@ -86,7 +88,7 @@ impl Signer {
 
     /// A signed access token. Returns the token and its `expires_in`.
     pub(crate) fn issue(&self, claims: &TokenClaims<'_>) -> Result<String, String> {
-        let now = unix_now();
+        let now = unix_now().saturating_add(claims.clock_skew_secs);
         let jti = format!("{:032x}", rand::random::<u128>());
         let body = json!({
             "iss": claims.issuer,
@@ -94,7 +96,8 @@ impl Signer {
             "client_id": claims.client_id,
             "aud": [claims.audience],
             "iat": now,
-            "exp": expiry(claims.lifetime_secs),
+            "nbf": now,
+            "exp": expiry(claims.lifetime_secs).saturating_add(claims.clock_skew_secs),
             "jti": jti,
             "gen": claims.generation,
             "scope": claims.scopes.join(" "),
@@ -211,6 +214,7 @@ mod tests {
             issuer: "http://127.0.0.1:1",
             kid,
             generation: 0,
+            clock_skew_secs: 0,
         }
     }
 

@@ -170,6 +170,9 @@ pub struct TokenSpec {
     pub unknown_key: bool,
     /// Corrupt the signature (the key id stays valid).
     pub bad_signature: bool,
+    /// Seconds the issuer's clock is ahead (negative: behind): `iat`, `nbf` and `exp` are
+    /// moved by this much.
+    pub clock_skew_secs: i64,
 }
 
 impl TokenSpec {
@@ -234,6 +237,15 @@ impl TokenSpec {
     #[must_use]
     pub fn bad_signature(mut self) -> Self {
         self.bad_signature = true;
+        self
+    }
+
+    /// Issues the token as a server whose clock is `secs` seconds ahead (negative: behind)
+    /// would: `iat`, `nbf` and `exp` move by `secs`. With a few seconds ahead, the token is
+    /// "not valid yet" to a verifier without leeway.
+    #[must_use]
+    pub fn clock_skew_secs(mut self, secs: i64) -> Self {
+        self.clock_skew_secs = secs;
         self
     }
 }
@@ -829,6 +841,7 @@ impl ReferenceServer {
                 issuer: spec.issuer.as_deref().unwrap_or(&self.auth_url),
                 kid: if spec.unknown_key { jwt::UNKNOWN_KID } else { keys.signer.kid() },
                 generation: self.shared.token_generation.load(Ordering::SeqCst),
+                clock_skew_secs: spec.clock_skew_secs,
             })
             .unwrap_or_else(|e| panic!("reference server: {e}"));
         if !spec.bad_signature {

@@ -319,7 +319,7 @@ async fn verifier_fetches_and_caches_the_jwks() {
     let err = unreachable.verify(&token).await.unwrap_err();
     assert!(matches!(err, VerifyError::Jwks { .. }), "{err}");
     assert!(!err.to_string().contains(&token));
-    // Within the refetch interval the last failure is reported again, without a request.
+    // Within the backoff after the failure (at least half a second) it is reported again.
     assert!(matches!(unreachable.verify(&token).await, Err(VerifyError::Jwks { .. })));
 }
 

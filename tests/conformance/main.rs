@@ -21,4 +21,5 @@ mod pagination_guards;
 mod resilience;
 mod secrets;
 mod token_chaos;
+mod verifier;
 mod versioning;

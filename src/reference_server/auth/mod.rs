@@ -258,6 +258,7 @@ impl AuthServer {
                 issuer: &self.settings.issuer,
                 kid: keys.signer.kid(),
                 generation: self.shared.token_generation.load(Ordering::SeqCst),
+                clock_skew_secs: 0,
             })
             .map_err(|_| ErrorReply::new(500, "server_error", "token signing failed"))
     }

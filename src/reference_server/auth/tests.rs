@@ -384,17 +384,23 @@ async fn refresh(
     Ok((status, retry_after, response.text().await?))
 }
 
+/// A server with rotation and the fault proxies, and the refresh token of its signed-in user.
+async fn signed_in_with_faults() -> (ReferenceServer, String) {
+    let server = ReferenceServer::builder()
+        .companies(1)
+        .refresh_token_rotation(true)
+        .faults(crate::reference_server::Faults::none())
+        .start()
+        .await;
+    let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    (server, first)
+}
+
 #[tokio::test]
 async fn token_faults_answer_before_the_grant_and_never_rotate() {
     use crate::reference_server::{Fault, Faults, RetryAfter};
 
-    let server = ReferenceServer::builder()
-        .companies(1)
-        .refresh_token_rotation(true)
-        .faults(Faults::none())
-        .start()
-        .await;
-    let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    let (server, first) = signed_in_with_faults().await;
     server.set_faults(
         Faults::new()
             .every(1, Fault::Status(500))
@@ -468,13 +474,7 @@ async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
 
     use crate::reference_server::{Fault, Faults};
 
-    let server = ReferenceServer::builder()
-        .companies(1)
-        .refresh_token_rotation(true)
-        .faults(Faults::none())
-        .start()
-        .await;
-    let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    let (server, first) = signed_in_with_faults().await;
     server.set_faults(Faults::new().token_every(1, Fault::Slow(Duration::from_millis(400))));
 
     // The client gives up first: the held request is never processed.
