@@ -8,6 +8,8 @@
 mod support;
 
 mod auth_client_credentials;
+mod auth_refresh;
+mod auth_token_endpoint;
 mod auth_user;
 mod contract;
 mod errors;
@@ -18,5 +20,6 @@ mod pagination;
 mod pagination_guards;
 mod resilience;
 mod secrets;
+mod token_chaos;
 mod verifier;
 mod versioning;
