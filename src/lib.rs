@@ -111,10 +111,14 @@
 pub mod auth;
 mod client;
 pub mod deprecation;
+mod envelope;
 mod error;
+pub mod limits;
 mod pagination;
 pub mod resources;
 mod retry;
+mod text;
+mod timestamp;
 mod transport;
 mod urls;
 mod version;
@@ -127,10 +131,11 @@ pub use auth::Auth;
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
-pub use pagination::{Cursor, ItemStream, Page, PageStream};
+pub use limits::BodyKind;
+pub use pagination::{Cursor, ItemStream, MAX_CURSOR_BYTES, OnUndecodable, Page, PageStream, Undecodable};
 pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
 pub use resources::contacts::{Contact, ContactSort, ListContacts};
-pub use resources::{IntoSort, List, Resource, Sort};
+pub use resources::{Extra, IntoSort, List, Resource, Sort, SortField, SortOrder};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
 

@@ -232,7 +232,10 @@ impl TokenIntrospector {
         let client = BasicClient::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));
-        Ok(TokenIntrospector { client, sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)? })
+        Ok(TokenIntrospector {
+            client,
+            sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)?.for_introspection(),
+        })
     }
 
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
@@ -247,7 +250,7 @@ impl TokenIntrospector {
     /// follows no redirects.
     #[must_use]
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.sender = HttpSender::with_client(client, DEFAULT_TIMEOUT);
+        self.sender = HttpSender::with_client(client, DEFAULT_TIMEOUT).for_introspection();
         self
     }
 

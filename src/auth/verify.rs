@@ -477,7 +477,7 @@ fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
 }
 
 fn shorten(s: &str) -> String {
-    s.chars().take(MAX_KID_IN_ERROR).collect()
+    crate::text::server_text(&s.chars().take(MAX_KID_IN_ERROR).collect::<String>())
 }
 
 fn unknown_key(kid: &str) -> VerifyError {
@@ -592,13 +592,11 @@ async fn fetch_jwks(
     if !status.is_success() {
         return Err(jwks_error(format!("endpoint returned status {}", status.as_u16())));
     }
-    if response.content_length().is_some_and(|len| len > MAX_JWKS_BYTES as u64) {
-        return Err(jwks_error("document is too large".into()));
-    }
-    let body = response.bytes().await.map_err(|e| jwks_error(format!("reading the response failed: {e}")))?;
-    if body.len() > MAX_JWKS_BYTES {
-        return Err(jwks_error("document is too large".into()));
-    }
+    let limit =
+        crate::limits::BodyLimit { kind: crate::limits::BodyKind::Jwks, bytes: MAX_JWKS_BYTES as u64 };
+    let body = crate::transport::read_body(url.path(), response, limit)
+        .await
+        .map_err(|e| jwks_error(e.to_string()))?;
     parse_jwks(&body)
 }
 
