@@ -24,8 +24,9 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::cursor::{CursorCodec, CursorError};
 use super::dataset::{Dataset, Sort};
-use super::faults::{self, Fault, FaultState, MARKER_CUT, MARKER_DROP};
+use super::faults::{self, Fault, FaultState, MARKER_CUT, MARKER_DROP, MARKER_OVERSIZE};
 use super::jwt::unix_now_ms;
+use super::odd::OddRecords;
 use super::versions::{self, Lifecycle, Versions};
 use super::{ApiRequest, ErrorReply, Shared};
 use crate::auth::{Claims, TokenVerifier};
@@ -71,6 +72,7 @@ pub(crate) struct ApiServer {
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) cursors: CursorCodec,
     pub(crate) versions: Versions,
+    pub(crate) odd: Option<OddRecords>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -160,6 +162,14 @@ impl ApiServer {
             }
             Some(Fault::DropConnection) => {
                 return Outcome::reply(Ok(faults::mark(ResponseTemplate::new(200), MARKER_DROP)), fault);
+            }
+            Some(Fault::OversizedBody(bytes)) => {
+                let marker = format!("{MARKER_OVERSIZE}{bytes}");
+                return Outcome::reply(Ok(faults::mark(ResponseTemplate::new(200), marker)), fault);
+            }
+            Some(Fault::Reply(status, ref body)) => {
+                let response = ResponseTemplate::new(status).set_body_raw(body.clone(), "application/json");
+                return Outcome { status, response, fault };
             }
             Some(Fault::ExpireCursor) if request.url.query_pairs().any(|(k, _)| k == "cursor") => {
                 let reply = ErrorReply::new(
@@ -284,6 +294,10 @@ impl ApiServer {
             Endpoint::Companies => to_json(records.iter().map(|&i| &self.dataset.companies[i as usize])),
             Endpoint::Contacts => to_json(records.iter().map(|&i| &self.dataset.contacts[i as usize])),
         }?;
+        let data = match &self.odd {
+            Some(odd) => odd.apply(records, data),
+            None => data,
+        };
         Ok(Page { data, pagination: Pagination { has_more, next_cursor, total_count: total } })
     }
 }

@@ -28,6 +28,9 @@ pub(crate) const MARKER_HEADER: &str = "x-reference-fault";
 pub(crate) const MARKER_DROP: &str = "drop";
 /// Marker value: close the connection half-way through the body.
 pub(crate) const MARKER_CUT: &str = "cut";
+/// Marker value prefix, followed by a byte count: send a body that long, generated as it is
+/// written.
+pub(crate) const MARKER_OVERSIZE: &str = "oversize:";
 
 /// How a 429 says when to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,6 +67,15 @@ pub enum Fault {
     InvalidJson,
     /// A 200 with exactly these bytes as its `application/json` body.
     Body(Vec<u8>),
+    /// This status with exactly these bytes as its body, and no other header than
+    /// `content-type: application/json`: e.g. a bare 410 with an empty body, or an error
+    /// whose `error_description` is huge.
+    Reply(u16, Vec<u8>),
+    /// A 200 whose body is this many bytes (the start of a page, then filler records), with no
+    /// `Content-Length`: the end of the connection ends it. The proxy generates the bytes as it
+    /// writes them, so the body is never held in memory (needs the proxy, like
+    /// [`Fault::DropConnection`]).
+    OversizedBody(u64),
     /// The normal answer, sent after this delay.
     Slow(Duration),
     /// A 200 with no items, `hasMore: true` and a fresh cursor to the same
@@ -89,6 +101,8 @@ impl Fault {
             Fault::TruncatedJson => "truncated_json",
             Fault::InvalidJson => "invalid_json",
             Fault::Body(_) => "body",
+            Fault::Reply(..) => "reply",
+            Fault::OversizedBody(_) => "oversized_body",
             Fault::Slow(_) => "slow",
             Fault::EmptyPage => "empty_page",
             Fault::ExpireCursor => "expire_cursor",
@@ -98,7 +112,7 @@ impl Fault {
 
     /// True for the faults the proxy carries out.
     pub(crate) fn needs_proxy(&self) -> bool {
-        matches!(self, Fault::DropConnection | Fault::CutBody)
+        matches!(self, Fault::DropConnection | Fault::CutBody | Fault::OversizedBody(_))
     }
 }
 
@@ -312,8 +326,8 @@ pub(crate) fn status_code_text(status: u16) -> &'static str {
 }
 
 /// Marks a response for the proxy to break its connection.
-pub(crate) fn mark(response: ResponseTemplate, marker: &'static str) -> ResponseTemplate {
-    response.insert_header(MARKER_HEADER, marker)
+pub(crate) fn mark(response: ResponseTemplate, marker: impl Into<String>) -> ResponseTemplate {
+    response.insert_header(MARKER_HEADER, marker.into())
 }
 
 #[cfg(test)]

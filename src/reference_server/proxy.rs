@@ -5,8 +5,9 @@
 //! [`Fault::CutBody`](super::Fault::CutBody) the API server marks its response with the
 //! [`MARKER_HEADER`] and this proxy, which relays every request and response of the API, carries
 //! the fault out on the real TCP connection: it closes the client's connection without sending
-//! anything, or after the response head and half of the body. Unmarked responses are relayed
-//! unchanged, keep-alive included.
+//! anything, or after the response head and half of the body; for
+//! [`Fault::OversizedBody`](super::Fault::OversizedBody) it sends a body of the size asked for,
+//! generated as it is written. Unmarked responses are relayed unchanged, keep-alive included.
 //!
 //! The proxy runs on a thread of its own with a single-threaded tokio runtime (as wiremock's
 //! servers do), so it works whatever runtime the test uses, and stops when dropped. It handles
@@ -21,7 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER};
+use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER, MARKER_OVERSIZE};
 
 /// Largest request or response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -106,6 +107,11 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr) {
                 let _ = client.flush().await;
                 return;
             }
+            Some(marker) if marker.starts_with(MARKER_OVERSIZE) => {
+                let length = marker[MARKER_OVERSIZE.len()..].parse().unwrap_or(0);
+                let _ = send_oversized(&mut client, length).await;
+                return;
+            }
             _ => {
                 if client.write_all(&response.bytes).await.is_err() {
                     return;
@@ -116,6 +122,28 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr) {
             return;
         }
     }
+}
+
+/// Sends a 200 whose body is `length` bytes, framed by the end of the connection: the start of
+/// a page, then filler records, made chunk by chunk as they are written (never held whole).
+/// Stops early when the client goes away.
+async fn send_oversized(client: &mut TcpStream, length: u64) -> io::Result<()> {
+    const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+    const RECORD: &[u8] = br#"{"id":"cmp_filler","name":"Filler"},"#;
+    const OPENING: &[u8] = b"{\"data\":[";
+    client.write_all(HEAD).await?;
+    let mut filler = Vec::with_capacity(64 * 1024 + RECORD.len());
+    while filler.len() < 64 * 1024 {
+        filler.extend_from_slice(RECORD);
+    }
+    let mut sent = 0u64;
+    while sent < length {
+        let piece: &[u8] = if sent == 0 { OPENING } else { &filler };
+        let take = usize::try_from(length - sent).unwrap_or(usize::MAX).min(piece.len());
+        client.write_all(&piece[..take]).await?;
+        sent += take as u64;
+    }
+    client.flush().await
 }
 
 /// One request or response: its bytes as received, and what the relay needs to know.
