@@ -68,6 +68,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ### Read what the server sends
+//!
+//! Where the spec leaves types and formats open, records are read leniently: a company needs
+//! an `id` and a `name`, every other field is optional, timestamps are read in RFC 3339 and
+//! the common variants (a space for `T`, no offset, epoch numbers), and a value that cannot be
+//! read is kept raw in [`Company::extra`] and listed by [`Company::fallbacks`]. An element of
+//! a page that is not a record is reported in [`Page::undecodable`] and the listing goes on
+//! (or fails, with [`List::on_undecodable`]). [`List::sort`] takes any field name and
+//! [`List::filter`] any new parameter. What is read from a server is bounded: see [`limits`].
+//!
 //! ### Handle errors
 //!
 //! [`Error`] answers the usual questions: [`status`](Error::status), [`code`](Error::code),

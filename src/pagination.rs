@@ -147,7 +147,14 @@ pub(crate) async fn fetch_page<T: Resource>(
     let mut page = Page { deprecation: response.deprecation, ..response.body };
     for item in &mut page.undecodable {
         item.page = number;
+    }
+    // A few warnings per page: a page of thousands of odd elements must not flood the log.
+    for item in page.undecodable.iter().take(3) {
         tracing::warn!(endpoint = %url.path(), "{item}");
+    }
+    if page.undecodable.len() > 3 {
+        let more = page.undecodable.len() - 3;
+        tracing::warn!(endpoint = %url.path(), "{more} more elements of page {number} are not records");
     }
     if query.on_undecodable == OnUndecodable::Fail
         && let Some(item) = page.undecodable.drain(..).next()

@@ -9,8 +9,9 @@ use crate::timestamp::parse_http_date;
 
 /// The value of a `Deprecation` response header.
 ///
-/// Whatever the form, a response that carries the header is deprecated: the variants only
-/// tell what is known about when that happened.
+/// Whatever the form, a response that carries the header is deprecated, except with the value
+/// `false` (or `?0`), which [`DeprecationNotice::from_headers`](super::DeprecationNotice::from_headers)
+/// reads as no header at all: the variants only tell what is known about when it happened.
 ///
 /// ```
 /// use business_records::deprecation::{parse_deprecation, Deprecation};

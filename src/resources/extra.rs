@@ -30,14 +30,14 @@ use serde_json::{Map, Value};
 #[derive(Clone, Default)]
 pub struct Extra {
     /// A JSON object, or empty for no fields. Ignored once `map` is set.
-    text: Box<str>,
+    text: String,
     map: OnceLock<Map<String, Value>>,
 }
 
 impl Extra {
     /// Fields kept from `text`, a JSON object written by [`ExtraWriter`].
     fn from_text(text: String) -> Self {
-        Extra { text: text.into_boxed_str(), map: OnceLock::new() }
+        Extra { text, map: OnceLock::new() }
     }
 
     /// The fields as a map.
@@ -69,7 +69,7 @@ impl Deref for Extra {
 
 impl From<Map<String, Value>> for Extra {
     fn from(map: Map<String, Value>) -> Self {
-        Extra { text: Box::default(), map: OnceLock::from(map) }
+        Extra { text: String::new(), map: OnceLock::from(map) }
     }
 }
 
