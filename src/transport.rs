@@ -344,8 +344,11 @@ impl Transport {
 }
 
 fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body)
-        .map_err(|e| Error::Decode { endpoint: endpoint.to_owned(), message: e.to_string() })
+    serde_json::from_slice(body).map_err(|e| Error::Decode {
+        endpoint: endpoint.to_owned(),
+        // serde's messages quote the values they could not read: server text.
+        message: crate::text::server_text(&e.to_string()),
+    })
 }
 
 /// The wire shape of an error body (spec Part 7).

@@ -44,6 +44,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use http::{HeaderMap, Method};
 use url::Url;
 
+use crate::text::server_text;
+
 pub use headers::{Deprecation, parse_deprecation, parse_sunset};
 pub use link::{Link, parse_links};
 pub use report::{DeprecationCallback, DeprecationPolicy, DeprecationReporter};
@@ -136,12 +138,13 @@ impl DeprecationNotice {
 
         let mut findings = Vec::new();
         if let Some(Deprecation::Unrecognized(raw)) = &deprecation {
-            findings.push(format!("deprecation header {:?} is in no known form", shorten(raw)));
+            findings
+                .push(format!("deprecation header \"{}\" is in no known form", server_text(shorten(raw))));
         }
         if let Some(raw) = &sunset_raw
             && sunset.is_none()
         {
-            findings.push(format!("sunset header {:?} is not an http-date", shorten(raw)));
+            findings.push(format!("sunset header \"{}\" is not an http-date", server_text(shorten(raw))));
         }
         if let (Some(since), Some(sunset)) = (deprecation.as_ref().and_then(Deprecation::since), sunset)
             && sunset < since

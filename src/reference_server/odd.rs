@@ -185,7 +185,10 @@ mod tests {
         assert_eq!(data[2]["updatedAt"], 1_704_164_645_000i64);
         assert_eq!(data[3]["createdAt"], "2024-01-02 03:04:05");
         assert!(data[4].get("status").is_none() && data[4].get("createdAt").is_none());
-        assert_eq!((&data[5]["createdAt"], &data[5]["status"]), (&Value::from("not a date"), &Value::from(42)));
+        assert_eq!(
+            (&data[5]["createdAt"], &data[5]["status"]),
+            (&Value::from("not a date"), &Value::from(42))
+        );
         assert_eq!((&data[6], &data[7]["id"]), (&Value::from("c6"), &Value::from("c6")));
     }
 }

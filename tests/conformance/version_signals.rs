@@ -77,7 +77,8 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
 async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
     let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
     let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
-    let faults = Faults::new().sequence([Some(Fault::Status(503)), Some(Fault::RateLimited(RetryAfter::Seconds(0)))]);
+    let faults =
+        Faults::new().sequence([Some(Fault::Status(503)), Some(Fault::RateLimited(RetryAfter::Seconds(0)))]);
     let Some(server) = support::reference_server("faults", || {
         ReferenceServer::builder().companies(3).deprecated(COMPANIES, headers).faults(faults)
     })
@@ -85,7 +86,8 @@ async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
     else {
         return;
     };
-    let quick = RetryPolicy::default().initial_delay(Duration::from_millis(1)).max_delay(Duration::from_millis(5));
+    let quick =
+        RetryPolicy::default().initial_delay(Duration::from_millis(1)).max_delay(Duration::from_millis(5));
     let client = support::client_for(&server).retry(quick).build().expect("valid client");
     let mut pages = client.companies().pages();
     let page = pages.try_next().await.expect("retried past the 503 and the 429").expect("a page");
