@@ -79,6 +79,6 @@ pub type ListContacts = List<Contact>;
 impl List<Contact> {
     /// Only contacts of this company (`companyId=`). It must not be empty.
     pub fn company_id(self, company_id: impl Into<String>) -> Self {
-        self.set_filter("company_id", std::borrow::Cow::Borrowed("companyId"), company_id.into())
+        self.set_filter("companyId", std::borrow::Cow::Borrowed("companyId"), company_id.into())
     }
 }

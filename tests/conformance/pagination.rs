@@ -159,8 +159,9 @@ async fn invalid_arguments_fail_before_any_request() {
     let cases: Vec<(&str, Result<_, Error>)> = vec![
         ("limit", client.companies().limit(0).send().await.map(|_| ())),
         ("limit", client.companies().limit(101).stream().try_collect().await.map(|_| ())),
-        ("sort", client.companies().sort("email").send().await.map(|_| ())),
-        ("sort", client.contacts().sort("-companyId").pages().try_collect().await.map(|_| ())),
+        ("sort", client.companies().sort("name,email").send().await.map(|_| ())),
+        ("sort", client.contacts().sort("-company id").pages().try_collect().await.map(|_| ())),
+        ("filter", client.contacts().filter("cursor", "abc").send().await.map(|_| ())),
         ("status", client.companies().status("").send().await.map(|_| ())),
         ("companyId", client.contacts().company_id(" ").send().await.map(|_| ())),
     ];
