@@ -400,8 +400,8 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+    let when = crate::timestamp::parse_http_date(value)?;
+    Some((when - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO))
 }
 
 /// Chooses the variant for an API error response to a request for `url`.

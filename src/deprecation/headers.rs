@@ -155,12 +155,7 @@ mod tests {
     use proptest::prelude::*;
     use std::time::{Duration, UNIX_EPOCH};
 
-    fn ts(seconds: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(seconds, 0).unwrap_or_default()
-    }
-
-    /// 1994-11-06T08:49:37Z, the RFC 9110 example.
-    const EXAMPLE: i64 = 784_111_777;
+    use crate::timestamp::http_date::tests::{EXAMPLE, ts};
 
     #[test]
     fn deprecation_legacy_true() {

@@ -123,15 +123,16 @@ fn check_zone(zone: &str) -> Option<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn ts(seconds: i64) -> DateTime<Utc> {
+    /// The instant `seconds` after the epoch.
+    pub(crate) fn ts(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(seconds, 0).unwrap_or_default()
     }
 
     /// 1994-11-06T08:49:37Z, the RFC 9110 example.
-    const EXAMPLE: i64 = 784_111_777;
+    pub(crate) const EXAMPLE: i64 = 784_111_777;
 
     #[test]
     fn rfc850_two_digit_years_follow_the_fifty_year_rule() {

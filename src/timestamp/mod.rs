@@ -17,7 +17,7 @@
 //! date (`"20240102"`), so it is left unread. Fractional seconds keep up to nanoseconds.
 //! Anything else, and any string longer than 64 bytes, is `None`.
 
-mod http_date;
+pub(crate) mod http_date;
 
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, Utc};
 
