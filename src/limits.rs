@@ -8,7 +8,7 @@
 //! | Body | Limit | Set with |
 //! |---|---|---|
 //! | a page of a listing | 32 MiB | [`ClientBuilder::max_page_bytes`](crate::ClientBuilder::max_page_bytes) |
-//! | an error response (any endpoint) | 256 KiB | fixed; a larger one keeps its status, its body is ignored |
+//! | an error response | 256 KiB | fixed; from the API, a larger one still makes the error from its status and headers, its body ignored |
 //! | a token response | 64 KiB | fixed |
 //! | an OpenID discovery document | 256 KiB | fixed |
 //! | a token introspection response | 64 KiB | fixed |
