@@ -68,7 +68,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let page = client.companies().limit(5).send().await?;
     println!("{:<10} {:<32} status", "id", "name");
     for company in &page.data {
-        println!("{:<10} {:<32} {}", company.id, company.name, company.status);
+        let status = company.status.as_ref().map_or("-", |s| s.as_str());
+        println!("{:<10} {:<32} {status}", company.id, company.name);
     }
 
     // A later run would start from the stored tokens instead of signing in again.

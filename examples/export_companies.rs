@@ -192,9 +192,9 @@ impl Writer {
                 let fields = [
                     company.id.clone(),
                     company.name.clone(),
-                    company.status.to_string(),
-                    company.created_at.to_rfc3339(),
-                    company.updated_at.to_rfc3339(),
+                    company.status.as_ref().map(ToString::to_string).unwrap_or_default(),
+                    company.created_at.map(|d| d.to_rfc3339()).unwrap_or_default(),
+                    company.updated_at.map(|d| d.to_rfc3339()).unwrap_or_default(),
                     extra,
                 ];
                 let row: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();

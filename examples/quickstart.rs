@@ -28,8 +28,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut count = 0u64;
     while let Some(company) = companies.try_next().await? {
         if count < 10 {
-            let created = company.created_at.format("%Y-%m-%d %H:%M");
-            println!("{:<10} {:<32} {:<8} {created}", company.id, company.name, company.status);
+            let created = company.created_at.map(|d| d.format("%Y-%m-%d %H:%M").to_string());
+            let status = company.status.as_ref().map_or("-", |s| s.as_str());
+            let created = created.as_deref().unwrap_or("-");
+            println!("{:<10} {:<32} {status:<8} {created}", company.id, company.name);
         } else if count == 10 {
             println!("...");
         }

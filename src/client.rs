@@ -111,6 +111,7 @@ pub struct ClientBuilder {
     retry: Option<RetryPolicy>,
     deprecation_policy: DeprecationPolicy,
     on_deprecation: Option<DeprecationCallback>,
+    max_page_bytes: Option<u64>,
     error: Option<Error>,
 }
 
@@ -245,6 +246,20 @@ impl ClientBuilder {
         self
     }
 
+    /// The most bytes read of one page's body; a larger page fails with
+    /// [`Error::ResponseTooLarge`] as soon as that many bytes have arrived, before anything is
+    /// decoded. At least 1 KiB. Default: 32 MiB
+    /// ([`DEFAULT_MAX_PAGE_BYTES`](crate::limits::DEFAULT_MAX_PAGE_BYTES)). See
+    /// [`limits`](crate::limits) for the other bodies' limits.
+    pub fn max_page_bytes(mut self, bytes: u64) -> Self {
+        if bytes < 1024 {
+            return self
+                .fail(Error::invalid("max_page_bytes", format!("expected at least 1024, got {bytes}")));
+        }
+        self.max_page_bytes = Some(bytes);
+        self
+    }
+
     /// Checks every setting and builds the client.
     pub fn build(self) -> Result<Client, Error> {
         if let Some(error) = self.error {
@@ -279,7 +294,8 @@ impl ClientBuilder {
             }
         };
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
-        let transport = Transport::new(sender, tokens, self.preview, reporter, retry);
+        let transport = Transport::new(sender, tokens, self.preview, reporter, retry)
+            .with_max_page_bytes(self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES));
         Ok(Client {
             inner: Arc::new(ClientInner {
                 transport,

@@ -18,6 +18,7 @@ use url::Url;
 
 use crate::auth::{TokenStoreError, VerifyError};
 use crate::deprecation::DeprecationNotice;
+use crate::limits::BodyKind;
 
 /// Everything that can go wrong when using the client.
 ///
@@ -58,7 +59,8 @@ pub enum Error {
     Authorization {
         /// The `error` parameter of the callback.
         code: ErrorCode,
-        /// The `error_description` parameter, if any (shortened, printable characters only).
+        /// The `error_description` parameter, if any (shortened to 1 KiB, control characters
+        /// escaped).
         description: Option<String>,
     },
 
@@ -126,6 +128,27 @@ pub enum Error {
         endpoint: String,
         /// What was wrong with the body (never the body itself).
         message: String,
+    },
+
+    /// An element of a page is not a record, and the listing was told to fail on that with
+    /// [`OnUndecodable::Fail`](crate::OnUndecodable::Fail).
+    #[error("{endpoint}: {item}")]
+    Undecodable {
+        /// The request path (no query string).
+        endpoint: String,
+        /// The element: page, position, raw JSON and why.
+        item: Box<crate::Undecodable>,
+    },
+
+    /// A response body was larger than the limit for its kind; reading stopped there.
+    #[error("the response of {endpoint} is larger than the {body} body limit of {limit} bytes")]
+    ResponseTooLarge {
+        /// The request path (no query string).
+        endpoint: String,
+        /// Which limit: page, error, token, discovery, introspection or JWKS.
+        body: BodyKind,
+        /// The limit, in bytes.
+        limit: u64,
     },
 
     /// A transient failure persisted through every attempt of the retry policy.
@@ -232,7 +255,7 @@ impl Error {
                 e.is_timeout() || e.is_connect() || e.is_connection_lost() || e.kind == HttpErrorKind::Body
             }
             Error::RetriesExhausted { last, .. } => last.is_retryable(),
-            Error::Api(r) => transient(r),
+            Error::Api(r) => r.is_transient(),
             Error::Auth(r) => {
                 let definitive = matches!(
                     r.code,
@@ -241,7 +264,7 @@ impl Error {
                         | ErrorCode::InvalidScope
                         | ErrorCode::UnauthorizedClient
                 );
-                !definitive && (transient(r) || r.code == ErrorCode::ServerError)
+                !definitive && (r.is_transient() || r.code == ErrorCode::ServerError)
             }
             _ => false,
         }
@@ -304,6 +327,12 @@ impl Error {
                 Error::RetriesExhausted { attempts: *attempts, last: Box::new(last.duplicate()) }
             }
             Error::TokenVerification(e) => Error::TokenVerification(duplicate_verify_error(e)),
+            Error::Undecodable { endpoint, item } => {
+                Error::Undecodable { endpoint: endpoint.clone(), item: item.clone() }
+            }
+            Error::ResponseTooLarge { endpoint, body, limit } => {
+                Error::ResponseTooLarge { endpoint: endpoint.clone(), body: *body, limit: *limit }
+            }
         }
     }
 }
@@ -326,12 +355,6 @@ fn duplicate_verify_error(e: &VerifyError) -> VerifyError {
     }
 }
 
-/// 429, 502, 503, 504, `rate_limited` or `temporarily_unavailable`.
-fn transient(r: &ApiError) -> bool {
-    matches!(r.status, 429 | 502 | 503 | 504)
-        || matches!(r.code, ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable)
-}
-
 /// An error response from the API or the authorization server.
 ///
 /// The body format is `{"error": code, "error_description": text}` (spec Part 7); a body in
@@ -343,7 +366,7 @@ pub struct ApiError {
     pub status: u16,
     /// The `error` field.
     pub code: ErrorCode,
-    /// The `error_description` field.
+    /// The `error_description` field, shortened to 1 KiB with control characters escaped.
     pub description: Option<String>,
     /// The request path the error answered (no query string).
     pub endpoint: String,
@@ -351,6 +374,14 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
     /// Deprecation headers on the error response.
     pub deprecation: Option<Box<DeprecationNotice>>,
+}
+
+impl ApiError {
+    /// A rate limit (429), a 502/503/504, or the codes that say the same.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self.status, 429 | 502 | 503 | 504)
+            || matches!(self.code, ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable)
+    }
 }
 
 impl fmt::Display for ApiError {
@@ -388,11 +419,12 @@ macro_rules! error_codes {
                 }
             }
 
-            /// Parses a wire code; unknown codes become [`ErrorCode::Other`].
+            /// Parses a wire code; unknown codes become [`ErrorCode::Other`], shortened to
+            /// 1 KiB with control characters escaped.
             pub fn parse(code: &str) -> Self {
                 match code {
                     $($text => ErrorCode::$variant,)*
-                    other => ErrorCode::Other(other.to_owned()),
+                    other => ErrorCode::Other(crate::text::server_text(other)),
                 }
             }
 
@@ -495,6 +527,14 @@ pub enum PaginationError {
         /// How many empty pages came in a row.
         count: u32,
     },
+    /// The server sent a `nextCursor` longer than
+    /// [`MAX_CURSOR_BYTES`](crate::MAX_CURSOR_BYTES).
+    CursorTooLong {
+        /// Pages received so far in this listing, this one included.
+        page: u64,
+        /// The cursor's length in bytes.
+        bytes: usize,
+    },
 }
 
 impl fmt::Display for PaginationError {
@@ -508,6 +548,13 @@ impl fmt::Display for PaginationError {
             }
             PaginationError::TooManyEmptyPages { count } => {
                 write!(f, "{count} empty pages in a row with `hasMore: true`")
+            }
+            PaginationError::CursorTooLong { page, bytes } => {
+                write!(
+                    f,
+                    "page {page} has a `nextCursor` of {bytes} bytes, more than the {} allowed",
+                    crate::MAX_CURSOR_BYTES
+                )
             }
         }
     }

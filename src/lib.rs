@@ -69,6 +69,16 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ### Read what the server sends
+//!
+//! Where the spec leaves types and formats open, records are read leniently: a company needs
+//! an `id` and a `name`, every other field is optional, timestamps are read in RFC 3339 and
+//! the common variants (a space for `T`, no offset, epoch numbers), and a value that cannot be
+//! read is kept raw in [`Company::extra`] and listed by [`Company::fallbacks`]. An element of
+//! a page that is not a record is reported in [`Page::undecodable`] and the listing goes on
+//! (or fails, with [`List::on_undecodable`]). [`List::sort`] takes any field name and
+//! [`List::filter`] any new parameter. What is read from a server is bounded: see [`limits`].
+//!
 //! ### Handle errors
 //!
 //! [`Error`] answers the usual questions: [`status`](Error::status), [`code`](Error::code),
@@ -112,10 +122,14 @@
 pub mod auth;
 mod client;
 pub mod deprecation;
+mod envelope;
 mod error;
+pub mod limits;
 mod pagination;
 pub mod resources;
 mod retry;
+mod text;
+mod timestamp;
 mod transport;
 mod urls;
 mod version;
@@ -128,10 +142,11 @@ pub use auth::Auth;
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
-pub use pagination::{Cursor, ItemStream, Page, PageStream};
+pub use limits::BodyKind;
+pub use pagination::{Cursor, ItemStream, MAX_CURSOR_BYTES, OnUndecodable, Page, PageStream, Undecodable};
 pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
 pub use resources::contacts::{Contact, ContactSort, ListContacts};
-pub use resources::{IntoSort, List, Resource, Sort};
+pub use resources::{Extra, IntoSort, List, Resource, Sort, SortField, SortOrder};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
 

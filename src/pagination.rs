@@ -11,6 +11,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +25,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::deprecation::DeprecationNotice;
+use crate::envelope::Envelope;
+pub use crate::envelope::{OnUndecodable, Undecodable};
 use crate::error::{ErrorCode, PaginationError};
 use crate::resources::{ListQuery, MAX_LIMIT, Resource};
 use crate::transport::ApiRequest;
@@ -31,6 +34,13 @@ use crate::{Client, Error};
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
+
+/// The longest cursor accepted, from the server or the caller: 8 KiB.
+pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
+
+/// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
+/// ones are still counted.
+const KEPT_UNDECODABLE: usize = 1_000;
 
 /// An opaque pagination cursor (`pagination.nextCursor`), passed back unchanged.
 ///
@@ -86,11 +96,15 @@ impl fmt::Display for Cursor {
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(from = "Envelope<T>", bound(deserialize = "T: serde::de::DeserializeOwned"))]
+#[serde(from = "Envelope<T>", bound(deserialize = "T: Resource"))]
 #[non_exhaustive]
 pub struct Page<T> {
     /// The results of this page; may be empty even when more follow.
     pub data: Vec<T>,
+    /// The elements of the page's `data` that are not records (not objects, or objects
+    /// without a required field), with their positions and raw JSON. They are not in
+    /// [`data`](Page::data).
+    pub undecodable: Vec<Undecodable>,
     /// True when further results exist.
     pub has_more: bool,
     /// The cursor of the next page, when `has_more`.
@@ -110,43 +124,14 @@ impl<T> Page<T> {
     }
 }
 
-/// The page envelope on the wire (spec Part 2).
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "T: serde::de::DeserializeOwned"))]
-struct Envelope<T> {
-    data: Vec<T>,
-    pagination: PaginationMeta,
-}
-
-impl<T> From<Envelope<T>> for Page<T> {
-    fn from(Envelope { data, pagination }: Envelope<T>) -> Self {
-        Page {
-            data,
-            has_more: pagination.has_more,
-            next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
-            total_count: pagination.total_count,
-            deprecation: None,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PaginationMeta {
-    has_more: bool,
-    #[serde(default)]
-    next_cursor: Option<Cursor>,
-    #[serde(default)]
-    total_count: Option<u64>,
-}
-
-/// Requests one page.
+/// Requests page number `number` (from 1) of a listing.
 pub(crate) async fn fetch_page<T: Resource>(
     client: &Client,
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     retries: Option<&AtomicU64>,
+    number: u64,
 ) -> Result<Page<T>, Error> {
     let inner = client.inner();
     let url = inner.endpoint(T::PATH);
@@ -159,7 +144,24 @@ pub(crate) async fn fetch_page<T: Resource>(
         retries,
     };
     let response = inner.transport.get_json::<Page<T>>(&call).await?;
-    Ok(Page { deprecation: response.deprecation, ..response.body })
+    let mut page = Page { deprecation: response.deprecation, ..response.body };
+    for item in &mut page.undecodable {
+        item.page = number;
+    }
+    // A few warnings per page: a page of thousands of odd elements must not flood the log.
+    for item in page.undecodable.iter().take(3) {
+        tracing::warn!(endpoint = %url.path(), "{item}");
+    }
+    if page.undecodable.len() > 3 {
+        let more = page.undecodable.len() - 3;
+        tracing::warn!(endpoint = %url.path(), "{more} more elements of page {number} are not records");
+    }
+    if query.on_undecodable == OnUndecodable::Fail
+        && let Some(item) = page.undecodable.drain(..).next()
+    {
+        return Err(Error::Undecodable { endpoint: url.path().to_owned(), item: Box::new(item) });
+    }
+    Ok(page)
 }
 
 type PageResult<T> = Result<Page<T>, Error>;
@@ -171,7 +173,7 @@ struct Pager<T: Resource> {
     page_size: u32,
     /// The cursor of the next page to request; `None` before the first page.
     cursor: Option<Cursor>,
-    seen: HashSet<Cursor>,
+    seen: SeenCursors,
     empty_in_a_row: u32,
     pages: u64,
     delivered: u64,
@@ -193,7 +195,7 @@ impl<T: Resource> Pager<T> {
             query,
             page_size,
             cursor,
-            seen: HashSet::new(),
+            seen: SeenCursors::default(),
             empty_in_a_row: 0,
             pages: 0,
             delivered: 0,
@@ -220,6 +222,7 @@ impl<T: Resource> Pager<T> {
         let cursor = self.cursor.clone();
         let not_before = self.not_before;
         let retries = Arc::clone(&self.retries);
+        let number = self.pages + 1;
         if let Some(delay) = client.inner().page_delay {
             self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
         }
@@ -227,7 +230,7 @@ impl<T: Resource> Pager<T> {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_page(&client, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
+            fetch_page(&client, &query, Some(limit), cursor.as_ref(), Some(&retries), number).await
         })
     }
 
@@ -299,7 +302,10 @@ impl<T: Resource> Pager<T> {
             return Ok(());
         }
         let next = page.next_cursor.clone().ok_or(PaginationError::MissingCursor { page: self.pages })?;
-        if self.cursor.as_ref() == Some(&next) || !self.seen.insert(next.clone()) {
+        if next.as_str().len() > MAX_CURSOR_BYTES {
+            return Err(PaginationError::CursorTooLong { page: self.pages, bytes: next.as_str().len() });
+        }
+        if self.cursor.as_ref() == Some(&next) || !self.seen.insert(&next) {
             return Err(PaginationError::RepeatedCursor { page: self.pages });
         }
         if page.data.is_empty() {
@@ -318,6 +324,23 @@ impl<T: Resource> Pager<T> {
             self.prefetched = Some(self.start_fetch());
         }
         Ok(())
+    }
+}
+
+/// The cursors a listing has used, as fixed-size digests: two SipHash values under random
+/// keys, so memory grows by 16 bytes per page whatever the cursors' length, and a server that
+/// does not know the keys cannot make two cursors collide.
+#[derive(Default)]
+struct SeenCursors {
+    keys: [RandomState; 2],
+    digests: HashSet<[u64; 2]>,
+}
+
+impl SeenCursors {
+    /// Records `cursor`; false when it was already seen.
+    fn insert(&mut self, cursor: &Cursor) -> bool {
+        let digest = self.keys.each_ref().map(|key| key.hash_one(cursor.as_str()));
+        self.digests.insert(digest)
     }
 }
 
@@ -346,6 +369,8 @@ pub struct PageStream<T: Resource> {
     inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
     resume: ResumePoint,
     retries: Arc<AtomicU64>,
+    fallbacks: u64,
+    undecodable: u64,
 }
 
 /// What a stream knows about where to resume; shared with the pager through the stream item.
@@ -369,7 +394,7 @@ impl<T: Resource> PageStream<T> {
                 .boxed()
             }
         };
-        PageStream { inner: SyncWrapper::new(inner), resume, retries }
+        PageStream { inner: SyncWrapper::new(inner), resume, retries, fallbacks: 0, undecodable: 0 }
     }
 
     /// The next page, `Ok(None)` at the end.
@@ -415,6 +440,19 @@ impl<T: Resource> PageStream<T> {
     pub fn retries(&self) -> u64 {
         self.retries.load(Ordering::Relaxed)
     }
+
+    /// How many records of the pages delivered so far have a field that fell back: a value
+    /// that could not be read, kept raw in the record's `extra` (see
+    /// [`Company::fallbacks`](crate::Company::fallbacks)).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
+    /// How many elements of the pages delivered so far were not records and were left out
+    /// (see [`Page::undecodable`]).
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable
+    }
 }
 
 impl<T: Resource> Stream for PageStream<T> {
@@ -426,6 +464,10 @@ impl<T: Resource> Stream for PageStream<T> {
             let next = if page.has_more { page.next_cursor.clone() } else { None };
             self.resume.cursor = next;
             self.resume.delivered += page.data.len() as u64;
+            let fell_back = page.data.iter().filter(|r| !r.fallback_fields().is_empty()).count() as u64;
+            let undecodable = page.undecodable.len() as u64;
+            self.fallbacks += fell_back;
+            self.undecodable += undecodable;
         }
         polled
     }
@@ -436,6 +478,8 @@ impl<T: Resource> fmt::Debug for PageStream<T> {
         f.debug_struct("PageStream")
             .field("resume", &self.resume)
             .field("retries", &self.retries())
+            .field("fallbacks", &self.fallbacks)
+            .field("undecodable", &self.undecodable)
             .finish_non_exhaustive()
     }
 }
@@ -454,11 +498,12 @@ impl<T: Resource> fmt::Debug for PageStream<T> {
 pub struct ItemStream<T: Resource> {
     pages: PageStream<T>,
     buffer: VecDeque<T>,
+    undecodable: Vec<Undecodable>,
 }
 
 impl<T: Resource> ItemStream<T> {
     pub(crate) fn new(pages: PageStream<T>) -> Self {
-        ItemStream { pages, buffer: VecDeque::new() }
+        ItemStream { pages, buffer: VecDeque::new(), undecodable: Vec::new() }
     }
 
     /// The next item, `Ok(None)` at the end.
@@ -492,6 +537,37 @@ impl<T: Resource> ItemStream<T> {
     pub fn retries(&self) -> u64 {
         self.pages.retries()
     }
+
+    /// How many records of the pages received so far have a field that fell back. See
+    /// [`PageStream::fallbacks`].
+    pub fn fallbacks(&self) -> u64 {
+        self.pages.fallbacks()
+    }
+
+    /// How many elements of the pages received so far were not records and were left out.
+    /// See [`PageStream::undecodable`].
+    pub fn undecodable(&self) -> u64 {
+        self.pages.undecodable()
+    }
+
+    /// The elements left out since the last call (up to 1,000 are kept between calls; the
+    /// count in [`undecodable`](ItemStream::undecodable) goes on).
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let mut companies = client.companies().stream();
+    /// while let Some(company) = companies.try_next().await? {
+    ///     println!("{}", company.name);
+    /// }
+    /// for element in companies.take_undecodable() {
+    ///     eprintln!("skipped: {element}");
+    /// }
+    /// println!("{} records with fields kept raw", companies.fallbacks());
+    /// # Ok(()) }
+    /// ```
+    pub fn take_undecodable(&mut self) -> Vec<Undecodable> {
+        std::mem::take(&mut self.undecodable)
+    }
 }
 
 // Neither stream pins its items or pages; they are only moved.
@@ -507,7 +583,11 @@ impl<T: Resource> Stream for ItemStream<T> {
                 return Poll::Ready(Some(Ok(item)));
             }
             match self.pages.poll_next_unpin(cx) {
-                Poll::Ready(Some(Ok(page))) => self.buffer.extend(page.data),
+                Poll::Ready(Some(Ok(page))) => {
+                    let room = KEPT_UNDECODABLE.saturating_sub(self.undecodable.len());
+                    self.undecodable.extend(page.undecodable.into_iter().take(room));
+                    self.buffer.extend(page.data);
+                }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,

@@ -17,6 +17,7 @@ use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
 use crate::error::{ApiError, ErrorCode, HttpError};
+use crate::limits::{BodyKind, BodyLimit};
 use crate::{Error, Preview, RetryPolicy};
 
 /// The request header that asks for preview features (spec Part 9.6).
@@ -36,11 +37,19 @@ pub(crate) struct HttpSender {
     user_agent: HeaderValue,
     /// How token requests are retried (API calls carry their own policy).
     retry: RetryPolicy,
+    /// What the `oauth2` crate's requests through this sender fetch: tokens by default.
+    oauth_body: BodyKind,
 }
 
 impl HttpSender {
     pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
-        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default() }
+        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default(), oauth_body: BodyKind::Token }
+    }
+
+    /// The same sender, for token introspection responses.
+    pub(crate) fn for_introspection(mut self) -> Self {
+        self.oauth_body = BodyKind::Introspection;
+        self
     }
 
     /// A sender outside any [`Client`](crate::Client), for sign-in, discovery and introspection:
@@ -80,7 +89,8 @@ impl HttpSender {
         let response = self.dispatch(request, 1).await?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = read_body(&path, response).await?;
+        let kind = if status.is_success() { BodyKind::Discovery } else { BodyKind::Error };
+        let body = read_body(&path, response, kind.into()).await?;
         if !status.is_success() {
             return Err(Error::Api(Box::new(api_error(status.as_u16(), &headers, &body, &path, None))));
         }
@@ -154,7 +164,8 @@ impl HttpSender {
         let response = self.dispatch(request, attempt).await?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = read_body(path, response).await?;
+        let kind = if status.is_success() { self.oauth_body } else { BodyKind::Error };
+        let body = read_body(path, response, kind.into()).await?;
         if !status.is_success() {
             return Err(Error::Auth(Box::new(api_error(status.as_u16(), &headers, &body, path, None))));
         }
@@ -198,16 +209,38 @@ impl<'c> oauth2::AsyncHttpClient<'c> for HttpSender {
     }
 }
 
-async fn read_body(endpoint: &str, response: reqwest::Response) -> Result<Vec<u8>, Error> {
-    let bytes = response.bytes().await.map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?;
-    Ok(bytes.to_vec())
+/// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
+/// passes `limit` (or at once when `Content-Length` says it will), so an oversized body is
+/// never held in memory.
+pub(crate) async fn read_body(
+    endpoint: &str,
+    mut response: reqwest::Response,
+    limit: BodyLimit,
+) -> Result<Vec<u8>, Error> {
+    let too_large =
+        || Error::ResponseTooLarge { endpoint: endpoint.to_owned(), body: limit.kind, limit: limit.bytes };
+    let announced = response.content_length();
+    if announced.is_some_and(|length| length > limit.bytes) {
+        return Err(too_large());
+    }
+    let capacity = usize::try_from(announced.unwrap_or(0)).unwrap_or(0);
+    let mut body = Vec::with_capacity(capacity);
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?
+    {
+        if (body.len() + chunk.len()) as u64 > limit.bytes {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// One API call, described before it is sent.
 #[derive(Debug, Clone)]
 pub(crate) struct ApiRequest<'a> {
     pub(crate) url: &'a Url,
-    pub(crate) query: &'a [(&'static str, String)],
+    pub(crate) query: &'a [(std::borrow::Cow<'static, str>, String)],
     pub(crate) preview: Option<&'a Preview>,
     pub(crate) retry: Option<&'a RetryPolicy>,
     /// Counts the retries of this call, for the listing it belongs to.
@@ -229,6 +262,7 @@ pub(crate) struct Transport {
     preview: Option<Preview>,
     deprecation: DeprecationReporter,
     retry: RetryPolicy,
+    max_page_bytes: u64,
 }
 
 impl Transport {
@@ -239,7 +273,20 @@ impl Transport {
         deprecation: DeprecationReporter,
         retry: RetryPolicy,
     ) -> Self {
-        Transport { sender, tokens, preview, deprecation, retry }
+        Transport {
+            sender,
+            tokens,
+            preview,
+            deprecation,
+            retry,
+            max_page_bytes: BodyKind::Page.default_limit(),
+        }
+    }
+
+    /// The same pipeline with another limit for page bodies.
+    pub(crate) fn with_max_page_bytes(mut self, bytes: u64) -> Self {
+        self.max_page_bytes = bytes;
+        self
     }
 
     /// Sends a GET and decodes a JSON body of type `T`, retrying transient failures under
@@ -275,7 +322,17 @@ impl Transport {
             if let Some(notice) = &deprecation {
                 self.deprecation.report(notice);
             }
-            let body = read_body(endpoint, response).await?;
+            let body = if status.is_success() {
+                let limit = BodyLimit { kind: BodyKind::Page, bytes: self.max_page_bytes };
+                read_body(endpoint, response, limit).await?
+            } else {
+                // An error body past its limit is ignored: the status and headers still say
+                // what happened, and whether to retry.
+                match read_body(endpoint, response, BodyKind::Error.into()).await {
+                    Err(Error::ResponseTooLarge { .. }) => Vec::new(),
+                    other => other?,
+                }
+            };
 
             if status.is_success() {
                 if let Some(notice) =
@@ -303,7 +360,7 @@ impl Transport {
     fn build_get(&self, call: &ApiRequest<'_>, token: &AccessToken) -> Result<reqwest::Request, Error> {
         let mut url = call.url.clone();
         if !call.query.is_empty() {
-            url.query_pairs_mut().extend_pairs(call.query.iter().map(|(k, v)| (*k, v.as_str())));
+            url.query_pairs_mut().extend_pairs(call.query.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
         }
         let mut request = reqwest::Request::new(reqwest::Method::GET, url);
         let headers = request.headers_mut();
@@ -324,8 +381,11 @@ impl Transport {
 }
 
 fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body)
-        .map_err(|e| Error::Decode { endpoint: endpoint.to_owned(), message: e.to_string() })
+    serde_json::from_slice(body).map_err(|e| Error::Decode {
+        endpoint: endpoint.to_owned(),
+        // serde's messages quote the values they could not read: server text.
+        message: crate::text::server_text(&e.to_string()),
+    })
 }
 
 /// The wire shape of an error body (spec Part 7).
@@ -356,7 +416,7 @@ pub(crate) fn api_error(
     ApiError {
         status,
         code,
-        description,
+        description: description.map(crate::text::server_text_owned),
         endpoint: endpoint.to_owned(),
         retry_after: headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after),
         deprecation: deprecation.map(Box::new),
@@ -377,18 +437,22 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+    let when = crate::timestamp::parse_http_date(value)?;
+    Some((when - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO))
 }
 
 /// Chooses the variant for an API error response to a request for `url`.
 ///
-/// A sunset answer is [`Error::Sunset`] with the successor link even when the response has no
-/// `Deprecation` or `Sunset` header, and so no [`DeprecationNotice`].
+/// Any 410, and any `version_sunset` code, is [`Error::Sunset`], with the date and the successor
+/// link when the headers give them, even without a `Deprecation` or `Sunset` header (and so
+/// without a [`DeprecationNotice`]). Another error whose `Sunset` date has passed is a sunset
+/// too, except a transient one (429, 5xx): that stays retryable and carries the notice.
 fn classify(error: ApiError, headers: &HeaderMap, url: &Url) -> Error {
     let sunset_passed =
         error.deprecation.as_ref().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
-    if error.code == ErrorCode::VersionSunset || sunset_passed {
+    let gone = error.status == 410 || error.code == ErrorCode::VersionSunset;
+    let transient = error.status == 429 || error.status >= 500 || error.is_transient();
+    if gone || (sunset_passed && !transient) {
         let notice = error.deprecation.as_deref();
         let sunset = notice.and_then(|n| n.sunset);
         let successor = notice.and_then(|n| n.successor.clone()).or_else(|| successor_link(headers, url));
@@ -422,6 +486,61 @@ mod tests {
         assert!(parsed > Duration::from_secs(100) && parsed <= Duration::from_secs(120), "{parsed:?}");
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn version_signals() {
+        let url = Url::parse("https://api.example.com/v1/companies").expect("static url");
+        let past = "Sun, 06 Nov 1994 08:49:37 GMT";
+        let response = |status: u16, code: &str, sunset: Option<&'static str>| {
+            let mut headers = HeaderMap::new();
+            if let Some(date) = sunset {
+                headers.insert("sunset", HeaderValue::from_static(date));
+                headers
+                    .insert("link", HeaderValue::from_static("</v2/companies>; rel=\"successor-version\""));
+            }
+            let notice = DeprecationNotice::from_headers(&http::Method::GET, &url, &headers);
+            let body = format!(r#"{{"error":"{code}"}}"#);
+            (api_error(status, &headers, body.as_bytes(), "/v1/companies", notice), headers)
+        };
+        let (bare_gone, headers) = response(410, "", None);
+        assert!(matches!(
+            classify(bare_gone, &headers, &url),
+            Error::Sunset { sunset: None, successor: None, .. }
+        ));
+        let (gone, headers) = response(410, "gone", Some(past));
+        match classify(gone, &headers, &url) {
+            Error::Sunset { sunset, successor, .. } => {
+                assert!(sunset.is_some());
+                assert_eq!(
+                    successor.map(String::from).as_deref(),
+                    Some("https://api.example.com/v2/companies")
+                );
+            }
+            other => panic!("expected a sunset, got {other:?}"),
+        }
+        for status in [429, 500, 503] {
+            let (busy, headers) = response(status, "temporarily_unavailable", Some(past));
+            let error = classify(busy, &headers, &url);
+            assert!(matches!(error, Error::Api(_)), "{status}: {error:?}");
+            assert!(error.deprecation().is_some_and(|n| n.sunset.is_some()), "{status}");
+        }
+        let (refused, headers) = response(403, "forbidden", Some(past));
+        assert!(matches!(classify(refused, &headers, &url), Error::Sunset { .. }));
+    }
+
+    #[test]
+    fn server_text_is_bounded_and_escaped() {
+        let description = format!("line one\nline two\u{1b}[31m{}", "x".repeat(100 * 1024));
+        let body = serde_json::json!({"error": format!("weird\n{}", "c".repeat(5000)), "error_description": description});
+        let e = api_error(400, &HeaderMap::new(), body.to_string().as_bytes(), "/v1/companies", None);
+        let text = e.description.unwrap_or_default();
+        assert!(
+            text.starts_with("line one\\nline two\\u{1b}[31mxxx") && text.len() <= 1027,
+            "{}",
+            text.len()
+        );
+        assert!(e.code.as_str().starts_with("weird\\n") && e.code.as_str().len() <= 1027);
     }
 
     #[test]

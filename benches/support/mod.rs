@@ -13,7 +13,7 @@ pub struct PlainCompany {
     status: String,
     created_at: chrono::DateTime<chrono::Utc>,
     updated_at: chrono::DateTime<chrono::Utc>,
-    industry: String,
+    pub industry: String,
     employee_count: u32,
     country: String,
 }

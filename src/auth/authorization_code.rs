@@ -34,8 +34,6 @@ pub(crate) const JWKS_PATH: &str = ".well-known/jwks.json";
 const DEFAULT_SCOPES: &[&str] = &["openid"];
 /// Clock-skew allowance of ID-token checks unless set otherwise.
 const DEFAULT_ID_TOKEN_LEEWAY: Duration = Duration::from_secs(60);
-/// Longest `error_description` quoted back from a callback.
-const MAX_DESCRIPTION: usize = 200;
 
 /// The token response fields `oauth2`'s basic response drops: the OpenID Connect ID token.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -408,7 +406,7 @@ impl AuthorizationCodeFlow {
         if let Some(code) = &params.error {
             return Err(Error::Authorization {
                 code: ErrorCode::parse(code),
-                description: params.error_description.as_deref().map(printable),
+                description: params.error_description.as_deref().map(crate::text::server_text),
             });
         }
         params.code.as_deref().ok_or(Error::Callback(CallbackError::MissingCode))
@@ -554,11 +552,6 @@ fn token_set(response: &OidcTokenResponse, sent_at: DateTime<Utc>, requested: &[
         None => requested.to_vec(),
     };
     tokens
-}
-
-/// At most [`MAX_DESCRIPTION`] characters, without control characters.
-fn printable(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).take(MAX_DESCRIPTION).collect()
 }
 
 /// The parameters of a callback this flow reads.

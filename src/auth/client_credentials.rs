@@ -231,7 +231,7 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
             Error::Auth(Box::new(ApiError {
                 status,
                 code: ErrorCode::parse(body.error().as_ref()),
-                description: body.error_description().cloned(),
+                description: body.error_description().map(|d| crate::text::server_text(d)),
                 endpoint: endpoint.to_owned(),
                 retry_after: None,
                 deprecation: None,

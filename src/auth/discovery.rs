@@ -251,7 +251,11 @@ impl TokenIntrospector {
         let client = BasicClient::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));
-        Ok(TokenIntrospector { client, sender: HttpSender::standalone(DEFAULT_TIMEOUT)?, invalid: None })
+        Ok(TokenIntrospector {
+            client,
+            sender: HttpSender::standalone(DEFAULT_TIMEOUT)?.for_introspection(),
+            invalid: None,
+        })
     }
 
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
@@ -278,7 +282,7 @@ impl TokenIntrospector {
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Self {
         match http_client(configure) {
-            Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT),
+            Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT).for_introspection(),
             Err(error) => self.invalid = Some(Arc::new(error)),
         }
         self

@@ -498,7 +498,7 @@ fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
 }
 
 fn shorten(s: &str) -> String {
-    s.chars().take(MAX_KID_IN_ERROR).collect()
+    crate::text::server_text(&s.chars().take(MAX_KID_IN_ERROR).collect::<String>())
 }
 
 fn unknown_key(kid: &str) -> VerifyError {

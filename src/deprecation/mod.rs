@@ -44,6 +44,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use http::{HeaderMap, Method};
 use url::Url;
 
+use crate::text::server_text;
+
 pub use headers::{Deprecation, parse_deprecation, parse_sunset};
 pub use link::{Link, parse_links};
 pub use report::{DeprecationCallback, DeprecationPolicy, DeprecationReporter};
@@ -94,7 +96,8 @@ impl DeprecationNotice {
     /// Reads the notice from a response's headers; `url` is the request URL, against which
     /// relative link targets are resolved.
     ///
-    /// Returns `None` when the response carries neither `Deprecation` nor `Sunset`. With
+    /// Returns `None` when the response carries neither `Deprecation` nor `Sunset`;
+    /// `Deprecation: false` (or `?0`) counts as no `Deprecation` header. With
     /// several field lines of `Deprecation` or `Sunset`, the first counts. Values that are
     /// not valid UTF-8 are read lossily; an unreadable `Sunset` leaves `sunset` empty and is
     /// named in `diagnostic`.
@@ -115,7 +118,9 @@ impl DeprecationNotice {
     /// ```
     #[must_use]
     pub fn from_headers(method: &Method, url: &Url, headers: &HeaderMap) -> Option<Self> {
-        let deprecation_raw = first_value(headers, DEPRECATION);
+        // `Deprecation: false` (or the structured-field `?0`) says the endpoint is not deprecated.
+        let deprecation_raw =
+            first_value(headers, DEPRECATION).filter(|raw| !headers::says_not_deprecated(raw));
         let sunset_raw = first_value(headers, SUNSET);
         if deprecation_raw.is_none() && sunset_raw.is_none() {
             return None;
@@ -133,12 +138,13 @@ impl DeprecationNotice {
 
         let mut findings = Vec::new();
         if let Some(Deprecation::Unrecognized(raw)) = &deprecation {
-            findings.push(format!("deprecation header {:?} is in no known form", shorten(raw)));
+            findings
+                .push(format!("deprecation header \"{}\" is in no known form", server_text(shorten(raw))));
         }
         if let Some(raw) = &sunset_raw
             && sunset.is_none()
         {
-            findings.push(format!("sunset header {:?} is not an http-date", shorten(raw)));
+            findings.push(format!("sunset header \"{}\" is not an http-date", server_text(shorten(raw))));
         }
         if let (Some(since), Some(sunset)) = (deprecation.as_ref().and_then(Deprecation::since), sunset)
             && sunset < since
@@ -316,6 +322,16 @@ mod tests {
         let n = notice(&[("deprecation", "true"), ("link", "</v2/companies>; REL=Successor-Version")])
             .expect("notice");
         assert_eq!(n.successor.as_ref().map(Url::as_str), Some("https://api.example.com/v2/companies"));
+    }
+
+    #[test]
+    fn deprecation_false_is_not_deprecated() {
+        assert_eq!(notice(&[("deprecation", "false")]), None);
+        assert_eq!(notice(&[("deprecation", " FALSE ")]), None);
+        assert_eq!(notice(&[("deprecation", "?0")]), None);
+        let n =
+            notice(&[("deprecation", "false"), ("sunset", "Fri, 01 Jan 2027 00:00:00 GMT")]).expect("notice");
+        assert_eq!((n.deprecation, n.diagnostic), (None, None));
     }
 
     #[test]

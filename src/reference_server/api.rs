@@ -27,6 +27,7 @@ use super::dataset::{Dataset, Sort};
 use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
 use super::jwt::SigningKeys;
 use super::jwt::unix_now_ms;
+use super::odd::OddRecords;
 use super::versions::{self, Lifecycle, Versions};
 use super::{ApiRequest, ErrorReply, Shared};
 use crate::auth::Claims;
@@ -72,6 +73,7 @@ pub(crate) struct ApiServer {
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) cursors: CursorCodec,
     pub(crate) versions: Versions,
+    pub(crate) odd: Option<OddRecords>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -276,6 +278,10 @@ impl ApiServer {
             Endpoint::Companies => to_json(records.iter().map(|&i| &self.dataset.companies[i as usize])),
             Endpoint::Contacts => to_json(records.iter().map(|&i| &self.dataset.contacts[i as usize])),
         }?;
+        let data = match &self.odd {
+            Some(odd) => odd.apply(records, data),
+            None => data,
+        };
         Ok(Page { data, pagination: Pagination { has_more, next_cursor, total_count: total } })
     }
 }

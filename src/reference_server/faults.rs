@@ -46,6 +46,9 @@ pub(crate) const MARKER_HOLD: &str = "hold=";
 /// The request header by which the proxy sends a held request again; its value is the
 /// server's replay secret, so no client can skip a fault.
 pub(crate) const REPLAY_HEADER: &str = "x-reference-replay";
+/// Marker value prefix, followed by a byte count: send a body that long, generated as it is
+/// written.
+pub(crate) const MARKER_OVERSIZE: &str = "oversize:";
 
 /// How a 429 says when to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,6 +90,15 @@ pub enum Fault {
     InvalidJson,
     /// A 200 with exactly these bytes as its `application/json` body.
     Body(Vec<u8>),
+    /// This status with exactly these bytes as its body, and no other header than
+    /// `content-type: application/json`: e.g. a bare 410 with an empty body, or an error
+    /// whose `error_description` is huge.
+    Reply(u16, Vec<u8>),
+    /// A 200 whose body is this many bytes (the start of a page, then filler records), with no
+    /// `Content-Length`: the end of the connection ends it. The proxy generates the bytes as it
+    /// writes them, so the body is never held in memory (needs the proxy, like
+    /// [`Fault::DropConnection`]).
+    OversizedBody(u64),
     /// The normal answer, sent after this delay. At the token endpoint the request waits
     /// before it is processed (needs the proxy, like [`Fault::DropConnection`]).
     Slow(Duration),
@@ -115,6 +127,8 @@ impl Fault {
             Fault::TruncatedJson => "truncated_json",
             Fault::InvalidJson => "invalid_json",
             Fault::Body(_) => "body",
+            Fault::Reply(..) => "reply",
+            Fault::OversizedBody(_) => "oversized_body",
             Fault::Slow(_) => "slow",
             Fault::EmptyPage => "empty_page",
             Fault::ExpireCursor => "expire_cursor",
@@ -124,7 +138,7 @@ impl Fault {
 
     /// True for the faults the proxy carries out.
     pub(crate) fn needs_proxy(&self) -> bool {
-        matches!(self, Fault::DropConnection | Fault::CutBody)
+        matches!(self, Fault::DropConnection | Fault::CutBody | Fault::OversizedBody(_))
     }
 
     /// The name [`FaultCounts`] counts it under.
@@ -490,6 +504,12 @@ impl FaultState {
             }
             Fault::Empty(status) => return Some((*status, ResponseTemplate::new(*status))),
             Fault::DropConnection => return Some((200, mark(ResponseTemplate::new(200), MARKER_DROP))),
+            Fault::OversizedBody(bytes) => {
+                return Some((200, mark(ResponseTemplate::new(200), format!("{MARKER_OVERSIZE}{bytes}"))));
+            }
+            Fault::Reply(status, body) => {
+                return Some((*status, ResponseTemplate::new(*status).set_body_raw(body.clone(), "application/json")));
+            }
             _ => return None,
         };
         Some((reply.status, reply.into_response()))
@@ -532,8 +552,8 @@ fn status_code_text(status: u16) -> &'static str {
 }
 
 /// Marks a response for the proxy to break its connection.
-pub(crate) fn mark(response: ResponseTemplate, marker: &'static str) -> ResponseTemplate {
-    response.insert_header(MARKER_HEADER, marker)
+pub(crate) fn mark(response: ResponseTemplate, marker: impl Into<String>) -> ResponseTemplate {
+    response.insert_header(MARKER_HEADER, marker.into())
 }
 
 #[cfg(test)]

@@ -48,11 +48,16 @@
 //! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx with a JSON error, an HTML page
 //!   (as a gateway in front sends) or no body, dropped
 //!   connections and bodies cut short (through a TCP proxy, see [`Fault`]),
-//!   malformed bodies, slow answers, empty pages, expired cursors and expired
-//!   tokens. The token and JWKS endpoints have schedules of their own
-//!   ([`Faults::token_every`], [`Faults::jwks_every`] and friends); a token fault acts before the grant is processed, as a proxy or load balancer
-//!   would, so a faulted refresh never rotates a refresh token and a faulted code exchange
-//!   never consumes the code. [`ReferenceServer::fault_counts`] says what was injected.
+//!   malformed bodies, slow answers, empty pages, expired cursors, expired tokens, oversized
+//!   bodies (generated as they are sent) and raw replies such as a bare 410. The token and
+//!   JWKS endpoints have schedules of their own ([`Faults::token_every`],
+//!   [`Faults::jwks_every`] and friends); a token fault acts before the grant is processed, as
+//!   a proxy or load balancer would, so a faulted refresh never rotates a refresh token and a
+//!   faulted code exchange never consumes the code. [`ReferenceServer::fault_counts`] says
+//!   what was injected.
+//! - [`OddRecords`] sends records the way a server that follows only the spec's letter may:
+//!   nulls, epoch numbers, space-separated timestamps, missing fields, unreadable values and
+//!   elements that are not objects.
 //!
 //! The API's OpenAPI document, [`OPENAPI_DOCUMENT`], is served without
 //! authentication at [`openapi_url`](ReferenceServer::openapi_url), with the
@@ -82,6 +87,7 @@ mod cursor;
 mod dataset;
 mod faults;
 mod jwt;
+mod odd;
 mod proxy;
 mod users;
 mod versions;
@@ -97,6 +103,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
 pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
+pub use odd::{OddKind, OddRecords};
 pub use versions::{DeprecationHeaders, Lifecycle};
 
 /// The API's OpenAPI 3.1 document (`openapi/business-records-v1.yaml`), with
@@ -367,6 +374,7 @@ pub struct ReferenceServerBuilder {
     extra_versions: Vec<u32>,
     previews: HashMap<String, String>,
     faults: Option<Faults>,
+    odd_records: Option<OddRecords>,
     api_port: u16,
     auth_port: u16,
 }
@@ -387,6 +395,7 @@ impl Default for ReferenceServerBuilder {
             extra_versions: Vec::new(),
             previews: HashMap::new(),
             faults: None,
+            odd_records: None,
             api_port: 0,
             auth_port: 0,
         }
@@ -504,6 +513,14 @@ impl ReferenceServerBuilder {
         self
     }
 
+    /// Sends some records oddly, as [`OddRecords`] chooses: nulls, epoch numbers,
+    /// space-separated timestamps, missing fields, unreadable values and elements that are not
+    /// objects. Default: every record as the dataset has it.
+    pub fn odd_records(mut self, odd: OddRecords) -> Self {
+        self.odd_records = Some(odd);
+        self
+    }
+
     /// Serves the API on this port of `127.0.0.1`. Default: 0, a free port.
     pub fn api_port(mut self, port: u16) -> Self {
         self.api_port = port;
@@ -601,6 +618,7 @@ impl ReferenceServerBuilder {
                 dataset: Arc::clone(&dataset),
                 cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
                 versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
+                odd: self.odd_records,
                 shared: Arc::clone(&shared),
             })
             .mount(&api_server)

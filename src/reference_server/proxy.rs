@@ -6,7 +6,9 @@
 //! [`Fault::CutBody`](super::Fault::CutBody) the server marks its response with the
 //! [`MARKER_HEADER`] and this proxy, which relays every request and response, carries
 //! the fault out on the real TCP connection: it closes the client's connection without sending
-//! anything, or after the response head and half of the body. For a slow token answer
+//! anything, or after the response head and half of the body; for
+//! [`Fault::OversizedBody`](super::Fault::OversizedBody) it sends a body of the size asked for,
+//! generated as it is written. For a slow token answer
 //! ([`MARKER_HOLD`]) the server answers at once without processing the request; the proxy
 //! waits, and if the client is still connected sends the request again with the
 //! [`REPLAY_HEADER`], which the server processes. Unmarked responses are relayed unchanged,
@@ -25,7 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER};
+use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER, MARKER_HOLD, MARKER_OVERSIZE, REPLAY_HEADER};
 
 /// Largest request or response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -126,6 +128,11 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr, replay_secret: Strin
                 let _ = client.flush().await;
                 return;
             }
+            Some(marker) if marker.starts_with(MARKER_OVERSIZE) => {
+                let length = marker[MARKER_OVERSIZE.len()..].parse().unwrap_or(0);
+                let _ = send_oversized(&mut client, length).await;
+                return;
+            }
             _ => {
                 if client.write_all(&response.bytes).await.is_err() {
                     return;
@@ -155,6 +162,28 @@ fn client_gone(client: &TcpStream, buffer: &mut Vec<u8>) -> bool {
             Err(_) => return true,
         }
     }
+}
+
+/// Sends a 200 whose body is `length` bytes, framed by the end of the connection: the start of
+/// a page, then filler records, made chunk by chunk as they are written (never held whole).
+/// Stops early when the client goes away.
+async fn send_oversized(client: &mut TcpStream, length: u64) -> io::Result<()> {
+    const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+    const RECORD: &[u8] = br#"{"id":"cmp_filler","name":"Filler"},"#;
+    const OPENING: &[u8] = b"{\"data\":[";
+    client.write_all(HEAD).await?;
+    let mut filler = Vec::with_capacity(64 * 1024 + RECORD.len());
+    while filler.len() < 64 * 1024 {
+        filler.extend_from_slice(RECORD);
+    }
+    let mut sent = 0u64;
+    while sent < length {
+        let piece: &[u8] = if sent == 0 { OPENING } else { &filler };
+        let take = usize::try_from(length - sent).unwrap_or(usize::MAX).min(piece.len());
+        client.write_all(&piece[..take]).await?;
+        sent += take as u64;
+    }
+    client.flush().await
 }
 
 /// One request or response: its bytes as received, and what the relay needs to know.

@@ -46,6 +46,12 @@ impl DeprecationHeaders {
         Self::raw("true")
     }
 
+    /// `Deprecation: false`: a server that sends the header on endpoints that are not
+    /// deprecated.
+    pub fn not_deprecated() -> Self {
+        Self::raw("false")
+    }
+
     /// `Deprecation: @<epoch seconds>` (RFC 9745): deprecated since `since`.
     pub fn since(since: DateTime<Utc>) -> Self {
         Self::raw(format!("@{}", since.timestamp()))

@@ -4,24 +4,36 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
+use super::extra::Extra;
 use super::{List, Resource};
 
 /// A company (spec Part 2).
 ///
-/// Fields the spec does not name are kept in [`extra`](Company::extra), so nothing the API
-/// sends is lost when it adds fields.
+/// `id` and `name` are required: an element of a page without them is not a company (it is
+/// reported, see [`Page::undecodable`](crate::Page::undecodable)). The spec does not fix the
+/// type or format of `status`, `createdAt` and `updatedAt`, so they are optional: absent or
+/// `null` leaves them `None`; timestamps are read in RFC 3339 and the common variants (a space
+/// for `T`, no offset meaning UTC, epoch seconds or milliseconds as numbers); a value that
+/// still cannot be read leaves the field `None`, keeps the raw value in
+/// [`extra`](Company::extra) under the field's name, and is listed by
+/// [`fallbacks`](Company::fallbacks). Fields the spec does not name are kept in `extra`, so
+/// nothing the API sends is lost.
 ///
 /// ```
 /// use business_records::Company;
 /// let company: Company = serde_json::from_str(r#"{
 ///     "id": "cmp_1", "name": "Acme", "status": "active",
-///     "createdAt": "2024-01-02T03:04:05Z", "updatedAt": "2024-02-03T04:05:06Z",
+///     "createdAt": "2024-01-02 03:04:05", "updatedAt": 1706929506,
 ///     "industry": "retail"
 /// }"#)?;
-/// assert_eq!(company.status.as_str(), "active");
+/// assert_eq!(company.status.as_ref().map(|s| s.as_str()), Some("active"));
+/// assert_eq!(company.updated_at.map(|d| d.to_rfc3339()).as_deref(), Some("2024-02-03T03:05:06+00:00"));
 /// assert_eq!(company.extra["industry"], "retail");
+///
+/// let odd: Company = serde_json::from_str(r#"{"id": "cmp_2", "name": "Odd", "createdAt": "last week"}"#)?;
+/// assert_eq!((odd.created_at, odd.fallbacks()), (None, &["createdAt"][..]));
+/// assert_eq!(odd.extra["createdAt"], "last week");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,27 +44,40 @@ pub struct Company {
     pub id: String,
     /// Name of the company.
     pub name: String,
-    /// Status; the spec lists no values, so any string is kept.
-    pub status: CompanyStatus,
-    /// Creation time.
-    pub created_at: DateTime<Utc>,
-    /// Last modification time.
-    pub updated_at: DateTime<Utc>,
-    /// Every other field the API sent.
+    /// Status; the spec lists no values, so any string is kept. `None` when absent, `null` or
+    /// not a string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<CompanyStatus>,
+    /// Creation time; `None` when absent, `null` or unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    /// Last modification time; `None` when absent, `null` or unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<DateTime<Utc>>,
+    /// Every other field the API sent, and the raw value of every field that fell back.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: Extra,
+    #[serde(skip)]
+    fallbacks: Vec<&'static str>,
 }
 
-super::record::deserialize_record! {
+super::record::record! {
     Company, "a company object",
-    required {
-        id: String = "id",
-        name: String = "name",
-        status: CompanyStatus = "status",
-        created_at: DateTime<Utc> = "createdAt",
-        updated_at: DateTime<Utc> = "updatedAt",
-    },
-    optional {}
+    required { id = "id", name = "name" },
+    optional {
+        status: text = "status",
+        created_at: timestamp = "createdAt",
+        updated_at: timestamp = "updatedAt",
+    }
+}
+
+impl Company {
+    /// The wire names of the fields whose values could not be read (`status`, `createdAt`,
+    /// `updatedAt`): each is `None` here and its raw value is in [`extra`](Company::extra).
+    /// Empty for a record read in full.
+    pub fn fallbacks(&self) -> &[&'static str] {
+        &self.fallbacks
+    }
 }
 
 /// A company status: an open set of strings (`active`, `inactive`, ...), compared exactly.
@@ -108,7 +133,7 @@ sort_fields! {
     /// use business_records::CompanySort;
     /// assert_eq!(CompanySort::CreatedAt.desc().to_string(), "-createdAt");
     /// ```
-    CompanySort
+    CompanySort for Company
 }
 
 impl Resource for Company {
@@ -123,6 +148,6 @@ impl List<Company> {
     /// Only companies with this status (`status=`). It must not be empty.
     pub fn status(self, status: impl Into<CompanyStatus>) -> Self {
         let status: CompanyStatus = status.into();
-        self.filter("status", status.0)
+        self.set_filter("status", std::borrow::Cow::Borrowed("status"), status.0)
     }
 }

@@ -4,17 +4,17 @@
 //! the total. It serialises straight into the query string, and ends in [`List::send`] (one
 //! page), [`List::pages`] (a stream of pages) or [`List::stream`] (a stream of items).
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
-use std::str::FromStr;
 
 use serde::de::DeserializeOwned;
 
-use crate::pagination::{self, Cursor, ItemStream, Page, PageStream};
+use crate::pagination::{self, Cursor, ItemStream, OnUndecodable, Page, PageStream};
 use crate::{Client, Error, Preview, RetryPolicy};
 
 macro_rules! sort_fields {
-    ($(#[$doc:meta])* $name:ident) => {
+    ($(#[$doc:meta])* $name:ident for $resource:ty) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
@@ -38,19 +38,39 @@ macro_rules! sort_fields {
             }
 
             /// Ascending order on this field.
-            pub fn asc(self) -> $crate::Sort {
-                $crate::Sort::ascending(self.field())
+            pub fn asc(self) -> $crate::resources::SortOrder<$name> {
+                $crate::resources::SortOrder::new(self, false)
             }
 
             /// Descending order on this field.
-            pub fn desc(self) -> $crate::Sort {
-                $crate::Sort::descending(self.field())
+            pub fn desc(self) -> $crate::resources::SortOrder<$name> {
+                $crate::resources::SortOrder::new(self, true)
             }
         }
 
+        impl $crate::resources::SortField for $name {
+            fn wire_name(self) -> &'static str {
+                self.field()
+            }
+        }
+
+        impl $crate::resources::sealed::SortFieldOf for $name {}
+
         impl From<$name> for $crate::Sort {
             fn from(field: $name) -> $crate::Sort {
-                field.asc()
+                $crate::Sort::ascending(field.field())
+            }
+        }
+
+        impl $crate::resources::IntoSort<$resource> for $name {
+            fn into_sort(self) -> Result<$crate::Sort, $crate::Error> {
+                Ok(self.into())
+            }
+        }
+
+        impl $crate::resources::IntoSort<$resource> for $crate::resources::SortOrder<$name> {
+            fn into_sort(self) -> Result<$crate::Sort, $crate::Error> {
+                Ok(self.into())
             }
         }
     };
@@ -58,7 +78,13 @@ macro_rules! sort_fields {
 
 pub mod companies;
 pub mod contacts;
-mod record;
+mod extra;
+pub(crate) mod record;
+
+mod sort;
+
+pub use extra::Extra;
+pub use sort::{IntoSort, Sort, SortField, SortOrder};
 
 /// Largest page size the API accepts (spec Part 8).
 pub const MAX_LIMIT: u32 = 100;
@@ -67,138 +93,57 @@ pub const DEFAULT_LIMIT: u32 = 20;
 
 /// A resource that can be listed. Implemented by [`Company`](crate::Company) and
 /// [`Contact`](crate::Contact).
-pub trait Resource: DeserializeOwned + Send + 'static + private::Sealed {
+pub trait Resource: DeserializeOwned + record::Record + Send + Sync + 'static + sealed::Sealed {
     /// The path below the versioned API root (`companies`).
     const PATH: &'static str;
-    /// Fields accepted by `sort`.
+    /// The sort fields the spec names; [`List::sort`] takes any other field name too.
     const SORT_FIELDS: &'static [&'static str];
 }
 
-mod private {
+pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for crate::Company {}
     impl Sealed for crate::Contact {}
+
+    /// Implemented by the typed sort fields only.
+    pub trait SortFieldOf {}
 }
 
-/// A sort order: a field, ascending or descending (`-field` on the wire).
-///
-/// Built from the typed fields ([`CompanySort`](crate::CompanySort),
-/// [`ContactSort`](crate::ContactSort)) or parsed from the wire form:
-///
-/// ```
-/// use business_records::{CompanySort, Sort};
-/// let sort: Sort = "-createdAt".parse()?;
-/// assert_eq!(sort, CompanySort::CreatedAt.desc());
-/// assert!(sort.is_descending());
-/// # Ok::<(), business_records::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Sort {
-    field: String,
-    descending: bool,
-}
-
-impl Sort {
-    /// Ascending on `field`.
-    pub fn ascending(field: impl Into<String>) -> Self {
-        Sort { field: field.into(), descending: false }
-    }
-
-    /// Descending on `field`.
-    pub fn descending(field: impl Into<String>) -> Self {
-        Sort { field: field.into(), descending: true }
-    }
-
-    /// The field name.
-    pub fn field(&self) -> &str {
-        &self.field
-    }
-
-    /// True for descending order.
-    pub fn is_descending(&self) -> bool {
-        self.descending
-    }
-}
-
-impl fmt::Display for Sort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.descending {
-            f.write_str("-")?;
-        }
-        f.write_str(&self.field)
-    }
-}
-
-impl FromStr for Sort {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let (descending, field) = match s.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, s),
-        };
-        if field.is_empty() || !field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(Error::invalid(
-                "sort",
-                format!("expected a field name, optionally with a leading `-`, got {s:?}"),
-            ));
-        }
-        Ok(Sort { field: field.to_owned(), descending })
-    }
-}
-
-/// Anything [`List::sort`] takes: a [`Sort`], a typed field (ascending), or the wire form as a
-/// string (`"-createdAt"`).
-pub trait IntoSort {
-    /// Converts, or says why not.
-    fn into_sort(self) -> Result<Sort, Error>;
-}
-
-impl<T: Into<Sort>> IntoSort for T {
-    fn into_sort(self) -> Result<Sort, Error> {
-        Ok(self.into())
-    }
-}
-
-impl IntoSort for &str {
-    fn into_sort(self) -> Result<Sort, Error> {
-        self.parse()
-    }
-}
-
-impl IntoSort for String {
-    fn into_sort(self) -> Result<Sort, Error> {
-        self.parse()
-    }
-}
+/// Names reserved for the paging parameters, which have methods of their own.
+const RESERVED_PARAMETERS: [&str; 3] = ["limit", "cursor", "sort"];
 
 /// The query of a listing, validated as it is built.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ListQuery {
     pub(crate) limit: Option<u32>,
     pub(crate) sort: Option<Sort>,
-    pub(crate) filters: Vec<(&'static str, String)>,
+    pub(crate) filters: Vec<(Cow<'static, str>, String)>,
     pub(crate) cursor: Option<Cursor>,
     pub(crate) max_items: Option<u64>,
     pub(crate) max_empty_pages: Option<u32>,
     pub(crate) preview: Option<Preview>,
     pub(crate) retry: Option<RetryPolicy>,
+    pub(crate) on_undecodable: OnUndecodable,
 }
 
 impl ListQuery {
     /// Query pairs for one page request: limit, sort, filters, then the cursor. Every page
     /// repeats all of them (spec Part 4.1 rule 4).
-    pub(crate) fn pairs(&self, limit: Option<u32>, cursor: Option<&Cursor>) -> Vec<(&'static str, String)> {
+    pub(crate) fn pairs(
+        &self,
+        limit: Option<u32>,
+        cursor: Option<&Cursor>,
+    ) -> Vec<(Cow<'static, str>, String)> {
         let mut pairs = Vec::with_capacity(3 + self.filters.len());
         if let Some(limit) = limit {
-            pairs.push(("limit", limit.to_string()));
+            pairs.push((Cow::Borrowed("limit"), limit.to_string()));
         }
         if let Some(sort) = &self.sort {
-            pairs.push(("sort", sort.to_string()));
+            pairs.push((Cow::Borrowed("sort"), sort.to_string()));
         }
         pairs.extend(self.filters.iter().cloned());
         if let Some(cursor) = cursor {
-            pairs.push(("cursor", cursor.as_str().to_owned()));
+            pairs.push((Cow::Borrowed("cursor"), cursor.as_str().to_owned()));
         }
         pairs
     }
@@ -257,44 +202,90 @@ impl<T: Resource> List<T> {
         self
     }
 
-    /// The sort order. Takes a typed field (`CompanySort::CreatedAt.desc()`) or the wire form
-    /// (`"-createdAt"`); fields the endpoint cannot sort on are rejected. Default: the
+    /// The sort order. Takes this resource's typed field (`CompanySort::CreatedAt.desc()`), or
+    /// any field in the wire form (`"-createdAt"`, `"employeeCount"`) or as a [`Sort`]: the
+    /// spec names only the common fields, so other names are sent as given and the server
+    /// decides. A name with spaces or commas, or an empty one, is refused. Default: the
     /// server's order.
-    pub fn sort(mut self, sort: impl IntoSort) -> Self {
+    pub fn sort(mut self, sort: impl IntoSort<T>) -> Self {
         match sort.into_sort() {
-            Ok(sort) if T::SORT_FIELDS.contains(&sort.field()) => {
+            Ok(sort) => {
                 self.query.sort = Some(sort);
                 self
-            }
-            Ok(sort) => {
-                let fields = T::SORT_FIELDS.join(", ");
-                self.fail(Error::invalid(
-                    "sort",
-                    format!(
-                        "expected one of {fields} (with an optional leading `-`), got {:?}",
-                        sort.field()
-                    ),
-                ))
             }
             Err(e) => self.fail(e),
         }
     }
 
-    pub(crate) fn filter(mut self, name: &'static str, value: String) -> Self {
+    /// Sends the query parameter `name=value` on every page request: for filters the API adds
+    /// later (spec Part 9.3 lets it add optional parameters without a new version). Setting a
+    /// name again replaces its value. `limit`, `cursor` and `sort` are refused (they have
+    /// methods of their own), as are an empty name and an empty value; the error names the
+    /// `filter` argument.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let page = client.companies().status("active").filter("country", "DE").send().await?;
+    /// # let _ = page;
+    /// # Ok(()) }
+    /// ```
+    pub fn filter(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        if name.trim().is_empty() {
+            return self.fail(Error::invalid("filter", "expected a parameter name, got an empty one"));
+        }
+        if RESERVED_PARAMETERS.contains(&name.as_str()) {
+            return self.fail(Error::invalid(
+                "filter",
+                format!("`{name}` is a paging parameter, not a filter: use `{name}(..)` instead"),
+            ));
+        }
+        self.set_filter("filter", Cow::Owned(name), value.into())
+    }
+
+    /// Sets a filter; `argument` names the method in the error for an empty value.
+    pub(crate) fn set_filter(
+        mut self,
+        argument: &'static str,
+        name: Cow<'static, str>,
+        value: String,
+    ) -> Self {
         if value.trim().is_empty() {
-            return self.fail(Error::invalid(name, "expected a non-empty value"));
+            return self.fail(Error::invalid(argument, format!("expected a non-empty value for `{name}`")));
         }
         self.query.filters.retain(|(n, _)| *n != name);
         self.query.filters.push((name, value));
         self
     }
 
+    /// What to do with an element of a page that is not a record (not an object, or without a
+    /// required field). Default: [`OnUndecodable::Skip`]: the listing goes on, and the
+    /// element is reported in [`Page::undecodable`], by
+    /// [`ItemStream::take_undecodable`](crate::ItemStream::take_undecodable), in the
+    /// stream's counts and as a `tracing` warning. [`OnUndecodable::Fail`] ends the listing
+    /// with [`Error::Undecodable`] instead.
+    pub fn on_undecodable(mut self, policy: OnUndecodable) -> Self {
+        self.query.on_undecodable = policy;
+        self
+    }
+
     /// Starts at this cursor instead of the first page (a `nextCursor` from this session:
-    /// cursors expire and are bound to the query that produced them).
+    /// cursors expire and are bound to the query that produced them). At most
+    /// [`MAX_CURSOR_BYTES`](crate::MAX_CURSOR_BYTES) (8 KiB).
     pub fn cursor(mut self, cursor: impl Into<Cursor>) -> Self {
         let cursor = cursor.into();
         if cursor.as_str().is_empty() {
             return self.fail(Error::invalid("cursor", "expected a non-empty cursor"));
+        }
+        if cursor.as_str().len() > pagination::MAX_CURSOR_BYTES {
+            return self.fail(Error::invalid(
+                "cursor",
+                format!(
+                    "expected at most {} bytes, got {}",
+                    pagination::MAX_CURSOR_BYTES,
+                    cursor.as_str().len()
+                ),
+            ));
         }
         self.query.cursor = Some(cursor);
         self
@@ -343,8 +334,9 @@ impl<T: Resource> List<T> {
             }
             (limit, None) => limit,
         };
-        let page = pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref(), None)
-            .await?;
+        let page =
+            pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref(), None, 1)
+                .await?;
         Ok(match self.query.max_items {
             Some(max) => page.truncated(max),
             None => page,
@@ -381,13 +373,13 @@ mod tests {
         let cursor = Cursor::from("abc");
         let pairs = list.query.pairs(list.query.limit, Some(&cursor));
         let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
         assert_eq!(url.query(), Some("limit=50&sort=-createdAt&status=active&cursor=abc"));
 
         let list = client().contacts().company_id("cmp 1&x").sort("name");
         let pairs = list.query.pairs(None, None);
         let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str())));
+        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
         assert_eq!(url.query(), Some("sort=name&companyId=cmp+1%26x"));
         assert_eq!(ContactSort::UpdatedAt.desc().to_string(), "-updatedAt");
     }
@@ -397,9 +389,16 @@ mod tests {
         let cases: Vec<(List<crate::Company>, &str)> = vec![
             (client().companies().limit(0), "limit"),
             (client().companies().limit(101), "limit"),
-            (client().companies().sort("-email"), "sort"),
             (client().companies().sort("--name"), "sort"),
             (client().companies().sort(""), "sort"),
+            (client().companies().sort("name,email"), "sort"),
+            (client().companies().sort("created at"), "sort"),
+            (client().companies().filter("limit", "5"), "filter"),
+            (client().companies().filter("cursor", "abc"), "filter"),
+            (client().companies().filter("sort", "name"), "filter"),
+            (client().companies().filter("", "x"), "filter"),
+            (client().companies().filter("country", " "), "filter"),
+            (client().companies().cursor("c".repeat(8 * 1024 + 1)), "cursor"),
             (client().companies().status(""), "status"),
             (client().companies().status("  "), "status"),
             (client().companies().cursor(""), "cursor"),
@@ -413,5 +412,27 @@ mod tests {
         }
         assert!(client().contacts().company_id("").error.is_some());
         assert!(client().companies().limit(1).limit(100).error.is_none());
+        match client().companies().filter("sort", "name").error {
+            Some(error) => assert!(error.to_string().contains("use `sort(..)`"), "{error}"),
+            None => panic!("`sort` is not a filter"),
+        }
+    }
+
+    #[test]
+    fn any_sort_field_and_new_filters_reach_the_query() {
+        let list = client()
+            .companies()
+            .sort("-employeeCount")
+            .filter("country", "DE")
+            .status("active")
+            .filter("country", "FR")
+            .filter("status", "churned");
+        assert!(list.error.is_none());
+        let pairs = list.query.pairs(None, None);
+        let mut url = url::Url::parse("https://x.example/").expect("static url");
+        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
+        assert_eq!(url.query(), Some("sort=-employeeCount&country=FR&status=churned"));
+        let typed = client().contacts().sort(Sort::descending("email")).sort(ContactSort::Name);
+        assert_eq!(typed.query.sort.map(|s| s.to_string()).as_deref(), Some("name"));
     }
 }

@@ -112,10 +112,10 @@ fn callbacks_are_checked_issuer_first_then_state_then_error() {
     let err = check(&flow, &request, &denied).expect_err("a denial");
     assert!(matches!(err, Error::Authorization { .. }), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::AccessDenied));
-    assert_eq!(err.description(), Some("The usersaid no"));
+    assert_eq!(err.description(), Some("The user\\nsaid no"));
     assert_eq!(
         err.to_string(),
-        "the authorization server refused the sign-in (access_denied): The usersaid no"
+        "the authorization server refused the sign-in (access_denied): The user\\nsaid no"
     );
 }
 

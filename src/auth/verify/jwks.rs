@@ -23,10 +23,8 @@ use serde_json::Value;
 
 use super::{VerifyError, unknown_key};
 use crate::RetryPolicy;
+use crate::limits::BodyKind;
 use crate::transport::HttpSender;
-
-/// Largest JWKS document accepted.
-const MAX_JWKS_BYTES: usize = 1024 * 1024;
 
 /// Keys by `kid`.
 pub(super) type KeyMap = HashMap<String, Arc<DecodingKey>>;
@@ -196,13 +194,9 @@ async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, VerifyError> {
     if !status.is_success() {
         return Err(jwks_error(format!("endpoint returned status {}", status.as_u16())));
     }
-    if response.content_length().is_some_and(|len| len > MAX_JWKS_BYTES as u64) {
-        return Err(jwks_error("document is too large".into()));
-    }
-    let body = response.bytes().await.map_err(|e| jwks_error(format!("reading the response failed: {e}")))?;
-    if body.len() > MAX_JWKS_BYTES {
-        return Err(jwks_error("document is too large".into()));
-    }
+    let body = crate::transport::read_body(source.url.path(), response, BodyKind::Jwks.into())
+        .await
+        .map_err(|e| jwks_error(e.to_string()))?;
     parse_jwks(&body)
 }
 

@@ -1,0 +1,241 @@
+//! The page envelope on the wire (spec Part 2), decoded element by element: an element of
+//! `data` that is not a record is kept aside as an [`Undecodable`], and the rest of the page
+//! still decodes.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::pagination::{Cursor, Page};
+use crate::resources::Resource;
+use crate::resources::record::{Unread, Wire, WireVisitor};
+
+/// An element of a page's `data` that is not a record: not a JSON object, or an object
+/// without a field the model requires (a company's `id` or `name`).
+///
+/// Found in [`Page::undecodable`]; with
+/// [`OnUndecodable::Fail`] it ends the listing as [`Error::Undecodable`](crate::Error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Undecodable {
+    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
+    pub page: u64,
+    /// Its index in that page's `data` array, from 0.
+    pub position: usize,
+    /// The element as JSON text, as the server sent it (an object's named fields come first).
+    pub raw: String,
+    /// Why it is not a record, e.g. `not an object`.
+    pub reason: String,
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "element {} of page {} is not a record ({}): {}",
+            self.position,
+            self.page,
+            self.reason,
+            crate::text::server_text(&self.raw)
+        )
+    }
+}
+
+/// What a listing does with an element of a page that is not a record; see
+/// [`List::on_undecodable`](crate::List::on_undecodable).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OnUndecodable {
+    /// Leave it out of the items, report it, and go on (the default).
+    #[default]
+    Skip,
+    /// End the listing with [`Error::Undecodable`](crate::Error::Undecodable).
+    Fail,
+}
+
+/// The envelope as it arrives.
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "T: Resource"))]
+pub(crate) struct Envelope<T> {
+    data: Data<T>,
+    pagination: PaginationMeta,
+}
+
+impl<T> From<Envelope<T>> for Page<T> {
+    fn from(Envelope { data, pagination }: Envelope<T>) -> Self {
+        Page {
+            data: data.records,
+            undecodable: data.undecodable,
+            has_more: pagination.has_more,
+            next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
+            total_count: pagination.total_count,
+            deprecation: None,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PaginationMeta {
+    has_more: bool,
+    #[serde(default)]
+    next_cursor: Option<Cursor>,
+    #[serde(default)]
+    total_count: Option<u64>,
+}
+
+/// The `data` array: the records, and the elements that are not.
+struct Data<T> {
+    records: Vec<T>,
+    undecodable: Vec<Undecodable>,
+}
+
+impl<'de, T: Resource> Deserialize<'de> for Data<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(DataVisitor(PhantomData))
+    }
+}
+
+struct DataVisitor<T>(PhantomData<fn() -> T>);
+
+impl<'de, T: Resource> Visitor<'de> for DataVisitor<T> {
+    type Value = Data<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of records")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Data<T>, A::Error> {
+        // A page holds at most 100 records; a larger hint is not trusted.
+        let mut records = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(128));
+        let mut undecodable = Vec::new();
+        let mut position = 0;
+        while let Some(element) = seq.next_element_seed(Element::<T>(PhantomData))? {
+            match element {
+                Ok(record) => records.push(record),
+                Err(Unread { raw, reason }) => {
+                    undecodable.push(Undecodable { page: 0, position, raw, reason })
+                }
+            }
+            position += 1;
+        }
+        Ok(Data { records, undecodable })
+    }
+}
+
+/// One element of `data`: an object is read as a record, anything else is kept as JSON.
+struct Element<T>(PhantomData<fn() -> T>);
+
+type ElementResult<T> = Result<T, Unread>;
+
+impl<'de, T: Resource> DeserializeSeed<'de> for Element<T> {
+    type Value = ElementResult<T>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ElementResult<T>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+fn not_an_object<T>(wire: Wire<'_>) -> ElementResult<T> {
+    Err(Unread { raw: wire.into_json(), reason: "not an object".to_owned() })
+}
+
+impl<'de, T: Resource> Visitor<'de> for Element<T> {
+    type Value = ElementResult<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a record")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ElementResult<T>, A::Error> {
+        T::decode_map(map)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_bool(v).map(not_an_object)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_i64(v).map(not_an_object)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_u64(v).map(not_an_object)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_f64(v).map(not_an_object)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_str(v).map(not_an_object)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_unit().map(not_an_object)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<ElementResult<T>, E> {
+        WireVisitor.visit_none().map(not_an_object)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<ElementResult<T>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ElementResult<T>, A::Error> {
+        WireVisitor.visit_seq(seq).map(not_an_object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Company;
+    use proptest::prelude::*;
+
+    #[test]
+    fn elements_that_are_not_records_are_set_aside() {
+        let body = r#"{"data": [
+            {"id": "c1", "name": "One"}, 42, "c2", null, [1, {"a": "b"}], {"name": "no id"},
+            {"id": "c3", "name": "Three", "createdAt": {"$date": 1}}
+        ], "pagination": {"hasMore": false}}"#;
+        let page: Page<Company> = serde_json::from_str(body).expect("a page");
+        let ids: Vec<&str> = page.data.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c1", "c3"]);
+        assert_eq!(page.data[1].fallbacks(), ["createdAt"]);
+        let set_aside: Vec<(usize, &str, &str)> =
+            page.undecodable.iter().map(|u| (u.position, u.raw.as_str(), u.reason.as_str())).collect();
+        assert_eq!(
+            set_aside,
+            [
+                (1, "42", "not an object"),
+                (2, r#""c2""#, "not an object"),
+                (3, "null", "not an object"),
+                (4, r#"[1,{"a":"b"}]"#, "not an object"),
+                (5, r#"{"name":"no id"}"#, "missing or unreadable field `id`"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_broken_envelope_is_still_an_error() {
+        for body in [
+            r#"{"data": {}, "pagination": {"hasMore": false}}"#,
+            r#"{"data": [], "pagination": {}}"#,
+            r#"{"data": [{"id": "c1", "name": "One"}"#,
+        ] {
+            assert!(serde_json::from_str::<Page<Company>>(body).is_err(), "{body}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_body_panics_the_page_decoder(bytes in proptest::collection::vec(any::<u8>(), 0..200), text in ".{0,120}") {
+            let _ = serde_json::from_slice::<Page<Company>>(&bytes);
+            let _ = serde_json::from_str::<Page<crate::Contact>>(&format!(r#"{{"data":[{text}],"pagination":{{"hasMore":true}}}}"#));
+        }
+    }
+}

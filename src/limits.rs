@@ -1,0 +1,82 @@
+//! How much the client reads from a server: the size limits of response bodies.
+//!
+//! Every body is read through one function (`read_body` in the transport), which stops as soon
+//! as the bytes received pass the limit for the body's kind, before anything is decoded, and
+//! answers [`Error::ResponseTooLarge`](crate::Error::ResponseTooLarge) naming the limit. A
+//! `Content-Length` above the limit is refused before the body is read.
+//!
+//! | Body | Limit | Set with |
+//! |---|---|---|
+//! | a page of a listing | 32 MiB | [`ClientBuilder::max_page_bytes`](crate::ClientBuilder::max_page_bytes) |
+//! | an error response | 256 KiB | fixed; from the API, a larger one still makes the error from its status and headers, its body ignored |
+//! | a token response | 64 KiB | fixed |
+//! | an OpenID discovery document | 256 KiB | fixed |
+//! | a token introspection response | 64 KiB | fixed |
+//! | a JWKS document | 1 MiB | fixed |
+
+use std::fmt;
+
+/// The default limit of a page body: 32 MiB (a page holds at most 100 records).
+pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The kind of a response body, each with its own size limit (see the table in the
+/// [`limits`](crate::limits) module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BodyKind {
+    /// A page of a listing.
+    Page,
+    /// An error response.
+    Error,
+    /// A token endpoint response.
+    Token,
+    /// An OpenID discovery document.
+    Discovery,
+    /// A token introspection response.
+    Introspection,
+    /// A JWKS document.
+    Jwks,
+}
+
+impl BodyKind {
+    /// The limit of this kind of body unless the client sets another, in bytes.
+    pub const fn default_limit(self) -> u64 {
+        match self {
+            BodyKind::Page => DEFAULT_MAX_PAGE_BYTES,
+            BodyKind::Error | BodyKind::Discovery => 256 * 1024,
+            BodyKind::Token | BodyKind::Introspection => 64 * 1024,
+            BodyKind::Jwks => 1024 * 1024,
+        }
+    }
+
+    /// The kind's name, as in error messages.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BodyKind::Page => "page",
+            BodyKind::Error => "error",
+            BodyKind::Token => "token",
+            BodyKind::Discovery => "discovery",
+            BodyKind::Introspection => "introspection",
+            BodyKind::Jwks => "jwks",
+        }
+    }
+}
+
+impl fmt::Display for BodyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A body kind and the most bytes read of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BodyLimit {
+    pub(crate) kind: BodyKind,
+    pub(crate) bytes: u64,
+}
+
+impl From<BodyKind> for BodyLimit {
+    fn from(kind: BodyKind) -> Self {
+        BodyLimit { kind, bytes: kind.default_limit() }
+    }
+}

@@ -1,0 +1,154 @@
+//! HTTP-dates (RFC 9110 section 5.6.7), as `Sunset`, `Deprecation` and `Retry-After` send them.
+
+use chrono::{DateTime, Datelike, NaiveDate, TimeDelta, Utc};
+
+/// Parses an HTTP-date in any of its three forms; see
+/// [`parse_sunset`](crate::deprecation::parse_sunset).
+pub(crate) fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
+    parse_http_date_in(value, Utc::now().year())
+}
+
+/// Parses an HTTP-date, reading two-digit years relative to `current_year`.
+fn parse_http_date_in(value: &str, current_year: i32) -> Option<DateTime<Utc>> {
+    let mut parts: [&str; 6] = [""; 6];
+    let mut count = 0;
+    for token in value.split_ascii_whitespace() {
+        let slot = parts.get_mut(count)?;
+        *slot = token;
+        count += 1;
+    }
+    match *parts.get(..count)? {
+        // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
+        [weekday, day, month, year, time, zone] => {
+            check_weekday(weekday.strip_suffix(',')?)?;
+            check_zone(zone)?;
+            build(year4(year)?, month_number(month)?, number(day, 1, 2)?, time)
+        }
+        // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`
+        [weekday, date, time, zone] => {
+            check_weekday(weekday.strip_suffix(',')?)?;
+            check_zone(zone)?;
+            let mut fields = date.split('-');
+            let (day, month, year) = (fields.next()?, fields.next()?, fields.next()?);
+            if fields.next().is_some() {
+                return None;
+            }
+            let year = match year.len() {
+                2 => two_digit_year(i32::try_from(number(year, 2, 2)?).ok()?, current_year),
+                _ => year4(year)?,
+            };
+            build(year, month_number(month)?, number(day, 1, 2)?, time)
+        }
+        // asctime: `Sun Nov  6 08:49:37 1994`
+        [weekday, month, day, time, year] => {
+            check_weekday(weekday)?;
+            build(year4(year)?, month_number(month)?, number(day, 1, 2)?, time)
+        }
+        _ => None,
+    }
+}
+
+/// Builds the instant from calendar fields and an `HH:MM:SS` time.
+fn build(year: i32, month: u32, day: u32, time: &str) -> Option<DateTime<Utc>> {
+    let mut fields = time.split(':');
+    let (hour, minute, second) = (fields.next()?, fields.next()?, fields.next()?);
+    if fields.next().is_some() {
+        return None;
+    }
+    let (hour, minute, second) = (number(hour, 2, 2)?, number(minute, 2, 2)?, number(second, 2, 2)?);
+    let date = NaiveDate::from_ymd_opt(year, month, day)?;
+    let instant = if second == 60 {
+        date.and_hms_opt(hour, minute, 59)?.checked_add_signed(TimeDelta::seconds(1))?
+    } else {
+        date.and_hms_opt(hour, minute, second)?
+    };
+    Some(instant.and_utc())
+}
+
+/// Reads a two-digit year as the year with those last digits in the hundred years that end
+/// 50 years from now. This follows RFC 9110: a year that would be more than 50 years in the
+/// future is the most recent past year with the same last two digits.
+fn two_digit_year(two_digits: i32, current_year: i32) -> i32 {
+    let century = current_year - current_year.rem_euclid(100);
+    let candidate = century + two_digits;
+    if candidate > current_year + 50 {
+        candidate - 100
+    } else if candidate <= current_year - 50 {
+        candidate + 100
+    } else {
+        candidate
+    }
+}
+
+/// A decimal number of `min..=max` ASCII digits.
+fn number(text: &str, min: usize, max: usize) -> Option<u32> {
+    if text.len() < min || text.len() > max || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A four-digit year.
+fn year4(text: &str) -> Option<i32> {
+    i32::try_from(number(text, 4, 4)?).ok()
+}
+
+const MONTHS: [&str; 12] =
+    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+const WEEKDAYS: [(&str, &str); 7] = [
+    ("mon", "monday"),
+    ("tue", "tuesday"),
+    ("wed", "wednesday"),
+    ("thu", "thursday"),
+    ("fri", "friday"),
+    ("sat", "saturday"),
+    ("sun", "sunday"),
+];
+
+fn month_number(name: &str) -> Option<u32> {
+    let index = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(name))?;
+    u32::try_from(index + 1).ok()
+}
+
+fn check_weekday(name: &str) -> Option<()> {
+    WEEKDAYS
+        .iter()
+        .any(|(short, long)| short.eq_ignore_ascii_case(name) || long.eq_ignore_ascii_case(name))
+        .then_some(())
+}
+
+fn check_zone(zone: &str) -> Option<()> {
+    (zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC")).then_some(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The instant `seconds` after the epoch.
+    pub(crate) fn ts(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(seconds, 0).unwrap_or_default()
+    }
+
+    /// 1994-11-06T08:49:37Z, the RFC 9110 example.
+    pub(crate) const EXAMPLE: i64 = 784_111_777;
+
+    #[test]
+    fn rfc850_two_digit_years_follow_the_fifty_year_rule() {
+        assert_eq!(two_digit_year(94, 2026), 1994);
+        assert_eq!(two_digit_year(26, 2026), 2026);
+        assert_eq!(two_digit_year(76, 2026), 2076);
+        assert_eq!(two_digit_year(77, 2026), 1977);
+        assert_eq!(two_digit_year(0, 2099), 2100);
+        assert_eq!(two_digit_year(49, 2099), 2149);
+        assert_eq!(two_digit_year(50, 2099), 2050);
+        assert_eq!(two_digit_year(99, 2000), 1999);
+        let parsed = parse_http_date_in("Wednesday, 01-Jan-70 00:00:00 GMT", 2026);
+        assert_eq!(parsed, Some(ts(3_155_760_000)));
+        let parsed = parse_http_date_in("Saturday, 01-Jan-77 00:00:00 GMT", 2026);
+        assert_eq!(parsed, Some(ts(220_924_800)));
+        let four_digits = parse_http_date_in("Sunday, 06-Nov-1994 08:49:37 GMT", 2026);
+        assert_eq!(four_digits, Some(ts(EXAMPLE)));
+    }
+}

@@ -1,0 +1,132 @@
+//! Bounds against a hostile server, over real HTTP: page bodies past their limit, cursors past
+//! theirs.
+
+use business_records::reference_server::{Fault, Faults, ReferenceServer};
+use business_records::{BodyKind, Error, PaginationError};
+
+use crate::support;
+
+/// Set in the child process of [`a_200_mib_page_is_refused_with_little_memory`].
+const CHILD: &str = "BUSINESS_RECORDS_OVERSIZED_PAGE_CHILD";
+
+/// A 200 MiB page, streamed by the reference server's proxy without `Content-Length` and
+/// generated as it is written, fails with the page size error while the process's peak
+/// resident set stays under 100 MiB.
+///
+/// The conformance binary runs many tests at once in one process, so the peak of this one
+/// cannot be read there: the test runs the binary again as a child process with only
+/// [`oversized_page_child`] selected (`--exact --ignored`), and the child prints its own peak
+/// resident set (`VmHWM` from `/proc/self/status`, Linux only) after the listing failed.
+#[tokio::test]
+async fn a_200_mib_page_is_refused_with_little_memory() {
+    if support::live().is_some() {
+        println!("skipped: oversized page: needs control of the server");
+        return;
+    }
+    if !std::path::Path::new("/proc/self/status").exists() {
+        println!("skipped: oversized page: peak memory is read from /proc (Linux only)");
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(exe)
+            .args(["--exact", "limits::oversized_page_child", "--ignored", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+    })
+    .await
+    .expect("the child's task ran")
+    .expect("the child ran");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let value = |key: &str| {
+        // libtest may print the test's name on the same line as its first output.
+        let found = stdout.lines().find_map(|l| l.split_once(key).map(|(_, value)| value.trim()));
+        found.unwrap_or_else(|| panic!("no {key} in {stdout}"))
+    };
+    assert_eq!(
+        value("error="),
+        "the response of /v1/companies is larger than the page body limit of 33554432 bytes"
+    );
+    let peak_kib: u64 = value("peak_rss_kib=").parse().expect("a number");
+    assert!(peak_kib < 100 * 1024, "peak resident set {peak_kib} KiB");
+}
+
+/// The child half of [`a_200_mib_page_is_refused_with_little_memory`]; runs only there.
+#[tokio::test]
+#[ignore = "run by a_200_mib_page_is_refused_with_little_memory in a process of its own"]
+async fn oversized_page_child() {
+    if std::env::var(CHILD).as_deref() != Ok("1") {
+        println!("skipped: oversized page child: runs only as a child of its parent test");
+        return;
+    }
+    let server = ReferenceServer::builder()
+        .companies(5)
+        .contacts_per_company(0)
+        .faults(Faults::new().every(1, Fault::OversizedBody(200 * 1024 * 1024)))
+        .start()
+        .await;
+    let client = support::client_for(&server).build().expect("valid client");
+    let error = client.companies().send().await.expect_err("too large");
+    assert!(
+        matches!(error, Error::ResponseTooLarge { body: BodyKind::Page, limit: 33_554_432, .. }),
+        "{error:?}"
+    );
+    assert!(!error.is_retryable());
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let peak = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).expect("VmHWM");
+    println!("error={error}");
+    println!("peak_rss_kib={}", peak.trim().trim_end_matches("kB").trim());
+}
+
+#[tokio::test]
+async fn the_page_limit_is_settable_and_announced_lengths_are_refused_unread() {
+    let page = serde_json::json!({
+        "data": (0..100).map(|i| serde_json::json!({"id": format!("c{i}"), "name": "x".repeat(1000)})).collect::<Vec<_>>(),
+        "pagination": {"hasMore": false},
+    });
+    let body = page.to_string().into_bytes();
+    let Some(server) = support::reference_server("faults", || {
+        ReferenceServer::builder().companies(3).faults(Faults::new().every(1, Fault::Body(body)))
+    })
+    .await
+    else {
+        return;
+    };
+    let small = support::client_for(&server).max_page_bytes(64 * 1024).build().expect("valid client");
+    let error = small.companies().send().await.expect_err("too large for 64 KiB");
+    assert!(
+        matches!(error, Error::ResponseTooLarge { body: BodyKind::Page, limit: 65_536, .. }),
+        "{error:?}"
+    );
+    let default = support::client_for(&server).build().expect("valid client");
+    assert_eq!(default.companies().send().await.expect("within 32 MiB").data.len(), 100);
+    let refused = support::client_for(&server).max_page_bytes(10).build().expect_err("too small");
+    assert!(matches!(refused, Error::InvalidArgument { argument: "max_page_bytes", .. }));
+}
+
+#[tokio::test]
+async fn a_cursor_longer_than_8_kib_ends_the_listing_after_its_page() {
+    let cursor = "c".repeat(8 * 1024 + 1);
+    let body = serde_json::json!({
+        "data": [{"id": "c1", "name": "One"}],
+        "pagination": {"hasMore": true, "nextCursor": cursor},
+    });
+    let Some(server) = support::reference_server("faults", || {
+        ReferenceServer::builder()
+            .companies(3)
+            .faults(Faults::new().every(1, Fault::Body(body.to_string().into_bytes())))
+    })
+    .await
+    else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    let (ids, error) = support::drain(&mut client.companies().stream()).await;
+    assert_eq!(ids, ["c1"]);
+    assert!(
+        matches!(error, Some(Error::Pagination(PaginationError::CursorTooLong { page: 1, bytes: 8193 }))),
+        "{error:?}"
+    );
+    assert_eq!(server.api_requests().len(), 1, "the long cursor is never sent back");
+}

@@ -1,0 +1,102 @@
+//! Spec Part 9.5 at its edges, over real HTTP: `Deprecation: false`, a 410 without the
+//! `version_sunset` code, and a transient failure from a version whose sunset has passed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use business_records::reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer, RetryAfter};
+use business_records::{DeprecationPolicy, Error, RetryPolicy};
+use chrono::{TimeZone, Utc};
+
+use crate::support;
+
+const COMPANIES: &str = "/v1/companies";
+
+#[tokio::test]
+async fn deprecation_false_means_not_deprecated() {
+    let Some(server) = support::reference_server("deprecation headers", || {
+        ReferenceServer::builder().companies(30).deprecated(COMPANIES, DeprecationHeaders::not_deprecated())
+    })
+    .await
+    else {
+        return;
+    };
+    let notices = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&notices);
+    let client = support::client_for(&server)
+        .deprecation_policy(DeprecationPolicy::Fail)
+        .on_deprecation(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .expect("valid client");
+    let pages = client.companies().limit(10).pages().try_collect().await.expect("not refused by the policy");
+    assert_eq!(pages.len(), 3);
+    assert!(pages.iter().all(|p| p.deprecation.is_none()));
+    assert_eq!(notices.load(Ordering::SeqCst), 0);
+    let sent = server.api_requests();
+    assert!(!sent.is_empty());
+}
+
+#[tokio::test]
+async fn any_410_is_a_sunset_with_what_the_headers_give() {
+    let Some(server) = support::reference_server("faults", || {
+        ReferenceServer::builder().companies(3).faults(Faults::new().every(1, Fault::Reply(410, Vec::new())))
+    })
+    .await
+    else {
+        return;
+    };
+    let client = support::client_for(&server).build().expect("valid client");
+    let error = client.companies().send().await.expect_err("gone");
+    match &error {
+        Error::Sunset { sunset: None, successor: None, .. } => {}
+        other => panic!("a bare 410 is a sunset, got {other:?}"),
+    }
+    assert_eq!(error.status(), Some(410));
+    assert!(!error.is_retryable());
+    assert_eq!(server.api_requests().len(), 1, "a sunset is not retried");
+
+    let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
+    let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
+    server.set_lifecycle(COMPANIES, business_records::reference_server::Lifecycle::Deprecated(headers));
+    server.set_faults(Faults::new().every(1, Fault::Reply(410, br#"{"error":"gone"}"#.to_vec())));
+    let error = client.companies().send().await.expect_err("gone");
+    match error {
+        Error::Sunset { sunset, successor, .. } => {
+            assert_eq!(sunset, Some(past));
+            let expected = format!("{}/v2/companies", server.base_url());
+            assert_eq!(successor.map(String::from), Some(expected));
+        }
+        other => panic!("a 410 with headers is a sunset with its date and successor, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
+    let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
+    let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
+    let faults =
+        Faults::new().sequence([Some(Fault::Status(503)), Some(Fault::RateLimited(RetryAfter::Seconds(0)))]);
+    let Some(server) = support::reference_server("faults", || {
+        ReferenceServer::builder().companies(3).deprecated(COMPANIES, headers).faults(faults)
+    })
+    .await
+    else {
+        return;
+    };
+    let quick =
+        RetryPolicy::default().initial_delay(Duration::from_millis(1)).max_delay(Duration::from_millis(5));
+    let client = support::client_for(&server).retry(quick).build().expect("valid client");
+    let mut pages = client.companies().pages();
+    let page = pages.try_next().await.expect("retried past the 503 and the 429").expect("a page");
+    assert_eq!((page.data.len(), pages.retries()), (3, 2));
+    assert_eq!(page.deprecation.and_then(|n| n.sunset), Some(past));
+
+    server.set_faults(Faults::new().every(1, Fault::Status(503)));
+    let error = client.companies().retry(RetryPolicy::none()).send().await.expect_err("unavailable");
+    assert!(matches!(error, Error::Api(_)), "{error:?}");
+    assert!(error.is_retryable());
+    assert_eq!(error.deprecation().and_then(|n| n.sunset), Some(past), "the notice is carried");
+}
