@@ -508,7 +508,10 @@ impl FaultState {
                 return Some((200, mark(ResponseTemplate::new(200), format!("{MARKER_OVERSIZE}{bytes}"))));
             }
             Fault::Reply(status, body) => {
-                return Some((*status, ResponseTemplate::new(*status).set_body_raw(body.clone(), "application/json")));
+                return Some((
+                    *status,
+                    ResponseTemplate::new(*status).set_body_raw(body.clone(), "application/json"),
+                ));
             }
             _ => return None,
         };
