@@ -243,7 +243,7 @@ impl ClientBuilder {
         let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent);
 
         let tokens = match auth.kind {
-            AuthKind::ClientCredentials(flow) => TokenManager::new(Box::new(flow.into_source()?)),
+            AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),
             AuthKind::User(user) => user.into_manager()?,
             AuthKind::Static(token) => {
                 if token.secret().trim().is_empty() {

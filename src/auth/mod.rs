@@ -50,6 +50,9 @@ mod client_credentials;
 mod discovery;
 mod loopback;
 pub(crate) mod pkce;
+#[cfg(feature = "redis")]
+mod redis;
+mod refresh_turn;
 mod secret;
 mod store;
 pub(crate) mod token_manager;
@@ -60,6 +63,9 @@ pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
 pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
 pub use loopback::LoopbackRedirect;
+#[cfg(feature = "redis")]
+pub use redis::{RedisTokenCache, RedisUserStore};
+pub use refresh_turn::{RefreshLock, RefreshTurn};
 pub use secret::{AccessToken, AuthorizationCode, ClientSecret, IdToken, PkceVerifier, RefreshToken};
 pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore, TokenStoreError};
 pub use user::UserAuth;

@@ -21,6 +21,18 @@ const REFRESH_BUFFER_DIVISOR: u32 = 10;
 pub(crate) trait TokenSource: Send + Sync + std::fmt::Debug {
     /// Obtains a new token. Called with the refresh lock held, so one at a time.
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>>;
+
+    /// The API refused `token` (401 `invalid_token`) and it was dropped from the cache; a source
+    /// that shares tokens with other processes forgets it there too. Default: nothing.
+    fn rejected(&self, token: &AccessToken) {
+        let _ = token;
+    }
+}
+
+/// How long before expiry a token of `lifetime` is refreshed: the smaller of five minutes and
+/// a tenth of the lifetime.
+pub(crate) fn refresh_buffer(lifetime: Duration) -> Duration {
+    MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR)
 }
 
 /// A token as the authorization server issued it.
@@ -46,10 +58,8 @@ struct CachedToken {
 impl CachedToken {
     fn stamp(issued: IssuedToken, sent_at: Instant) -> Self {
         let expires_at = issued.expires_in.map(|lifetime| sent_at + lifetime);
-        let refresh_at = issued.expires_in.map(|lifetime| {
-            let buffer = MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR);
-            sent_at + lifetime.saturating_sub(buffer)
-        });
+        let refresh_at =
+            issued.expires_in.map(|lifetime| sent_at + lifetime.saturating_sub(refresh_buffer(lifetime)));
         CachedToken { token: issued.access_token, refresh_at, expires_at, renewable: true }
     }
 
@@ -157,6 +167,7 @@ impl TokenManager {
         match cache.as_ref() {
             Some(cached) if cached.token == *rejected && cached.renewable => {
                 *cache = None;
+                self.source.rejected(rejected);
                 true
             }
             Some(cached) => cached.token != *rejected,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::token_manager::{IssuedToken, TokenManager, TokenSource};
-use super::{AuthorizationCodeFlow, TokenSet, TokenStore};
+use super::{AuthorizationCodeFlow, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::transport::HttpSender;
 
@@ -98,12 +98,39 @@ impl TokenSource for UserSource {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let mut current = self.current.lock().await;
+            // A store shared by several processes locks the refresh for all of them, and hands
+            // back the set another process saved meanwhile.
+            let turn = match &self.store {
+                Some(store) => store.begin_refresh(&current).await.map_err(Error::TokenStore)?,
+                None => RefreshTurn::proceed(),
+            };
+            let RefreshTurn { newer, lock } = turn;
+            if let Some(newer) = newer {
+                // Its refresh token is the newest, whether or not its access token still works.
+                let usable = !newer.is_expired();
+                *current = newer;
+                if usable {
+                    if let Some(lock) = lock {
+                        lock.release().await;
+                    }
+                    tracing::debug!("user tokens taken from the store, refreshed elsewhere");
+                    let now = chrono::Utc::now();
+                    return Ok(IssuedToken {
+                        access_token: current.access_token.clone(),
+                        expires_in: current.expires_at.map(|at| (at - now).to_std().unwrap_or_default()),
+                        scopes: current.scopes.clone(),
+                    });
+                }
+            }
             let (next, expires_in) = self.flow.refresh_with(sender, &current).await?;
             let rotated = next.refresh_token != current.refresh_token;
             // Kept first: the server has already retired the old refresh token.
             *current = next;
             if let Some(store) = &self.store {
                 store.save(&current).await.map_err(Error::TokenStore)?;
+            }
+            if let Some(lock) = lock {
+                lock.release().await;
             }
             tracing::debug!(rotated, saved = self.store.is_some(), "user tokens refreshed");
             Ok(IssuedToken {

@@ -73,6 +73,8 @@ mod dataset;
 mod faults;
 mod jwt;
 mod proxy;
+#[cfg(feature = "redis")]
+mod redis_server;
 mod users;
 mod versions;
 
@@ -87,6 +89,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
 pub use faults::{Fault, FaultCounts, Faults, RetryAfter};
+#[cfg(feature = "redis")]
+pub use redis_server::RedisServer;
 pub use versions::{DeprecationHeaders, Lifecycle};
 
 use crate::auth::TokenVerifier;

@@ -18,4 +18,8 @@ mod pagination;
 mod pagination_guards;
 mod resilience;
 mod secrets;
+#[cfg(feature = "redis")]
+mod shared_cache;
+#[cfg(feature = "redis")]
+mod shared_user_store;
 mod versioning;
