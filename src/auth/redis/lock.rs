@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::connection::Redis;
+use super::seal::random_bytes;
 
 /// How long a waiter sleeps between two looks, at least; a random part is added so that
 /// waiters do not look in step.
@@ -34,11 +35,10 @@ impl LockGuard {
 
 /// Tries once to take the lock `key` for `ttl`; `None` when Redis failed.
 pub(crate) async fn try_lock(redis: &Arc<Redis>, key: &str, ttl: Duration) -> Option<Attempt> {
-    let mut id = [0u8; 16];
-    if aws_lc_rs::rand::fill(&mut id).is_err() {
+    let Some(id) = random_bytes::<16>() else {
         redis.warn("lock", "no random lock id");
         return None;
-    }
+    };
     let held = redis.set_if_absent(key, &id, ttl).await?;
     Some(if held {
         Attempt::Held(LockGuard { redis: Arc::clone(redis), key: key.to_owned(), id: id.to_vec() })

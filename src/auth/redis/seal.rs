@@ -63,8 +63,7 @@ impl Sealer {
 
     /// `VERSION || nonce || ciphertext || tag`, bound to `aad` (the Redis key).
     pub(crate) fn seal(&self, aad: &str, plaintext: &[u8]) -> Option<Vec<u8>> {
-        let mut nonce = [0u8; NONCE_LEN];
-        aws_lc_rs::rand::fill(&mut nonce).ok()?;
+        let nonce: [u8; NONCE_LEN] = random_bytes()?;
         let mut sealed = Vec::with_capacity(1 + NONCE_LEN + plaintext.len() + AES_256_GCM.tag_len());
         sealed.push(VERSION);
         sealed.extend_from_slice(&nonce);
@@ -93,6 +92,13 @@ impl Sealer {
         let plaintext = self.key.open_in_place(nonce, Aad::from(aad.as_bytes()), &mut body).ok()?;
         Some(plaintext.to_vec())
     }
+}
+
+/// `N` bytes from the operating system's CSPRNG.
+pub(crate) fn random_bytes<const N: usize>() -> Option<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::getrandom(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]
