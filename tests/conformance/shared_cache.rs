@@ -9,11 +9,12 @@
 use std::process::Command;
 use std::time::Duration;
 
-use business_records::auth::RedisTokenCache;
+use business_records::auth::{RedisTokenCache, TokenStore};
 use business_records::reference_server::{RedisServer, ReferenceServer, ReferenceServerBuilder};
 use business_records::{Auth, Client};
 use futures::future::join_all;
 
+use crate::secrets::Captured;
 use crate::support;
 
 /// A `redis-server` of the case's own, or `None` (reported) when it cannot run here.
@@ -198,4 +199,59 @@ async fn without_redis_each_process_goes_its_own_way_and_shares_again_when_it_is
     let after: Vec<Client> = (0..4).map(|_| client_with(&server, cache.clone(), &["api/read"])).collect();
     list_all(&after).await;
     assert_eq!(server.token_requests(), 4, "four new processes, one token request");
+}
+
+#[tokio::test]
+async fn no_token_reaches_the_logs_and_an_outage_warns_once() {
+    let Some((server, mut redis)) = servers("redis path under a trace subscriber", || {
+        ReferenceServer::builder().companies(3).refresh_token_rotation(true)
+    })
+    .await
+    else {
+        return;
+    };
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer({
+            let captured = captured.clone();
+            move || captured.clone()
+        })
+        .finish();
+    // This test's runtime has one thread: the connection's tasks log through this subscriber.
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let cache = connect(&redis).await.user_secret("the user secret");
+    list_all(&[client_with(&server, cache.clone(), &["api/read"])]).await;
+    let (flow, tokens) = crate::auth_user::sign_in(&server).await;
+    let store = cache.user_store("user-42");
+    store.save(&tokens).await.expect("save");
+    let user = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::user(flow, tokens.clone()).store(store.clone()))
+        .build()
+        .expect("client");
+    server.revoke_issued_tokens();
+    user.companies().limit(1).send().await.expect("renewed through the shared store");
+    let renewed = store.load().await.expect("load").expect("the renewed set");
+    tracing::debug!(cache = ?cache, store = ?store, "shared state");
+
+    redis.stop();
+    for _ in 0..3 {
+        list_all(&[client_with(&server, cache.clone(), &["api/read"])]).await;
+    }
+
+    let text = captured.text();
+    let warnings = text.matches("redis token cache unavailable").count();
+    assert_eq!(warnings, 1, "three fallbacks within 30 s, one warning:\n{text}");
+    let mut secrets = vec![server.client_secret().to_owned(), "the user secret".to_owned()];
+    for set in [&tokens, &renewed] {
+        secrets.push(set.access_token.secret().to_owned());
+        secrets.extend(set.refresh_token.iter().map(|t| t.secret().to_owned()));
+    }
+    for secret in &secrets {
+        assert!(!text.contains(secret.as_str()), "a secret reached the logs:\n{text}");
+    }
+    assert!(!text.contains("eyJ"), "a JWT reached the logs:\n{text}");
 }
