@@ -45,9 +45,27 @@ impl RedisServer {
 
     /// Stops the server (its data is gone: there is no persistence).
     pub fn stop(&mut self) {
+        self.resume();
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// Freezes the server (`SIGSTOP`): connections stay open and nothing answers, as with a
+    /// server that hangs. [`resume`](Self::resume) undoes it.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a [`pause`](Self::pause)d server run again.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill").arg(signal).arg(child.id().to_string()).status();
         }
     }
 

@@ -72,6 +72,17 @@ async fn list_all(clients: &[Client]) {
     }
 }
 
+/// Pings until Redis answers, a hundred times at most.
+async fn answers(cache: &RedisTokenCache) -> bool {
+    for _ in 0..100 {
+        if cache.ping().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
 /// `redis-cli` against `redis`, for looking at what is stored.
 fn redis_cli(redis: &RedisServer, args: &[&str]) -> Vec<u8> {
     let port = redis.url().rsplit(':').next().unwrap_or_default().to_owned();
@@ -186,19 +197,41 @@ async fn without_redis_each_process_goes_its_own_way_and_shares_again_when_it_is
     list_all(std::slice::from_ref(&before)).await;
 
     redis.restart().expect("redis-server restarts");
-    let mut answered = false;
-    for _ in 0..100 {
-        if cache.ping().await {
-            answered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(answered, "the cache reconnects to the restarted redis");
+    assert!(answers(&cache).await, "the cache reconnects to the restarted redis");
     // Back (and empty): the next processes share one token again.
     let after: Vec<Client> = (0..4).map(|_| client_with(&server, cache.clone(), &["api/read"])).collect();
     list_all(&after).await;
     assert_eq!(server.token_requests(), 4, "four new processes, one token request");
+}
+
+#[tokio::test]
+async fn a_redis_that_hangs_costs_a_timeout_not_a_failure() {
+    let Some((server, redis)) = servers("redis hangs", || ReferenceServer::builder().companies(3)).await
+    else {
+        return;
+    };
+    let cache = RedisTokenCache::connect_with_timeout(&redis.url(), Duration::from_millis(200))
+        .await
+        .expect("a redis URL");
+    list_all(&[client_with(&server, cache.clone(), &["api/read"])]).await;
+    assert_eq!(server.token_requests(), 1);
+
+    redis.pause();
+    // Nothing answers: each new process waits out the timeout, then fetches its own token.
+    for _ in 0..2 {
+        list_all(&[client_with(&server, cache.clone(), &["api/read"])]).await;
+    }
+    assert_eq!(server.token_requests(), 3);
+
+    redis.resume();
+    assert!(answers(&cache).await, "redis answers again");
+    // The shared token is still there (nothing was lost): new processes use it.
+    list_all(&[
+        client_with(&server, cache.clone(), &["api/read"]),
+        client_with(&server, cache, &["api/read"]),
+    ])
+    .await;
+    assert_eq!(server.token_requests(), 3, "back on the shared token");
 }
 
 #[tokio::test]

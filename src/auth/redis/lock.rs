@@ -19,17 +19,30 @@ pub(crate) enum Attempt {
     Busy,
 }
 
-/// A held lock; [`release`](Self::release) it, or it expires.
+/// A held lock; [`release`](Self::release) it, or it is released on a task of the current
+/// runtime when dropped (a cancelled caller), or it expires.
 pub(crate) struct LockGuard {
-    redis: Arc<Redis>,
-    key: String,
-    id: Vec<u8>,
+    held: Option<(Arc<Redis>, String, Vec<u8>)>,
 }
 
 impl LockGuard {
     /// Deletes the lock if this process still holds it.
-    pub(crate) async fn release(self) {
-        self.redis.compare_and_delete(&self.key, &self.id).await;
+    pub(crate) async fn release(mut self) {
+        if let Some((redis, key, id)) = self.held.take() {
+            redis.compare_and_delete(&key, &id).await;
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if let Some((redis, key, id)) = self.held.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                redis.compare_and_delete(&key, &id).await;
+            });
+        }
     }
 }
 
@@ -41,7 +54,7 @@ pub(crate) async fn try_lock(redis: &Arc<Redis>, key: &str, ttl: Duration) -> Op
     };
     let held = redis.set_if_absent(key, &id, ttl).await?;
     Some(if held {
-        Attempt::Held(LockGuard { redis: Arc::clone(redis), key: key.to_owned(), id: id.to_vec() })
+        Attempt::Held(LockGuard { held: Some((Arc::clone(redis), key.to_owned(), id.to_vec())) })
     } else {
         Attempt::Busy
     })
