@@ -43,7 +43,8 @@ const DEFAULT_PREFIX: &str = "business-records";
 /// without the cache, with a warning at most every 30 seconds, and shares again once Redis
 /// answers. Locks expire after [`lock_ttl`](Self::lock_ttl), so a holder that dies releases them.
 ///
-/// Clones share the connection, which reconnects by itself.
+/// Expiry times are stored as wall-clock times, so the processes' clocks should agree to within
+/// a few seconds (NTP does). Clones share the connection, which reconnects by itself.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), business_records::Error> {
