@@ -83,19 +83,25 @@ impl RetryPolicy {
         self.max_attempts
     }
 
-    pub(crate) fn schedule(&self) -> RetrySchedule {
+    /// The ceilings of the waits before successive retries: `initial_delay`, doubling each
+    /// time, capped at `max_delay`; one per retry the policy allows.
+    pub(crate) fn ceilings(&self) -> Box<dyn Iterator<Item = Duration> + Send + Sync> {
         let ceilings = ExponentialBuilder::default()
             .with_min_delay(self.initial_delay)
             .with_max_delay(self.max_delay)
             .with_factor(2.0)
             .with_max_times(self.max_attempts.saturating_sub(1) as usize)
             .build();
-        RetrySchedule {
-            policy: self.clone(),
-            ceilings: Box::new(ceilings),
-            waited: Duration::ZERO,
-            attempt: 1,
-        }
+        Box::new(ceilings)
+    }
+
+    /// The largest wait between two attempts.
+    pub(crate) fn longest_delay(&self) -> Duration {
+        self.max_delay
+    }
+
+    pub(crate) fn schedule(&self) -> RetrySchedule {
+        RetrySchedule { policy: self.clone(), ceilings: self.ceilings(), waited: Duration::ZERO, attempt: 1 }
     }
 }
 

@@ -31,6 +31,8 @@ pub(crate) const JWKS_PATH: &str = ".well-known/jwks.json";
 
 /// Scopes requested when [`AuthorizationCodeFlow::scopes`] is not called.
 const DEFAULT_SCOPES: &[&str] = &["openid"];
+/// Clock-skew allowance of ID-token checks unless set otherwise.
+const DEFAULT_ID_TOKEN_LEEWAY: Duration = Duration::from_secs(60);
 /// Longest `error_description` quoted back from a callback.
 const MAX_DESCRIPTION: usize = 200;
 
@@ -91,8 +93,9 @@ struct FlowConfig {
     authorize_url: Url,
     token_url: Url,
     jwks_url: Url,
-    http: Option<reqwest::Client>,
     timeout: Duration,
+    /// Clock-skew allowance of ID-token checks.
+    id_token_leeway: Duration,
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
     invalid: Option<(&'static str, String)>,
@@ -190,8 +193,8 @@ impl AuthorizationCodeFlow {
                 authorize_url,
                 token_url,
                 jwks_url,
-                http: None,
                 timeout: DEFAULT_TIMEOUT,
+                id_token_leeway: DEFAULT_ID_TOKEN_LEEWAY,
                 sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)?,
                 invalid: None,
                 id_verifier: OnceLock::new(),
@@ -238,8 +241,15 @@ impl AuthorizationCodeFlow {
     /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client instead.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         let config = self.config_mut();
-        config.sender = HttpSender::with_client(client.clone(), config.timeout);
-        config.http = Some(client);
+        config.sender = HttpSender::with_client(client, config.timeout);
+        self
+    }
+
+    /// Clock-skew allowance of the ID-token checks of `exp`, `nbf` and `iat`, so a clock a
+    /// little apart from the authorization server's does not fail a sign-in or a refresh.
+    /// Default: 60 seconds.
+    pub fn id_token_leeway(mut self, leeway: Duration) -> Self {
+        self.config_mut().id_token_leeway = leeway;
         self
     }
 
@@ -430,7 +440,9 @@ impl AuthorizationCodeFlow {
     }
 
     /// Verifies an ID token: RS256 signature with a key from the JWKS (selected by `kid`),
-    /// `iss` equal to the issuer, `aud` containing the client id, `exp` in the future.
+    /// `iss` equal to the issuer, `aud` containing the client id, `exp` in the future and
+    /// `nbf` and `iat` not, each within the [`id_token_leeway`](Self::id_token_leeway). The
+    /// JWKS requests go through the flow's HTTP client.
     ///
     /// # Errors
     ///
@@ -456,10 +468,9 @@ impl AuthorizationCodeFlow {
         if let Some(verifier) = c.id_verifier.get() {
             return Ok(verifier);
         }
-        let mut verifier = TokenVerifier::new(c.jwks_url.as_str(), c.issuer.clone(), c.client_id.clone())?;
-        if let Some(http) = &c.http {
-            verifier = verifier.with_http_client(http.clone());
-        }
+        let verifier = TokenVerifier::new(c.jwks_url.as_str(), c.issuer.clone(), c.client_id.clone())?
+            .with_sender(c.sender.clone())
+            .leeway(c.id_token_leeway);
         Ok(c.id_verifier.get_or_init(|| verifier))
     }
 }

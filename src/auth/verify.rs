@@ -23,10 +23,11 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::HashMap;
+mod jwks;
+
 use std::fmt;
-use std::sync::{Arc, Once, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Once};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use jsonwebtoken::errors::ErrorKind;
@@ -34,12 +35,18 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use self::jwks::{FetchPolicy, JwksSource, KeyCache, KeyMap, parse_jwks};
+use crate::RetryPolicy;
+use crate::transport::HttpSender;
+
 /// Default minimum pause between two JWKS fetches triggered by unknown key ids.
 const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
-/// Timeout of the default HTTP client used for JWKS requests.
+/// Default age after which the JWKS is fetched again.
+const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
+/// Default first and largest backoff after a failed JWKS fetch.
+const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+/// Timeout of JWKS requests.
 const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
-/// Largest JWKS document accepted.
-const MAX_JWKS_BYTES: usize = 1024 * 1024;
 /// Longest token accepted; anything larger is rejected before any parsing.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// Longest key id quoted back in an error.
@@ -92,7 +99,7 @@ pub enum VerifyError {
     /// The token's `exp` is not in the future (allowing for the leeway).
     #[error("token has expired")]
     Expired,
-    /// The token's `nbf` is in the future (allowing for the leeway).
+    /// The token's `nbf` or `iat` is in the future (allowing for the leeway).
     #[error("token is not valid yet")]
     NotYetValid,
     /// The token's `iss` is not the configured issuer.
@@ -201,57 +208,43 @@ fn string_or_seq<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Strin
 ///
 /// Cheap to clone: clones share the key cache. `Send + Sync`.
 ///
-/// Keys are cached by `kid`. A token whose `kid` is not cached makes
-/// [`verify`](Self::verify) fetch the JWKS again, at most once per
-/// [`refetch_interval`](Self::refetch_interval), so rotated keys are picked
-/// up while a flood of tokens with made-up key ids cannot flood the
-/// authorization server.
+/// Keys are cached by `kid`, for at most the [`max_age`](Self::max_age) (1 hour by default):
+/// older keys are fetched again, so a key the authorization server withdraws stops being
+/// trusted. A token whose `kid` is not cached makes [`verify`](Self::verify) fetch the JWKS
+/// again, at most once per [`refetch_interval`](Self::refetch_interval), so rotated keys are
+/// picked up while a flood of tokens with made-up key ids cannot flood the authorization
+/// server. A failed fetch is tried again after an exponential backoff
+/// ([`fetch_backoff`](Self::fetch_backoff)); meanwhile, tokens whose key is cached keep
+/// verifying with it, and the others fail at once with [`VerifyError::Jwks`].
+///
+/// JWKS requests go through the crate's HTTP layer: one `tracing` span each, the crate's
+/// `User-Agent`, a 10 second timeout, and no redirects followed.
 #[derive(Clone)]
 pub struct TokenVerifier {
     config: Arc<Config>,
-    state: Arc<State>,
+    keys: Arc<KeyCache>,
 }
 
 #[derive(Clone)]
 struct Config {
-    source: Source,
+    source: Option<JwksSource>,
     issuer: String,
     audience: String,
     leeway: Duration,
-    refetch_interval: Duration,
-}
-
-#[derive(Clone)]
-enum Source {
-    Remote { url: url::Url, client: reqwest::Client },
-    Fixed,
-}
-
-struct State {
-    keys: RwLock<HashMap<String, Arc<DecodingKey>>>,
-    fetch: tokio::sync::Mutex<FetchState>,
-}
-
-#[derive(Default)]
-struct FetchState {
-    last_attempt: Option<Instant>,
-    last_error: Option<String>,
+    fetch: FetchPolicy,
 }
 
 impl fmt::Debug for TokenVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let jwks_url = match &self.config.source {
-            Source::Remote { url, .. } => Some(url.as_str()),
-            Source::Fixed => None,
-        };
-        let cached_keys = self.state.keys.try_read().map(|k| k.len()).ok();
+        let jwks_url = self.config.source.as_ref().map(|s| s.url.as_str());
         f.debug_struct("TokenVerifier")
             .field("jwks_url", &jwks_url)
             .field("issuer", &self.config.issuer)
             .field("audience", &self.config.audience)
             .field("leeway", &self.config.leeway)
-            .field("refetch_interval", &self.config.refetch_interval)
-            .field("cached_keys", &cached_keys)
+            .field("max_age", &self.config.fetch.max_age)
+            .field("refetch_interval", &self.config.fetch.refetch_interval)
+            .field("cached_keys", &self.keys.len())
             .finish()
     }
 }
@@ -287,12 +280,9 @@ impl TokenVerifier {
         audience: impl Into<String>,
     ) -> Result<Self, VerifyError> {
         let url = parse_jwks_url(jwks_url.as_ref())?;
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(JWKS_TIMEOUT)
-            .build()
+        let sender = HttpSender::standalone(None, JWKS_TIMEOUT)
             .map_err(|e| VerifyError::InvalidConfig { message: format!("cannot build http client: {e}") })?;
-        Self::with_source(Source::Remote { url, client }, HashMap::new(), issuer, audience)
+        Self::with_source(Some(JwksSource { url, sender }), KeyMap::new(), issuer, audience)
     }
 
     /// A verifier with a fixed key set that never fetches.
@@ -310,12 +300,12 @@ impl TokenVerifier {
         audience: impl Into<String>,
     ) -> Result<Self, VerifyError> {
         let keys = parse_jwks(jwks_json.as_bytes())?;
-        Self::with_source(Source::Fixed, keys, issuer, audience)
+        Self::with_source(None, keys, issuer, audience)
     }
 
     fn with_source(
-        source: Source,
-        keys: HashMap<String, Arc<DecodingKey>>,
+        source: Option<JwksSource>,
+        keys: KeyMap,
         issuer: impl Into<String>,
         audience: impl Into<String>,
     ) -> Result<Self, VerifyError> {
@@ -328,95 +318,105 @@ impl TokenVerifier {
             return Err(VerifyError::InvalidConfig { message: "audience is empty".into() });
         }
         ensure_crypto_provider();
+        let (initial, max) = DEFAULT_BACKOFF;
         Ok(Self {
             config: Arc::new(Config {
                 source,
                 issuer,
                 audience,
                 leeway: Duration::ZERO,
-                refetch_interval: DEFAULT_REFETCH_INTERVAL,
+                fetch: FetchPolicy {
+                    max_age: DEFAULT_MAX_AGE,
+                    refetch_interval: DEFAULT_REFETCH_INTERVAL,
+                    backoff: backoff_policy(initial, max),
+                },
             }),
-            state: Arc::new(State {
-                keys: RwLock::new(keys),
-                fetch: tokio::sync::Mutex::new(FetchState::default()),
-            }),
+            keys: Arc::new(KeyCache::new(keys)),
         })
     }
 
-    /// Uses `client` for JWKS requests instead of the default one (which
-    /// follows no redirects and times out after 10 seconds).
+    /// Uses `client` for JWKS requests instead of the crate's own (which follows no
+    /// redirects). Requests still time out after 10 seconds and carry the crate's
+    /// `User-Agent`; a 3xx answer is a failed fetch.
     ///
     /// Has no effect on a verifier made with [`from_jwks`](Self::from_jwks).
     #[must_use]
-    pub fn with_http_client(mut self, client: reqwest::Client) -> Self {
-        let config = Arc::make_mut(&mut self.config);
-        if let Source::Remote { client: c, .. } = &mut config.source {
-            *c = client;
+    pub fn with_http_client(self, client: reqwest::Client) -> Self {
+        self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT))
+    }
+
+    /// Sends JWKS requests through `sender` (a flow's own, for ID tokens).
+    pub(crate) fn with_sender(mut self, sender: HttpSender) -> Self {
+        if let Some(source) = &mut Arc::make_mut(&mut self.config).source {
+            source.sender = sender;
         }
         self
     }
 
-    /// Clock-skew allowance for `exp` and `nbf`. Default: zero, so `exp`
-    /// must be in the future.
+    /// Clock-skew allowance for `exp`, `nbf` and `iat`. Default: zero, so `exp` must be in the
+    /// future. (ID tokens of an [`AuthorizationCodeFlow`](super::AuthorizationCodeFlow) are
+    /// checked with 60 seconds, see
+    /// [`id_token_leeway`](super::AuthorizationCodeFlow::id_token_leeway).)
     #[must_use]
     pub fn leeway(mut self, leeway: Duration) -> Self {
         Arc::make_mut(&mut self.config).leeway = leeway;
         self
     }
 
-    /// Minimum pause between two JWKS fetches triggered by unknown key ids.
+    /// Minimum pause between a successful JWKS fetch and one triggered by an unknown key id.
     /// Default: 60 seconds.
     #[must_use]
     pub fn refetch_interval(mut self, interval: Duration) -> Self {
-        Arc::make_mut(&mut self.config).refetch_interval = interval;
+        Arc::make_mut(&mut self.config).fetch.refetch_interval = interval;
         self
     }
 
-    /// Validates `token`, fetching the JWKS first if its `kid` is not cached
-    /// (subject to the refetch interval).
+    /// How long fetched keys are trusted before the JWKS is fetched again; a key the new
+    /// document no longer publishes is then refused. Default: 1 hour.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), business_records::auth::VerifyError> {
+    /// use std::time::Duration;
+    /// use business_records::auth::TokenVerifier;
+    ///
+    /// let verifier = TokenVerifier::new(
+    ///     "https://auth.example.com/.well-known/jwks.json",
+    ///     "https://auth.example.com",
+    ///     "business-records-api",
+    /// )?
+    /// .max_age(Duration::from_secs(15 * 60))
+    /// .fetch_backoff(Duration::from_millis(500), Duration::from_secs(30));
+    /// # let _ = verifier; Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn max_age(mut self, max_age: Duration) -> Self {
+        Arc::make_mut(&mut self.config).fetch.max_age = max_age;
+        self
+    }
+
+    /// The backoff after a failed JWKS fetch: the next fetch waits `initial`, doubling after
+    /// each further failure up to `max`, each wait drawn between half and all of that (jitter).
+    /// Default: 1 second, up to 60 seconds.
+    #[must_use]
+    pub fn fetch_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        Arc::make_mut(&mut self.config).fetch.backoff = backoff_policy(initial, max.max(initial));
+        self
+    }
+
+    /// Validates `token`, fetching the JWKS first if its `kid` is not cached or the cached
+    /// keys are older than the [`max_age`](Self::max_age) (subject to the refetch interval and
+    /// the backoff after a failed fetch).
     ///
     /// # Errors
     ///
     /// The [`VerifyError`] describing the first check that failed.
     pub async fn verify(&self, token: &str) -> Result<Claims, VerifyError> {
         let kid = parse_header(token)?;
-        if let Some(key) = self.cached_key(&kid) {
-            return self.verify_with_key(token, &key);
-        }
-        let Source::Remote { url, client } = &self.config.source else {
-            return Err(unknown_key(&kid));
+        let key = match &self.config.source {
+            Some(source) => self.keys.key(&kid, source, &self.config.fetch).await?,
+            None => self.keys.cached(&kid).ok_or_else(|| unknown_key(&kid))?,
         };
-        let mut fetch = self.state.fetch.lock().await;
-        // Another task may have refreshed the keys while this one waited.
-        if let Some(key) = self.cached_key(&kid) {
-            drop(fetch);
-            return self.verify_with_key(token, &key);
-        }
-        let due = fetch.last_attempt.is_none_or(|at| at.elapsed() >= self.config.refetch_interval);
-        if !due {
-            return Err(match &fetch.last_error {
-                Some(message) => VerifyError::Jwks { message: message.clone() },
-                None => unknown_key(&kid),
-            });
-        }
-        fetch.last_attempt = Some(Instant::now());
-        match fetch_jwks(client, url).await {
-            Ok(keys) => {
-                fetch.last_error = None;
-                *self.state.keys.write().unwrap_or_else(|e| e.into_inner()) = keys;
-            }
-            Err(err) => {
-                if let VerifyError::Jwks { message } = &err {
-                    fetch.last_error = Some(message.clone());
-                }
-                return Err(err);
-            }
-        }
-        drop(fetch);
-        match self.cached_key(&kid) {
-            Some(key) => self.verify_with_key(token, &key),
-            None => Err(unknown_key(&kid)),
-        }
+        self.verify_with_key(token, &key)
     }
 
     /// Validates `token` with the cached keys only; never performs I/O.
@@ -427,14 +427,10 @@ impl TokenVerifier {
     /// [`VerifyError::UnknownKey`] if the `kid` is not cached.
     pub fn verify_cached(&self, token: &str) -> Result<Claims, VerifyError> {
         let kid = parse_header(token)?;
-        match self.cached_key(&kid) {
+        match self.keys.cached(&kid) {
             Some(key) => self.verify_with_key(token, &key),
             None => Err(unknown_key(&kid)),
         }
-    }
-
-    fn cached_key(&self, kid: &str) -> Option<Arc<DecodingKey>> {
-        self.state.keys.read().unwrap_or_else(|e| e.into_inner()).get(kid).cloned()
     }
 
     fn verify_with_key(&self, token: &str, key: &DecodingKey) -> Result<Claims, VerifyError> {
@@ -456,6 +452,10 @@ impl TokenVerifier {
         let leeway = i64::try_from(self.config.leeway.as_secs()).unwrap_or(i64::MAX);
         if claims.exp.saturating_add(leeway) <= now {
             return Err(VerifyError::Expired);
+        }
+        // A token is not issued in the future (jsonwebtoken does not look at `iat`).
+        if claims.iat.is_some_and(|iat| iat > now.saturating_add(leeway)) {
+            return Err(VerifyError::NotYetValid);
         }
         Ok(claims)
     }
@@ -558,7 +558,7 @@ fn parse_jwks_url(raw: &str) -> Result<url::Url, VerifyError> {
         .map_err(|e| VerifyError::InvalidConfig { message: format!("invalid jwks url: {e}") })?;
     match url.scheme() {
         "https" => Ok(url),
-        "http" if is_loopback(&url) => Ok(url),
+        "http" if crate::urls::is_loopback(&url) => Ok(url),
         "http" => Err(VerifyError::InvalidConfig {
             message: "jwks url must use https (http is allowed for loopback hosts only)".into(),
         }),
@@ -568,65 +568,9 @@ fn parse_jwks_url(raw: &str) -> Result<url::Url, VerifyError> {
     }
 }
 
-fn is_loopback(url: &url::Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip == std::net::Ipv4Addr::LOCALHOST,
-        Some(url::Host::Ipv6(ip)) => ip == std::net::Ipv6Addr::LOCALHOST,
-        None => false,
-    }
-}
-
-async fn fetch_jwks(
-    client: &reqwest::Client,
-    url: &url::Url,
-) -> Result<HashMap<String, Arc<DecodingKey>>, VerifyError> {
-    let jwks_error = |message: String| VerifyError::Jwks { message };
-    let response = client
-        .get(url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
-        .await
-        .map_err(|e| jwks_error(format!("request failed: {e}")))?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(jwks_error(format!("endpoint returned status {}", status.as_u16())));
-    }
-    if response.content_length().is_some_and(|len| len > MAX_JWKS_BYTES as u64) {
-        return Err(jwks_error("document is too large".into()));
-    }
-    let body = response.bytes().await.map_err(|e| jwks_error(format!("reading the response failed: {e}")))?;
-    if body.len() > MAX_JWKS_BYTES {
-        return Err(jwks_error("document is too large".into()));
-    }
-    parse_jwks(&body)
-}
-
-/// Parses a JWKS document, keeping RSA signature keys that have a `kid`.
-fn parse_jwks(json: &[u8]) -> Result<HashMap<String, Arc<DecodingKey>>, VerifyError> {
-    #[derive(Deserialize)]
-    struct JwkSet {
-        keys: Vec<Value>,
-    }
-    let set: JwkSet = serde_json::from_slice(json)
-        .map_err(|e| VerifyError::Jwks { message: format!("invalid jwks document: {e}") })?;
-    let mut keys = HashMap::new();
-    for jwk in &set.keys {
-        let field = |name: &str| jwk.get(name).and_then(Value::as_str);
-        if field("kty") != Some("RSA") {
-            continue;
-        }
-        if field("use").is_some_and(|u| u != "sig") || field("alg").is_some_and(|a| a != "RS256") {
-            continue;
-        }
-        let (Some(kid), Some(n), Some(e)) = (field("kid"), field("n"), field("e")) else {
-            continue;
-        };
-        if let Ok(key) = DecodingKey::from_rsa_components(n, e) {
-            keys.insert(kid.to_owned(), Arc::new(key));
-        }
-    }
-    Ok(keys)
+/// The backoff schedule of failed JWKS fetches: the verifier never stops trying.
+fn backoff_policy(initial: Duration, max: Duration) -> RetryPolicy {
+    RetryPolicy::default().initial_delay(initial).max_delay(max).max_attempts(u32::MAX)
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 //!
 //! 1. [`route`]: method, version segment and path to an [`Endpoint`] (404, 405).
 //! 2. The endpoint's [`Lifecycle`]: a sunset endpoint answers 410 `version_sunset`.
-//! 3. [`FaultState::draw`]: the request's injected fault, if any; 429, 5xx, dropped connections,
-//!    expired cursors and revoked tokens act here.
+//! 3. [`FaultState::draw`]: the request's injected fault, if any; 429, 5xx, dropped connections
+//!    ([`FaultState::stand_in`]), expired cursors and revoked tokens act here.
 //! 4. [`ApiServer::authenticate`]: bearer token and scope (401).
 //! 5. [`Versions::preview_field`] and [`ListQuery::parse`]: `X-API-Preview`, `limit`, `sort`,
 //!    filters, `cursor` (400).
@@ -24,11 +24,12 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::cursor::{CursorCodec, CursorError};
 use super::dataset::{Dataset, Sort};
-use super::faults::{self, Fault, FaultState, MARKER_CUT, MARKER_DROP};
+use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
+use super::jwt::SigningKeys;
 use super::jwt::unix_now_ms;
 use super::versions::{self, Lifecycle, Versions};
 use super::{ApiRequest, ErrorReply, Shared};
-use crate::auth::{Claims, TokenVerifier};
+use crate::auth::Claims;
 
 /// The request header that asks for preview features.
 const PREVIEW_HEADER: &str = "x-api-preview";
@@ -67,7 +68,7 @@ impl Endpoint {
 /// The API server's responder.
 #[derive(Debug)]
 pub(crate) struct ApiServer {
-    pub(crate) verifier: TokenVerifier,
+    pub(crate) keys: Arc<SigningKeys>,
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) cursors: CursorCodec,
     pub(crate) versions: Versions,
@@ -129,10 +130,10 @@ impl ApiServer {
                 Outcome { status: 410, response: versions::sunset_reply(headers), fault: None }
             }
             _ => {
-                let fault = self.faults().draw();
+                let fault = self.faults().draw(Target::Api);
                 let outcome = self.answer(version, endpoint, request, fault);
                 if let Some(fault) = &outcome.fault {
-                    self.faults().applied(fault);
+                    self.faults().applied(Target::Api, fault);
                 }
                 outcome
             }
@@ -145,22 +146,12 @@ impl ApiServer {
 
     /// Answers a routed request, carrying out its fault.
     fn answer(&self, version: u32, endpoint: Endpoint, request: &Request, fault: Option<Fault>) -> Outcome {
+        if let Some(fault) = fault.as_ref()
+            && let Some((status, response)) = self.faults().stand_in(Target::Api, fault)
+        {
+            return Outcome { status, response, fault: Some(fault.clone()) };
+        }
         match fault {
-            Some(Fault::RateLimited(retry_after)) => {
-                let mut reply = ErrorReply::new(429, "rate_limited", "too many requests; retry later");
-                if let Some((value, until_ms)) = faults::retry_after_value(retry_after) {
-                    reply = reply.with_header("retry-after", value);
-                    self.faults().rate_limited_until(until_ms);
-                }
-                return Outcome::reply(Err(reply), fault);
-            }
-            Some(Fault::Status(status)) => {
-                let reply = ErrorReply::new(status, faults::status_code_text(status), "injected failure");
-                return Outcome::reply(Err(reply), fault);
-            }
-            Some(Fault::DropConnection) => {
-                return Outcome::reply(Ok(faults::mark(ResponseTemplate::new(200), MARKER_DROP)), fault);
-            }
             Some(Fault::ExpireCursor) if request.url.query_pairs().any(|(k, _)| k == "cursor") => {
                 let reply = ErrorReply::new(
                     400,
@@ -182,9 +173,8 @@ impl ApiServer {
         };
         let body = match &fault {
             Some(Fault::TruncatedJson) => body[..body.len() / 2].to_vec(),
-            Some(Fault::InvalidJson) => b"<html><body>bad gateway</body></html>".to_vec(),
-            Some(Fault::Body(bytes)) => bytes.clone(),
-            _ => body,
+            Some(other) => faults::replacement_body(other).unwrap_or(body),
+            None => body,
         };
         let mut response = ResponseTemplate::new(200).set_body_raw(body, "application/json");
         if let Some(label) = preview_label {
@@ -231,6 +221,8 @@ impl ApiServer {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| bearer_error("invalid_token", "missing bearer token", None))?;
         let claims = self
+            .keys
+            .current()
             .verifier
             .verify_cached(token)
             .map_err(|e| bearer_error("invalid_token", &e.to_string(), None))?;

@@ -1,4 +1,5 @@
-//! Fault injection: a per-server schedule of failures for the list endpoints.
+//! Fault injection: a per-server schedule of failures for the list endpoints and the token
+//! endpoint.
 //!
 //! A [`Faults`] schedule is a list of rules. Every request to a list endpoint
 //! (`/v{n}/companies`, `/v{n}/contacts`) draws its fault when it arrives,
@@ -7,19 +8,31 @@
 //! added and the first that matches wins; when none does, the request counts
 //! as a page and the page-counted rules ([`Faults::every_page`]) are tried.
 //!
-//! Most faults are HTTP answers made by the API server itself. Two need a
+//! Requests to the token endpoint (`POST /oauth2/token`) are numbered on their own and draw
+//! from the token rules ([`Faults::token_at`], [`Faults::token_every`],
+//! [`Faults::token_sequence`]) the same way. A token fault acts before the grant is
+//! processed, as a proxy or load balancer in front of the authorization server would: a
+//! faulted request consumes no authorization code and rotates no refresh token, and a slow
+//! answer is processed only once its delay is over, if the client is still waiting. The JWKS
+//! endpoint (`GET /.well-known/jwks.json`) has rules of its own too ([`Faults::jwks_at`],
+//! [`Faults::jwks_every`], [`Faults::jwks_sequence`]), for key-fetch outages.
+//!
+//! Most faults are HTTP answers made by the server itself. Two need a
 //! real network failure, which a wiremock responder cannot produce:
-//! [`Fault::DropConnection`] and [`Fault::CutBody`]. For those the reference
-//! server puts a small TCP proxy in front of the API (started by
+//! [`Fault::DropConnection`] and [`Fault::CutBody`]; and a slow token answer must wait before
+//! the grant is processed. For those the reference server puts a small TCP proxy in front of
+//! the API and one in front of the authorization server (started by
 //! [`ReferenceServerBuilder::faults`](super::ReferenceServerBuilder::faults));
-//! the API server marks the response and the proxy closes the client's
-//! connection, before the first response byte or half-way through the body.
+//! the server marks the response and the proxy closes the client's
+//! connection, before the first response byte or half-way through the body, or holds the
+//! request and sends it again once the delay is over.
 
 use std::collections::HashMap;
 use std::time::{Duration, SystemTime};
 
 use wiremock::ResponseTemplate;
 
+use super::ErrorReply;
 use super::jwt::unix_now_ms;
 
 /// The response header by which the API server asks the proxy to break a connection.
@@ -28,6 +41,11 @@ pub(crate) const MARKER_HEADER: &str = "x-reference-fault";
 pub(crate) const MARKER_DROP: &str = "drop";
 /// Marker value: close the connection half-way through the body.
 pub(crate) const MARKER_CUT: &str = "cut";
+/// Marker value prefix: wait this many milliseconds, then send the request again (`hold=<ms>`).
+pub(crate) const MARKER_HOLD: &str = "hold=";
+/// The request header by which the proxy sends a held request again; its value is the
+/// server's replay secret, so no client can skip a fault.
+pub(crate) const REPLAY_HEADER: &str = "x-reference-replay";
 
 /// How a 429 says when to come back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,9 +66,14 @@ pub enum RetryAfter {
 pub enum Fault {
     /// 429 `rate_limited`, with `Retry-After` as given.
     RateLimited(RetryAfter),
-    /// This status with an error body: 503 is `temporarily_unavailable`,
+    /// This status with a JSON error body: 503 is `temporarily_unavailable`,
     /// other 5xx `server_error`, 4xx `invalid_request`.
     Status(u16),
+    /// This status with an HTML page as its body, as a proxy or load balancer in front of
+    /// the server sends it (e.g. a 502, 503 or 504 from a gateway).
+    Html(u16),
+    /// This status with an empty body.
+    Empty(u16),
     /// The connection is closed once the request has arrived, before any
     /// byte of the response (needs the proxy: start the server with
     /// [`ReferenceServerBuilder::faults`](super::ReferenceServerBuilder::faults)).
@@ -64,7 +87,8 @@ pub enum Fault {
     InvalidJson,
     /// A 200 with exactly these bytes as its `application/json` body.
     Body(Vec<u8>),
-    /// The normal answer, sent after this delay.
+    /// The normal answer, sent after this delay. At the token endpoint the request waits
+    /// before it is processed (needs the proxy, like [`Fault::DropConnection`]).
     Slow(Duration),
     /// A 200 with no items, `hasMore: true` and a fresh cursor to the same
     /// position: the next request continues where this one would have.
@@ -84,6 +108,8 @@ impl Fault {
         match self {
             Fault::RateLimited(_) => "rate_limited",
             Fault::Status(_) => "status",
+            Fault::Html(_) => "html",
+            Fault::Empty(_) => "empty",
             Fault::DropConnection => "drop_connection",
             Fault::CutBody => "cut_body",
             Fault::TruncatedJson => "truncated_json",
@@ -99,6 +125,16 @@ impl Fault {
     /// True for the faults the proxy carries out.
     pub(crate) fn needs_proxy(&self) -> bool {
         matches!(self, Fault::DropConnection | Fault::CutBody)
+    }
+
+    /// The name [`FaultCounts`] counts it under.
+    fn count_name(&self) -> String {
+        match self {
+            Fault::Status(status) => format!("status_{status}"),
+            Fault::Html(status) => format!("html_{status}"),
+            Fault::Empty(status) => format!("empty_{status}"),
+            other => other.name().to_owned(),
+        }
     }
 }
 
@@ -133,13 +169,14 @@ impl Rule {
     }
 }
 
-/// A schedule of failures for the list endpoints of a
+/// A schedule of failures for the list endpoints and the token endpoint of a
 /// [`ReferenceServer`](super::ReferenceServer).
 ///
 /// Requests are numbered from 1 in the order they reach the API. The
 /// request-counted rules are tried in the order they were added; a request
 /// none of them matches is a "page", and pages are numbered from 1 for
-/// [`every_page`](Faults::every_page).
+/// [`every_page`](Faults::every_page). Token requests are numbered from 1 on their own, and
+/// the `token_` rules apply to them alone.
 ///
 /// ```
 /// use std::time::Duration;
@@ -152,12 +189,18 @@ impl Rule {
 ///     .every_page(3, Fault::EmptyPage);
 /// // Exactly these faults for the first four requests.
 /// let script = Faults::new().sequence([None, Some(Fault::DropConnection), None, Some(Fault::Slow(Duration::from_millis(50)))]);
-/// # let _ = (faults, script);
+/// // The token endpoint: every 3rd token request is an HTML 503 from a gateway, the 2nd is rate limited.
+/// let token = Faults::new()
+///     .token_every(3, Fault::Html(503))
+///     .token_at(2, Fault::RateLimited(RetryAfter::Seconds(1)));
+/// # let _ = (faults, script, token);
 /// ```
 #[must_use]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Faults {
     rules: Vec<Rule>,
+    token_rules: Vec<Rule>,
+    jwks_rules: Vec<Rule>,
 }
 
 impl Faults {
@@ -199,9 +242,62 @@ impl Faults {
         self
     }
 
-    /// True when some rule needs the proxy ([`Fault::DropConnection`], [`Fault::CutBody`]).
+    /// `fault` for token request number `request` (the first is 1).
+    ///
+    /// At the token endpoint, [`Fault::RateLimited`], [`Fault::Status`], [`Fault::Html`],
+    /// [`Fault::Empty`], [`Fault::DropConnection`], [`Fault::Slow`], [`Fault::InvalidJson`],
+    /// [`Fault::Body`] and [`Fault::ExpireTokens`] apply; the page faults do not (they are not
+    /// counted as applied). Every one of them acts before the grant is processed.
+    pub fn token_at(mut self, request: u64, fault: Fault) -> Self {
+        self.token_rules.push(Rule::At { request, fault });
+        self
+    }
+
+    /// `fault` for every `n`-th token request (`n` of 0 counts as 1); see
+    /// [`token_at`](Self::token_at) for the faults that apply.
+    pub fn token_every(mut self, n: u64, fault: Fault) -> Self {
+        self.token_rules.push(Rule::Every { n: n.max(1), fault });
+        self
+    }
+
+    /// Token request `i` (from 1) gets the `i`-th entry; `None` entries and requests past the
+    /// end get no fault from this rule. See [`token_at`](Self::token_at) for the faults that
+    /// apply.
+    pub fn token_sequence<I: IntoIterator<Item = Option<Fault>>>(mut self, faults: I) -> Self {
+        self.token_rules.push(Rule::Sequence { faults: faults.into_iter().collect() });
+        self
+    }
+
+    /// `fault` for JWKS request number `request` (the first is 1). [`Fault::RateLimited`],
+    /// [`Fault::Status`], [`Fault::Html`], [`Fault::Empty`], [`Fault::DropConnection`],
+    /// [`Fault::Slow`], [`Fault::InvalidJson`] and [`Fault::Body`] apply.
+    pub fn jwks_at(mut self, request: u64, fault: Fault) -> Self {
+        self.jwks_rules.push(Rule::At { request, fault });
+        self
+    }
+
+    /// `fault` for every `n`-th JWKS request (`n` of 0 counts as 1).
+    pub fn jwks_every(mut self, n: u64, fault: Fault) -> Self {
+        self.jwks_rules.push(Rule::Every { n: n.max(1), fault });
+        self
+    }
+
+    /// JWKS request `i` (from 1) gets the `i`-th entry; `None` entries and requests past the
+    /// end get no fault from this rule.
+    pub fn jwks_sequence<I: IntoIterator<Item = Option<Fault>>>(mut self, faults: I) -> Self {
+        self.jwks_rules.push(Rule::Sequence { faults: faults.into_iter().collect() });
+        self
+    }
+
+    /// True when some rule needs a proxy: [`Fault::DropConnection`], [`Fault::CutBody`], or
+    /// a slow token answer.
     pub(crate) fn need_proxy(&self) -> bool {
-        self.rules.iter().flat_map(Rule::faults).any(Fault::needs_proxy)
+        self.rules.iter().chain(&self.jwks_rules).flat_map(Rule::faults).any(Fault::needs_proxy)
+            || self
+                .token_rules
+                .iter()
+                .flat_map(Rule::faults)
+                .any(|f| f.needs_proxy() || matches!(f, Fault::Slow(_)))
     }
 }
 
@@ -216,18 +312,93 @@ pub struct FaultCounts {
     pub requests: u64,
     /// Requests that no request-counted rule matched.
     pub pages: u64,
-    /// Faults applied, by [`Fault::name`]; [`Fault::Status`] is counted as
-    /// `status_<code>`, e.g. `status_503`.
+    /// Faults applied to list requests, by [`Fault::name`]; [`Fault::Status`],
+    /// [`Fault::Html`] and [`Fault::Empty`] are counted with their status, e.g. `status_503`,
+    /// `html_502`, `empty_504`.
     pub applied: HashMap<String, u64>,
-    /// Requests that arrived before the `Retry-After` of the 429 just before them
-    /// had passed.
+    /// List requests that arrived before the `Retry-After` of the 429 just before them had
+    /// passed.
     pub early_retries: u64,
+    /// The same for the token endpoint.
+    pub token: EndpointFaultCounts,
+    /// The same for the JWKS endpoint.
+    pub jwks: EndpointFaultCounts,
 }
 
 impl FaultCounts {
+    /// How often the fault named `name` was applied to a list request.
+    pub fn get(&self, name: &str) -> u64 {
+        self.applied.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// What the fault injection did at the token endpoint.
+pub type TokenFaultCounts = EndpointFaultCounts;
+
+/// What the fault injection did at the token or the JWKS endpoint: part of [`FaultCounts`].
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointFaultCounts {
+    /// Requests to the endpoint since the schedule was set.
+    pub requests: u64,
+    /// Faults applied, named as in [`FaultCounts::applied`].
+    pub applied: HashMap<String, u64>,
+    /// Requests that arrived before the `Retry-After` of the 429 just before them had
+    /// passed.
+    pub early_retries: u64,
+}
+
+impl EndpointFaultCounts {
     /// How often the fault named `name` was applied.
     pub fn get(&self, name: &str) -> u64 {
         self.applied.get(name).copied().unwrap_or(0)
+    }
+
+    /// Faults applied, of every kind.
+    pub fn total(&self) -> u64 {
+        self.applied.values().sum()
+    }
+}
+
+/// Where a request went: the endpoints with a schedule of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// The list endpoints.
+    Api,
+    /// `POST /oauth2/token`.
+    Token,
+    /// `GET /.well-known/jwks.json`.
+    Jwks,
+}
+
+/// The counters of one target.
+#[derive(Debug, Default)]
+struct Lane {
+    requests: u64,
+    applied: HashMap<String, u64>,
+    early_retries: u64,
+    /// Unix ms before which a retry after the last 429 is early.
+    retry_not_before_ms: Option<u64>,
+}
+
+impl Lane {
+    fn counts(&self) -> EndpointFaultCounts {
+        EndpointFaultCounts {
+            requests: self.requests,
+            applied: self.applied.clone(),
+            early_retries: self.early_retries,
+        }
+    }
+
+    /// Counts one request; returns its number.
+    fn arrive(&mut self) -> u64 {
+        if let Some(not_before) = self.retry_not_before_ms.take()
+            && unix_now_ms() < not_before
+        {
+            self.early_retries += 1;
+        }
+        self.requests += 1;
+        self.requests
     }
 }
 
@@ -235,9 +406,10 @@ impl FaultCounts {
 #[derive(Debug, Default)]
 pub(crate) struct FaultState {
     faults: Faults,
-    counts: FaultCounts,
-    /// Unix ms before which a retry after the last 429 is early.
-    retry_not_before_ms: Option<u64>,
+    api: Lane,
+    pages: u64,
+    token: Lane,
+    jwks: Lane,
 }
 
 impl FaultState {
@@ -246,47 +418,95 @@ impl FaultState {
     }
 
     pub(crate) fn counts(&self) -> FaultCounts {
-        self.counts.clone()
+        FaultCounts {
+            requests: self.api.requests,
+            pages: self.pages,
+            applied: self.api.applied.clone(),
+            early_retries: self.api.early_retries,
+            token: self.token.counts(),
+            jwks: self.jwks.counts(),
+        }
     }
 
-    /// Counts one request and draws its fault.
-    pub(crate) fn draw(&mut self) -> Option<Fault> {
-        let now = unix_now_ms();
-        if let Some(not_before) = self.retry_not_before_ms.take()
-            && now < not_before
-        {
-            self.counts.early_retries += 1;
+    fn lane(&mut self, target: Target) -> &mut Lane {
+        match target {
+            Target::Api => &mut self.api,
+            Target::Token => &mut self.token,
+            Target::Jwks => &mut self.jwks,
         }
-        self.counts.requests += 1;
-        let request = self.counts.requests;
-        if let Some(fault) = self.faults.rules.iter().find_map(|r| r.fault_for_request(request)) {
+    }
+
+    /// Counts one request to `target` and draws its fault.
+    pub(crate) fn draw(&mut self, target: Target) -> Option<Fault> {
+        let request = self.lane(target).arrive();
+        let rules = match target {
+            Target::Api => &self.faults.rules,
+            Target::Token => &self.faults.token_rules,
+            Target::Jwks => &self.faults.jwks_rules,
+        };
+        if let Some(fault) = rules.iter().find_map(|r| r.fault_for_request(request)) {
             return Some(fault.clone());
         }
-        self.counts.pages += 1;
-        let page = self.counts.pages;
+        if target != Target::Api {
+            return None;
+        }
+        self.pages += 1;
+        let page = self.pages;
         self.faults.rules.iter().find_map(|rule| match rule {
             Rule::EveryPage { n, fault } if page.is_multiple_of(*n) => Some(fault.clone()),
             _ => None,
         })
     }
 
-    /// Records that `fault` was applied.
-    pub(crate) fn applied(&mut self, fault: &Fault) {
-        let name = match fault {
-            Fault::Status(status) => format!("status_{status}"),
-            other => other.name().to_owned(),
-        };
-        *self.counts.applied.entry(name).or_default() += 1;
+    /// Records that `fault` was applied to a request to `target`.
+    pub(crate) fn applied(&mut self, target: Target, fault: &Fault) {
+        *self.lane(target).applied.entry(fault.count_name()).or_default() += 1;
     }
 
-    /// Remembers when a client may come back after a 429.
-    pub(crate) fn rate_limited_until(&mut self, until_ms: u64) {
-        self.retry_not_before_ms = Some(until_ms);
+    /// Remembers when a client of `target` may come back after a 429.
+    fn rate_limited_until(&mut self, target: Target, until_ms: u64) {
+        self.lane(target).retry_not_before_ms = Some(until_ms);
+    }
+
+    /// The answer that stands in for the real one when `fault` needs none: an error status,
+    /// or a connection the proxy drops. `None` for the faults that change, delay or precede
+    /// the real answer. Returns the status recorded for the request and the response.
+    pub(crate) fn stand_in(&mut self, target: Target, fault: &Fault) -> Option<(u16, ResponseTemplate)> {
+        let reply = match fault {
+            Fault::RateLimited(retry_after) => {
+                let mut reply = ErrorReply::new(429, "rate_limited", "too many requests; retry later");
+                if let Some((value, until_ms)) = retry_after_value(*retry_after) {
+                    reply = reply.with_header("retry-after", value);
+                    self.rate_limited_until(target, until_ms);
+                }
+                reply
+            }
+            Fault::Status(status) => ErrorReply::new(*status, status_code_text(*status), "injected failure"),
+            Fault::Html(status) => {
+                let page = format!(
+                    "<html><head><title>{status}</title></head><body><h1>{status}</h1><hr>gateway</body></html>"
+                );
+                return Some((*status, ResponseTemplate::new(*status).set_body_raw(page, "text/html")));
+            }
+            Fault::Empty(status) => return Some((*status, ResponseTemplate::new(*status))),
+            Fault::DropConnection => return Some((200, mark(ResponseTemplate::new(200), MARKER_DROP))),
+            _ => return None,
+        };
+        Some((reply.status, reply.into_response()))
+    }
+}
+
+/// The body of a 200 that replaces the real one: [`Fault::InvalidJson`] and [`Fault::Body`].
+pub(crate) fn replacement_body(fault: &Fault) -> Option<Vec<u8>> {
+    match fault {
+        Fault::InvalidJson => Some(b"<html><body>bad gateway</body></html>".to_vec()),
+        Fault::Body(bytes) => Some(bytes.clone()),
+        _ => None,
     }
 }
 
 /// The `Retry-After` value to send and the Unix ms before which a retry is early.
-pub(crate) fn retry_after_value(retry_after: RetryAfter) -> Option<(String, u64)> {
+fn retry_after_value(retry_after: RetryAfter) -> Option<(String, u64)> {
     let now = unix_now_ms();
     match retry_after {
         RetryAfter::Absent => None,
@@ -302,7 +522,7 @@ pub(crate) fn retry_after_value(retry_after: RetryAfter) -> Option<(String, u64)
 }
 
 /// The error code sent with a [`Fault::Status`] answer.
-pub(crate) fn status_code_text(status: u16) -> &'static str {
+fn status_code_text(status: u16) -> &'static str {
     match status {
         429 => "rate_limited",
         503 => "temporarily_unavailable",
@@ -322,7 +542,7 @@ mod tests {
 
     fn draws(faults: Faults, n: usize) -> Vec<Option<&'static str>> {
         let mut state = FaultState::new(faults);
-        (0..n).map(|_| state.draw().map(|f| f.name())).collect()
+        (0..n).map(|_| state.draw(Target::Api).map(|f| f.name())).collect()
     }
 
     #[test]
@@ -356,15 +576,61 @@ mod tests {
     }
 
     #[test]
+    fn token_requests_have_their_own_numbering_and_rules() {
+        let faults = Faults::new()
+            .every(2, Fault::Status(503))
+            .token_every(3, Fault::Html(502))
+            .token_sequence([Some(Fault::DropConnection)]);
+        let mut state = FaultState::new(faults.clone());
+        let api: Vec<_> = (0..4).map(|_| state.draw(Target::Api).map(|f| f.name())).collect();
+        let token: Vec<_> = (0..6).map(|_| state.draw(Target::Token).map(|f| f.name())).collect();
+        assert_eq!(api, [None, Some("status"), None, Some("status")]);
+        assert_eq!(token, [Some("drop_connection"), None, Some("html"), None, None, Some("html")]);
+        state.applied(Target::Token, &Fault::Html(502));
+        let counts = state.counts();
+        assert_eq!((counts.requests, counts.pages, counts.token.requests), (4, 2, 6));
+        assert_eq!((counts.token.get("html_502"), counts.token.total(), counts.get("html_502")), (1, 1, 0));
+        assert!(faults.need_proxy());
+        assert!(Faults::new().token_at(1, Fault::Slow(Duration::ZERO)).need_proxy());
+        assert!(Faults::new().jwks_at(1, Fault::DropConnection).need_proxy());
+        assert!(!Faults::new().jwks_at(1, Fault::Slow(Duration::ZERO)).need_proxy());
+        let mut jwks = FaultState::new(Faults::new().jwks_every(2, Fault::Status(503)));
+        let drawn: Vec<_> = (0..4).map(|_| jwks.draw(Target::Jwks).map(|f| f.name())).collect();
+        assert_eq!(drawn, [None, Some("status"), None, Some("status")]);
+        assert_eq!((jwks.counts().jwks.requests, jwks.counts().requests, jwks.counts().pages), (4, 0, 0));
+        assert!(!Faults::new().at(1, Fault::Slow(Duration::ZERO)).need_proxy());
+    }
+
+    #[test]
+    fn stand_in_answers() {
+        let mut state = FaultState::new(Faults::new());
+        for (fault, status) in [
+            (Fault::RateLimited(RetryAfter::Seconds(1)), 429),
+            (Fault::Status(503), 503),
+            (Fault::Html(502), 502),
+            (Fault::Empty(504), 504),
+            (Fault::DropConnection, 200),
+        ] {
+            assert_eq!(state.stand_in(Target::Token, &fault).map(|(s, _)| s), Some(status), "{fault:?}");
+        }
+        assert!(state.stand_in(Target::Token, &Fault::Slow(Duration::ZERO)).is_none());
+        assert!(state.stand_in(Target::Api, &Fault::CutBody).is_none());
+        // The 429 set when the next token request may come: right away is early.
+        state.draw(Target::Token);
+        assert_eq!(state.counts().token.early_retries, 1);
+    }
+
+    #[test]
     fn early_retries_are_counted() {
         let mut state = FaultState::new(Faults::new());
-        state.rate_limited_until(unix_now_ms() + 60_000);
-        state.draw();
-        state.draw();
+        state.rate_limited_until(Target::Api, unix_now_ms() + 60_000);
+        state.draw(Target::Api);
+        state.draw(Target::Api);
         assert_eq!(state.counts().early_retries, 1);
-        state.rate_limited_until(unix_now_ms().saturating_sub(1));
-        state.draw();
+        state.rate_limited_until(Target::Api, unix_now_ms().saturating_sub(1));
+        state.draw(Target::Api);
         assert_eq!(state.counts().early_retries, 1);
+        assert_eq!(state.counts().token, EndpointFaultCounts::default());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! RS256 access-token signing and the matching JWKS.
 
+use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
@@ -25,6 +26,8 @@ pub(crate) struct TokenClaims<'a> {
     pub(crate) kid: &'a str,
     /// The revocation generation the token belongs to (claim `gen`).
     pub(crate) generation: u64,
+    /// Seconds the issuing clock is ahead of this one: `iat`, `nbf` and `exp` move with it.
+    pub(crate) clock_skew_secs: i64,
 }
 
 /// What goes into an OpenID Connect ID token.
@@ -85,7 +88,7 @@ impl Signer {
 
     /// A signed access token. Returns the token and its `expires_in`.
     pub(crate) fn issue(&self, claims: &TokenClaims<'_>) -> Result<String, String> {
-        let now = unix_now();
+        let now = unix_now().saturating_add(claims.clock_skew_secs);
         let jti = format!("{:032x}", rand::random::<u128>());
         let body = json!({
             "iss": claims.issuer,
@@ -93,7 +96,8 @@ impl Signer {
             "client_id": claims.client_id,
             "aud": [claims.audience],
             "iat": now,
-            "exp": expiry(claims.lifetime_secs),
+            "nbf": now,
+            "exp": expiry(claims.lifetime_secs).saturating_add(claims.clock_skew_secs),
             "jti": jti,
             "gen": claims.generation,
             "scope": claims.scopes.join(" "),
@@ -124,6 +128,50 @@ impl Signer {
         header.typ = Some(typ.to_owned());
         header.kid = Some(kid.to_owned());
         jsonwebtoken::encode(&header, body, &self.key).map_err(|e| format!("signing failed: {e}"))
+    }
+}
+
+/// The key the server signs with, its JWKS, and a verifier that trusts exactly that key.
+#[derive(Debug)]
+pub(crate) struct KeyRing {
+    pub(crate) signer: Signer,
+    pub(crate) jwks_json: String,
+    pub(crate) verifier: crate::auth::TokenVerifier,
+}
+
+/// The server's signing key, which a rotation replaces.
+#[derive(Debug)]
+pub(crate) struct SigningKeys {
+    current: RwLock<Arc<KeyRing>>,
+    issuer: String,
+    audience: String,
+}
+
+impl SigningKeys {
+    /// Signs with `pem` under `kid`; the verifier checks `issuer` and `audience`.
+    pub(crate) fn new(pem: &str, kid: &str, issuer: String, audience: String) -> Result<Self, String> {
+        let ring = Self::ring(pem, kid, &issuer, &audience)?;
+        Ok(SigningKeys { current: RwLock::new(Arc::new(ring)), issuer, audience })
+    }
+
+    fn ring(pem: &str, kid: &str, issuer: &str, audience: &str) -> Result<KeyRing, String> {
+        let signer = Signer::from_pem(pem, kid)?;
+        let jwks_json = signer.jwks_json();
+        let verifier =
+            crate::auth::TokenVerifier::from_jwks(&jwks_json, issuer, audience).map_err(|e| e.to_string())?;
+        Ok(KeyRing { signer, jwks_json, verifier })
+    }
+
+    /// The key in use.
+    pub(crate) fn current(&self) -> Arc<KeyRing> {
+        Arc::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Signs with `pem` under `kid` from now on; the old key is withdrawn.
+    pub(crate) fn rotate(&self, pem: &str, kid: &str) -> Result<(), String> {
+        let ring = Self::ring(pem, kid, &self.issuer, &self.audience)?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(ring);
+        Ok(())
     }
 }
 
@@ -166,6 +214,7 @@ mod tests {
             issuer: "http://127.0.0.1:1",
             kid,
             generation: 0,
+            clock_skew_secs: 0,
         }
     }
 

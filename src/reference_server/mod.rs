@@ -13,12 +13,18 @@
 //! - `/oauth2/authorize` requires every parameter of spec Part 4.2 (PKCE `S256`
 //!   only) and signs the [`test user`](ReferenceServer::DEFAULT_TEST_USER) in at
 //!   once, answering with `code`, `state` and `iss`; a bad client or redirect URI
-//!   is a 400 page, other errors go back to the redirect URI. Codes are single-use;
-//!   refresh tokens rotate, and a retired one presented again revokes the sign-in.
+//!   is a 400 page, other errors go back to the redirect URI. Codes are single-use.
+//!   Refresh responses carry no `refresh_token`, as in the spec's token table: the token
+//!   from sign-in stays valid. With
+//!   [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation) each refresh
+//!   replaces it, and a replaced one presented again revokes the sign-in (reuse detection,
+//!   RFC 9700 section 4.14.2); [`active_refresh_tokens`](ReferenceServer::active_refresh_tokens)
+//!   and [`refresh_token_reuses`](ReferenceServer::refresh_token_reuses) show where a sign-in
+//!   stands.
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request with
-//!   [`TokenVerifier`]. A missing, invalid or
+//!   [`TokenVerifier`](crate::auth::TokenVerifier). A missing, invalid or
 //!   expired token is 401 `invalid_token`; a token without `api/read` is 401
 //!   `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
 //! - `limit` is 1 to 100 (default 20); `sort` is `name`, `createdAt` or
@@ -39,10 +45,14 @@
 //!   otherwise); a label registered with
 //!   [`preview_feature`](ReferenceServerBuilder::preview_feature) adds a field
 //!   to every item, other labels change nothing.
-//! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx, dropped
+//! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx with a JSON error, an HTML page
+//!   (as a gateway in front sends) or no body, dropped
 //!   connections and bodies cut short (through a TCP proxy, see [`Fault`]),
 //!   malformed bodies, slow answers, empty pages, expired cursors and expired
-//!   tokens. [`ReferenceServer::fault_counts`] says what was injected.
+//!   tokens. The token and JWKS endpoints have schedules of their own
+//!   ([`Faults::token_every`], [`Faults::jwks_every`] and friends); a token fault acts before the grant is processed, as a proxy or load balancer
+//!   would, so a faulted refresh never rotates a refresh token and a faulted code exchange
+//!   never consumes the code. [`ReferenceServer::fault_counts`] says what was injected.
 //!
 //! The API's OpenAPI document, [`OPENAPI_DOCUMENT`], is served without
 //! authentication at [`openapi_url`](ReferenceServer::openapi_url), with the
@@ -88,12 +98,10 @@ use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
-pub use faults::{Fault, FaultCounts, Faults, RetryAfter};
+pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
 #[cfg(feature = "redis")]
 pub use redis_server::RedisServer;
 pub use versions::{DeprecationHeaders, Lifecycle};
-
-use crate::auth::TokenVerifier;
 
 /// The API's OpenAPI 3.1 document (`openapi/business-records-v1.yaml`), with
 /// `https://api.example.com` standing for the API's base URL and
@@ -166,6 +174,9 @@ pub struct TokenSpec {
     pub unknown_key: bool,
     /// Corrupt the signature (the key id stays valid).
     pub bad_signature: bool,
+    /// Seconds the issuer's clock is ahead (negative: behind): `iat`, `nbf` and `exp` are
+    /// moved by this much.
+    pub clock_skew_secs: i64,
 }
 
 impl TokenSpec {
@@ -230,6 +241,15 @@ impl TokenSpec {
     #[must_use]
     pub fn bad_signature(mut self) -> Self {
         self.bad_signature = true;
+        self
+    }
+
+    /// Issues the token as a server whose clock is `secs` seconds ahead (negative: behind)
+    /// would: `iat`, `nbf` and `exp` move by `secs`. With a few seconds ahead, the token is
+    /// "not valid yet" to a verifier without leeway.
+    #[must_use]
+    pub fn clock_skew_secs(mut self, secs: i64) -> Self {
+        self.clock_skew_secs = secs;
         self
     }
 }
@@ -477,11 +497,12 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Injects `faults` into the list endpoints, and puts the TCP proxy that
-    /// carries out [`Fault::DropConnection`] and [`Fault::CutBody`] in front of
-    /// the API ([`base_url`](ReferenceServer::base_url) is then the proxy's).
-    /// [`ReferenceServer::set_faults`] replaces the schedule later. Default:
-    /// no faults and no proxy.
+    /// Injects `faults` into the list endpoints and the token endpoint, and puts the TCP
+    /// proxies that carry out [`Fault::DropConnection`], [`Fault::CutBody`] and slow token
+    /// answers in front of the API and of the authorization server
+    /// ([`base_url`](ReferenceServer::base_url) and [`auth_url`](ReferenceServer::auth_url)
+    /// are then the proxies'). [`ReferenceServer::set_faults`] replaces the schedule later.
+    /// Default: no faults and no proxy.
     pub fn faults(mut self, faults: Faults) -> Self {
         self.faults = Some(faults);
         self
@@ -512,10 +533,6 @@ impl ReferenceServerBuilder {
             Some((pem, kid)) => (pem.as_str(), kid.as_str()),
             None => (jwt::DEFAULT_SIGNING_KEY_PEM, jwt::DEFAULT_KID),
         };
-        let signer = match jwt::Signer::from_pem(pem, kid) {
-            Ok(signer) => Arc::new(signer),
-            Err(e) => panic!("reference server: {e}"),
-        };
         let dataset = Arc::new(Dataset::generate(self.companies, self.contacts_per_company, self.seed));
         let mut clients = HashMap::new();
         self.users.register(&mut clients);
@@ -534,10 +551,22 @@ impl ReferenceServerBuilder {
 
         let auth_server = listen(self.auth_port).await;
         let api_server = listen(self.api_port).await;
-        let auth_url = auth_server.uri();
-        let jwks_json = signer.jwks_json();
-        let verifier = match TokenVerifier::from_jwks(&jwks_json, auth_url.clone(), self.audience.clone()) {
-            Ok(verifier) => verifier,
+        let replay_secret = crate::auth::pkce::random_value();
+        let start_proxy =
+            |server: &MockServer| match proxy::Proxy::start(*server.address(), replay_secret.clone()) {
+                Ok(proxy) => proxy,
+                Err(e) => panic!("reference server: cannot start the fault proxy: {e}"),
+            };
+        let proxies = self
+            .faults
+            .as_ref()
+            .map(|_| Proxies { api: start_proxy(&api_server), auth: start_proxy(&auth_server) });
+        let auth_url = match &proxies {
+            Some(proxies) => format!("http://{}", proxies.auth.address()),
+            None => auth_server.uri(),
+        };
+        let keys = match jwt::SigningKeys::new(pem, kid, auth_url.clone(), self.audience.clone()) {
+            Ok(keys) => Arc::new(keys),
             Err(e) => panic!("reference server: {e}"),
         };
         let shared = Arc::new(Shared::default());
@@ -553,12 +582,11 @@ impl ReferenceServerBuilder {
 
         Mock::given(any())
             .respond_with(auth::AuthServer {
-                signer: Arc::clone(&signer),
+                keys: Arc::clone(&keys),
                 clients,
                 settings: auth_settings.clone(),
-                jwks_json,
-                verifier: verifier.clone(),
                 shared: Arc::clone(&shared),
+                replay_secret,
             })
             .mount(&auth_server)
             .await;
@@ -573,7 +601,7 @@ impl ReferenceServerBuilder {
             .await;
         Mock::given(any())
             .respond_with(api::ApiServer {
-                verifier,
+                keys: Arc::clone(&keys),
                 dataset: Arc::clone(&dataset),
                 cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
                 versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
@@ -581,20 +609,16 @@ impl ReferenceServerBuilder {
             })
             .mount(&api_server)
             .await;
-        let proxy = self.faults.map(|_| match proxy::Proxy::start(*api_server.address()) {
-            Ok(proxy) => proxy,
-            Err(e) => panic!("reference server: cannot start the fault proxy: {e}"),
-        });
 
         ReferenceServer {
-            auth_server,
+            _auth_server: auth_server,
             api_server,
-            proxy,
+            proxies,
             auth_url,
             audience: self.audience,
             token_lifetime_secs,
             default_scopes,
-            signer,
+            keys,
             dataset,
             shared,
             auth_settings,
@@ -615,17 +639,25 @@ async fn listen(port: u16) -> MockServer {
     }
 }
 
+/// The fault proxies in front of the API and of the authorization server.
+#[derive(Debug)]
+struct Proxies {
+    api: proxy::Proxy,
+    auth: proxy::Proxy,
+}
+
 /// A running reference server: an authorization server and the API, each
 /// on its own loopback port. Dropping it stops both.
 pub struct ReferenceServer {
-    auth_server: MockServer,
+    /// Runs as long as the handle lives (reached through [`auth_url`](Self::auth_url)).
+    _auth_server: MockServer,
     api_server: MockServer,
-    proxy: Option<proxy::Proxy>,
+    proxies: Option<Proxies>,
     auth_url: String,
     audience: String,
     token_lifetime_secs: i64,
     default_scopes: Vec<String>,
-    signer: Arc<jwt::Signer>,
+    keys: Arc<jwt::SigningKeys>,
     dataset: Arc<Dataset>,
     shared: Arc<Shared>,
     auth_settings: auth::AuthSettings,
@@ -635,7 +667,7 @@ impl fmt::Debug for ReferenceServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReferenceServer")
             .field("base_url", &self.base_url())
-            .field("auth_url", &self.auth_server.uri())
+            .field("auth_url", &self.auth_url)
             .field("audience", &self.audience)
             .field("companies", &self.dataset.companies.len())
             .field("contacts", &self.dataset.contacts.len())
@@ -666,14 +698,15 @@ impl ReferenceServer {
     /// version segment). With [`faults`](ReferenceServerBuilder::faults) set,
     /// the address of the fault proxy in front of the API.
     pub fn base_url(&self) -> String {
-        match &self.proxy {
-            Some(proxy) => format!("http://{}", proxy.address()),
+        match &self.proxies {
+            Some(proxies) => format!("http://{}", proxies.api.address()),
             None => self.api_server.uri(),
         }
     }
 
     /// The authorization server's URL, `http://127.0.0.1:PORT`; also the
-    /// tokens' issuer (`iss`).
+    /// tokens' issuer (`iss`). With [`faults`](ReferenceServerBuilder::faults) set, the
+    /// address of the fault proxy in front of the authorization server.
     pub fn auth_url(&self) -> String {
         self.auth_url.clone()
     }
@@ -744,14 +777,14 @@ impl ReferenceServer {
     ///
     /// # Panics
     ///
-    /// If `faults` holds [`Fault::DropConnection`] or [`Fault::CutBody`] and
-    /// the server was started without
+    /// If `faults` holds [`Fault::DropConnection`] or [`Fault::CutBody`], or a
+    /// [`Fault::Slow`] token fault, and the server was started without
     /// [`faults`](ReferenceServerBuilder::faults), so without the proxy that
     /// carries them out.
     pub fn set_faults(&self, faults: Faults) {
         assert!(
-            self.proxy.is_some() || !faults.need_proxy(),
-            "reference server: connection faults need the proxy; start the server with `.faults(..)`"
+            self.proxies.is_some() || !faults.need_proxy(),
+            "reference server: connection faults and slow token answers need the proxy; start the server with `.faults(..)`"
         );
         *self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()) = faults::FaultState::new(faults);
     }
@@ -765,6 +798,25 @@ impl ReferenceServer {
     /// of its lifecycle, effective from the next request.
     pub fn set_lifecycle(&self, path: impl Into<String>, lifecycle: Lifecycle) {
         self.shared.set_lifecycle(path.into(), lifecycle);
+    }
+
+    /// Signs tokens with this RSA private key (PKCS#1 or PKCS#8 PEM) under key id `kid` from
+    /// now on, and withdraws the old key: the JWKS publishes the new key alone, and the API
+    /// refuses tokens signed with the old one (401 `invalid_token`). Verifiers that cached
+    /// the old key keep trusting it until they fetch the JWKS again.
+    ///
+    /// # Panics
+    ///
+    /// If `pem` is not an RSA private key.
+    pub fn rotate_signing_key(&self, pem: &str, kid: &str) {
+        if let Err(e) = self.keys.rotate(pem, kid) {
+            panic!("reference server: {e}");
+        }
+    }
+
+    /// The key id tokens are signed under now.
+    pub fn signing_key_id(&self) -> String {
+        self.keys.current().signer.kid().to_owned()
     }
 
     /// Revokes every access token issued so far: the API answers 401 `invalid_token` to each
@@ -781,7 +833,8 @@ impl ReferenceServer {
     pub fn mint_token(&self, spec: TokenSpec) -> String {
         let client_id = spec.client_id.as_deref().unwrap_or(Self::DEFAULT_CLIENT_ID);
         let scopes = spec.scopes.as_ref().unwrap_or(&self.default_scopes);
-        let token = self
+        let keys = self.keys.current();
+        let token = keys
             .signer
             .issue(&jwt::TokenClaims {
                 subject: client_id,
@@ -790,8 +843,9 @@ impl ReferenceServer {
                 lifetime_secs: spec.lifetime_secs.unwrap_or(self.token_lifetime_secs),
                 audience: spec.audience.as_deref().unwrap_or(&self.audience),
                 issuer: spec.issuer.as_deref().unwrap_or(&self.auth_url),
-                kid: if spec.unknown_key { jwt::UNKNOWN_KID } else { self.signer.kid() },
+                kid: if spec.unknown_key { jwt::UNKNOWN_KID } else { keys.signer.kid() },
                 generation: self.shared.token_generation.load(Ordering::SeqCst),
+                clock_skew_secs: spec.clock_skew_secs,
             })
             .unwrap_or_else(|e| panic!("reference server: {e}"));
         if !spec.bad_signature {

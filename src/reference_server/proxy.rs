@@ -1,12 +1,16 @@
-//! A small HTTP/1.1 proxy in front of the API server that breaks connections on purpose.
+//! A small HTTP/1.1 proxy in front of a server (the API, the authorization server) that
+//! breaks connections and holds requests on purpose.
 //!
-//! A wiremock responder can only answer; it cannot close a connection early. For
-//! [`Fault::DropConnection`](super::Fault::DropConnection) and
-//! [`Fault::CutBody`](super::Fault::CutBody) the API server marks its response with the
-//! [`MARKER_HEADER`] and this proxy, which relays every request and response of the API, carries
+//! A wiremock responder can only answer; it cannot close a connection early, nor wait before
+//! it acts. For [`Fault::DropConnection`](super::Fault::DropConnection) and
+//! [`Fault::CutBody`](super::Fault::CutBody) the server marks its response with the
+//! [`MARKER_HEADER`] and this proxy, which relays every request and response, carries
 //! the fault out on the real TCP connection: it closes the client's connection without sending
-//! anything, or after the response head and half of the body. Unmarked responses are relayed
-//! unchanged, keep-alive included.
+//! anything, or after the response head and half of the body. For a slow token answer
+//! ([`MARKER_HOLD`]) the server answers at once without processing the request; the proxy
+//! waits, and if the client is still connected sends the request again with the
+//! [`REPLAY_HEADER`], which the server processes. Unmarked responses are relayed unchanged,
+//! keep-alive included.
 //!
 //! The proxy runs on a thread of its own with a single-threaded tokio runtime (as wiremock's
 //! servers do), so it works whatever runtime the test uses, and stops when dropped. It handles
@@ -21,7 +25,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER};
+use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER};
 
 /// Largest request or response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
@@ -34,8 +38,9 @@ pub(crate) struct Proxy {
 }
 
 impl Proxy {
-    /// Listens on a free loopback port and relays to `upstream`.
-    pub(crate) fn start(upstream: SocketAddr) -> io::Result<Proxy> {
+    /// Listens on a free loopback port and relays to `upstream`; held requests are sent again
+    /// with `replay_secret`.
+    pub(crate) fn start(upstream: SocketAddr, replay_secret: String) -> io::Result<Proxy> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
@@ -48,7 +53,7 @@ impl Proxy {
                     loop {
                         match listener.accept().await {
                             Ok((client, _)) => {
-                                tokio::spawn(relay(client, upstream));
+                                tokio::spawn(relay(client, upstream, replay_secret.clone()));
                             }
                             Err(_) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
                         }
@@ -77,7 +82,7 @@ impl Drop for Proxy {
 }
 
 /// Relays one client connection, request by request.
-async fn relay(mut client: TcpStream, upstream: SocketAddr) {
+async fn relay(mut client: TcpStream, upstream: SocketAddr, replay_secret: String) {
     let _ = client.set_nodelay(true);
     let mut from_client = Vec::new();
     let mut server: Option<(TcpStream, Vec<u8>)> = None;
@@ -94,9 +99,24 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr) {
         if server_stream.write_all(&request.bytes).await.is_err() {
             return;
         }
-        let Some(response) = read_message(server_stream, from_server, Some(&request)).await else {
+        let Some(mut response) = read_message(server_stream, from_server, Some(&request)).await else {
             return;
         };
+        let hold = response.header(MARKER_HEADER).and_then(|marker| hold_delay(&marker));
+        if let Some(delay) = hold {
+            tokio::time::sleep(delay).await;
+            if client_gone(&client, &mut from_client) {
+                return;
+            }
+            let replay = request.with_header(REPLAY_HEADER, &replay_secret);
+            if server_stream.write_all(&replay).await.is_err() {
+                return;
+            }
+            let Some(answer) = read_message(server_stream, from_server, Some(&request)).await else {
+                return;
+            };
+            response = answer;
+        }
         match response.header(MARKER_HEADER).as_deref() {
             Some(MARKER_DROP) => return,
             Some(MARKER_CUT) => {
@@ -114,6 +134,25 @@ async fn relay(mut client: TcpStream, upstream: SocketAddr) {
         }
         if request.closes() || response.closes() {
             return;
+        }
+    }
+}
+
+/// The wait a `hold=<ms>` marker asks for.
+fn hold_delay(marker: &str) -> Option<std::time::Duration> {
+    marker.strip_prefix(MARKER_HOLD)?.parse().ok().map(std::time::Duration::from_millis)
+}
+
+/// Whether the client has closed its connection (or reset it). Bytes it has sent meanwhile
+/// are kept in `buffer`.
+fn client_gone(client: &TcpStream, buffer: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match client.try_read(&mut chunk) {
+            Ok(0) => return true,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
         }
     }
 }
@@ -138,6 +177,16 @@ impl Message {
 
     fn closes(&self) -> bool {
         self.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"))
+    }
+
+    /// The message with a field line `name: value` added after the start line.
+    fn with_header(&self, name: &str, value: &str) -> Vec<u8> {
+        let start_line = self.head().find("\r\n").map_or(0, |i| i + 2);
+        let mut out = Vec::with_capacity(self.bytes.len() + name.len() + value.len() + 4);
+        out.extend_from_slice(&self.bytes[..start_line]);
+        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        out.extend_from_slice(&self.bytes[start_line..]);
+        out
     }
 
     /// The message with every field line of `name` removed.
@@ -251,5 +300,10 @@ mod tests {
         assert!(m.closes());
         let stripped = String::from_utf8(m.without_header(MARKER_HEADER)).unwrap();
         assert_eq!(stripped, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: Close\r\n\r\n{}");
+        let request = message("POST /oauth2/token HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab");
+        let replay = String::from_utf8(request.with_header("x-a", "1")).unwrap();
+        assert_eq!(replay, "POST /oauth2/token HTTP/1.1\r\nx-a: 1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab");
+        assert_eq!(hold_delay("hold=1500"), Some(std::time::Duration::from_millis(1500)));
+        assert_eq!(hold_delay("cut"), None);
     }
 }

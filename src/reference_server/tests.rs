@@ -319,7 +319,7 @@ async fn verifier_fetches_and_caches_the_jwks() {
     let err = unreachable.verify(&token).await.unwrap_err();
     assert!(matches!(err, VerifyError::Jwks { .. }), "{err}");
     assert!(!err.to_string().contains(&token));
-    // Within the refetch interval the last failure is reported again, without a request.
+    // Within the backoff after the failure (at least half a second) it is reported again.
     assert!(matches!(unreachable.verify(&token).await, Err(VerifyError::Jwks { .. })));
 }
 
@@ -375,4 +375,37 @@ async fn fixed_ports_and_preview_labels() {
             assert!(body["error_description"].as_str().unwrap().contains("X-API-Preview"));
         }
     }
+}
+
+#[tokio::test]
+async fn jwks_faults_and_signing_key_rotation() {
+    let server = ReferenceServer::builder().companies(1).faults(Faults::none()).start().await;
+    let http = reqwest::Client::new();
+    server.set_faults(Faults::new().jwks_sequence([Some(Fault::Status(503)), Some(Fault::Html(502))]));
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        statuses.push(http.get(server.jwks_url()).send().await.unwrap().status().as_u16());
+    }
+    assert_eq!(statuses, [503, 502, 200]);
+    let counts = server.fault_counts();
+    assert_eq!((counts.jwks.requests, counts.jwks.get("status_503"), counts.jwks.get("html_502")), (3, 1, 1));
+    assert_eq!((counts.requests, counts.token.requests), (0, 0));
+
+    let old = get_token(&server, &http).await;
+    assert_eq!(list(&server, &http, &old, "/v1/companies", &[]).await.0, 200);
+    server.rotate_signing_key(jwt::DEFAULT_SIGNING_KEY_PEM, "reference-key-2");
+    assert_eq!(server.signing_key_id(), "reference-key-2");
+    let jwks: Value = http.get(server.jwks_url()).send().await.unwrap().json().await.unwrap();
+    let kids: Vec<&str> =
+        jwks["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap()).collect();
+    assert_eq!(kids, ["reference-key-2"], "the old key is withdrawn");
+    let (status, _, body) = list(&server, &http, &old, "/v1/companies", &[]).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (401, Some("invalid_token")),
+        "signed with the withdrawn key"
+    );
+    let new = get_token(&server, &http).await;
+    assert_eq!(list(&server, &http, &new, "/v1/companies", &[]).await.0, 200);
+    assert_eq!(list(&server, &http, &server.mint_token(TokenSpec::new()), "/v1/companies", &[]).await.0, 200);
 }

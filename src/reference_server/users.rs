@@ -28,7 +28,7 @@ impl Default for UserOptions {
             public_clients: Vec::new(),
             test_user: ReferenceServer::DEFAULT_TEST_USER.to_owned(),
             deny_authorization: false,
-            rotate_refresh_tokens: true,
+            rotate_refresh_tokens: false,
             refresh_token_lifetime: Duration::from_secs(30 * 24 * 3600),
         }
     }
@@ -103,9 +103,10 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Whether each refresh returns a new refresh token and retires the old one (a retired
-    /// token presented again revokes the whole sign-in). Off, refresh responses carry no
-    /// refresh token, as in the spec's table. Default: on.
+    /// Whether each refresh returns a new refresh token and retires the old one, with reuse
+    /// detection (RFC 9700 section 4.14.2): a retired token presented again revokes the whole
+    /// sign-in, every token renewed from it included. Off, refresh responses carry no refresh
+    /// token and the one from sign-in stays valid, as in the spec's token table. Default: off.
     pub fn refresh_token_rotation(mut self, rotate: bool) -> Self {
         self.users.rotate_refresh_tokens = rotate;
         self
@@ -165,5 +166,32 @@ impl ReferenceServer {
     /// Access tokens keep working until they expire.
     pub fn revoke_refresh_tokens(&self) {
         self.shared.sessions().revoke_all();
+    }
+
+    /// The refresh tokens the server would accept now for `subject` (e.g.
+    /// [`test_user`](Self::test_user)): issued to it, not expired, not revoked and, with
+    /// [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation), not yet
+    /// replaced. One per live sign-in, oldest sign-in first; so after one sign-in it is the
+    /// token a client must hold to stay signed in.
+    ///
+    /// ```
+    /// # async fn run() {
+    /// use business_records::reference_server::ReferenceServer;
+    ///
+    /// let server = ReferenceServer::builder().refresh_token_rotation(true).start().await;
+    /// // ... sign in and refresh through a client that saves to `store` ...
+    /// let current = server.active_refresh_tokens(server.test_user());
+    /// assert!(current.len() <= 1);
+    /// # }
+    /// ```
+    pub fn active_refresh_tokens(&self, subject: &str) -> Vec<String> {
+        self.shared.sessions().active_refresh_tokens(subject)
+    }
+
+    /// How many times a replaced refresh token was presented again. Each time, reuse
+    /// detection revoked the sign-in it belonged to, so with a client that never loses a
+    /// rotated token this stays zero.
+    pub fn refresh_token_reuses(&self) -> u64 {
+        self.shared.sessions().reuses()
     }
 }

@@ -190,7 +190,10 @@ async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
 #[tokio::test]
 async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use() {
     let Some((server, flow, first)) = signed_in("refresh rotation", || {
-        ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(2))
+        ReferenceServer::builder()
+            .companies(5)
+            .token_lifetime(Duration::from_secs(2))
+            .refresh_token_rotation(true)
     })
     .await
     else {
@@ -372,7 +375,9 @@ impl TokenStore for FlakyStore {
 
 #[tokio::test]
 async fn a_failing_store_fails_the_call_and_the_rotated_token_is_not_lost() {
-    let Some((server, flow, tokens)) = signed_in("store failure", one_second_tokens).await else {
+    let Some((server, flow, tokens)) =
+        signed_in("store failure", || one_second_tokens().refresh_token_rotation(true)).await
+    else {
         return;
     };
     let store = FlakyStore::default();
@@ -392,7 +397,10 @@ async fn a_failing_store_fails_the_call_and_the_rotated_token_is_not_lost() {
 #[tokio::test]
 async fn a_failed_refresh_keeps_a_token_that_still_works() {
     let Some((server, flow, tokens)) = signed_in("failed refresh", || {
-        ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(2))
+        ReferenceServer::builder()
+            .companies(5)
+            .token_lifetime(Duration::from_secs(2))
+            .refresh_token_rotation(true)
     })
     .await
     else {

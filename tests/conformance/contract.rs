@@ -95,7 +95,11 @@ async fn the_builder_takes_every_documented_setting() {
 
 #[tokio::test]
 async fn the_sign_in_snippet_runs_as_written() {
-    let server = ReferenceServer::builder().token_lifetime(Duration::from_secs(1)).start().await;
+    let server = ReferenceServer::builder()
+        .token_lifetime(Duration::from_secs(1))
+        .refresh_token_rotation(true)
+        .start()
+        .await;
     let folder = std::env::temp_dir().join(format!("business-records-contract-{}", std::process::id()));
     let path = folder.join("tokens.json");
 

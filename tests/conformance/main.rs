@@ -22,4 +22,5 @@ mod secrets;
 mod shared_cache;
 #[cfg(feature = "redis")]
 mod shared_user_store;
+mod verifier;
 mod versioning;

@@ -80,7 +80,10 @@ fn debug_of_every_secret_type_is_redacted() {
 #[tokio::test]
 async fn no_secret_reaches_any_tracing_output() {
     let Some(server) = support::reference_server("trace capture", || {
-        ReferenceServer::builder().companies(20).token_lifetime(Duration::from_secs(1))
+        ReferenceServer::builder()
+            .companies(20)
+            .token_lifetime(Duration::from_secs(1))
+            .refresh_token_rotation(true)
     })
     .await
     else {

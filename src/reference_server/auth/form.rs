@@ -9,21 +9,44 @@ use wiremock::Request;
 
 use super::super::ErrorReply;
 
-/// Parses `Authorization: Basic base64(urlencode(id) ":" urlencode(secret))`.
-pub(crate) fn parse_basic(value: &str) -> Option<(String, String)> {
+/// The `(client_id, client_secret)` pairs an `Authorization: Basic` header may stand for,
+/// most likely first; empty when the header is not Basic or not decodable.
+///
+/// Two encodings are in use. RFC 6749 section 2.3.1 form-urlencodes the id and the secret
+/// before joining them with `:` and base64-encoding the result (so `:`, `+`, `%` and spaces
+/// survive); spec Part 5.4 and most HTTP clients (RFC 7617) base64-encode
+/// `client_id:client_secret` as it is. The RFC 6749 reading comes first. A literal id may
+/// itself hold a `:`, so every split at a colon is a candidate; the caller accepts the one that
+/// names a registered client with that secret.
+pub(crate) fn parse_basic(value: &str) -> Vec<(String, String)> {
+    let Some(decoded) = basic_payload(value) else {
+        return Vec::new();
+    };
+    let mut candidates = Vec::new();
+    let form_encoded =
+        decoded.split_once(':').and_then(|(id, secret)| Some((form_urldecode(id)?, form_urldecode(secret)?)));
+    if let Some(pair) = form_encoded {
+        candidates.push(pair);
+    }
+    for (at, _) in decoded.match_indices(':') {
+        let pair = (decoded[..at].to_owned(), decoded[at + 1..].to_owned());
+        if !candidates.contains(&pair) {
+            candidates.push(pair);
+        }
+    }
+    candidates.retain(|(id, _)| !id.is_empty());
+    candidates
+}
+
+/// The decoded credentials of an `Authorization: Basic` header.
+fn basic_payload(value: &str) -> Option<String> {
     let (scheme, credentials) = value.trim().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
     }
     let credentials = credentials.trim();
     let decoded = STANDARD.decode(credentials).or_else(|_| STANDARD_NO_PAD.decode(credentials)).ok()?;
-    let decoded = String::from_utf8(decoded).ok()?;
-    let (id, secret) = decoded.split_once(':')?;
-    let id = form_urldecode(id)?;
-    if id.is_empty() {
-        return None;
-    }
-    Some((id, form_urldecode(secret)?))
+    String::from_utf8(decoded).ok()
 }
 
 /// Decodes `application/x-www-form-urlencoded` text (`+` is a space);
@@ -108,35 +131,35 @@ mod tests {
         format!("Basic {}", STANDARD.encode(raw))
     }
 
+    fn pair(id: &str, secret: &str) -> (String, String) {
+        (id.to_owned(), secret.to_owned())
+    }
+
     #[test]
     fn basic_header_parsing() {
         assert_eq!(
             parse_basic(&basic("reference-client:reference-secret")),
-            Some(("reference-client".into(), "reference-secret".into()))
+            [pair("reference-client", "reference-secret")]
         );
-        // Both parts are form-urlencoded (RFC 6749 section 2.3.1).
+        // RFC 6749 section 2.3.1: both parts form-urlencoded; the literal reading comes second.
         assert_eq!(
             parse_basic(&basic("my%3Aid:s%2Bcr%C3%A9t+x%25")),
-            Some(("my:id".into(), "s+crét x%".into()))
+            [pair("my:id", "s+crét x%"), pair("my%3Aid", "s%2Bcr%C3%A9t+x%25")]
         );
-        // The secret may contain colons; the id ends at the first one.
-        assert_eq!(parse_basic(&basic("id:a:b")), Some(("id".into(), "a:b".into())));
-        assert_eq!(
-            parse_basic(&format!("bAsIc  {}", STANDARD_NO_PAD.encode("i:s"))),
-            Some(("i".into(), "s".into()))
-        );
-        assert_eq!(parse_basic(&basic("id:")), Some(("id".into(), String::new())));
+        // Spec Part 5.4, literally: an id with a colon can end at any of them.
+        assert_eq!(parse_basic(&basic("id:a:b")), [pair("id", "a:b"), pair("id:a", "b")]);
+        assert_eq!(parse_basic(&basic("id:%zz")), [pair("id", "%zz")], "not form-encoded");
+        assert_eq!(parse_basic(&format!("bAsIc  {}", STANDARD_NO_PAD.encode("i:s"))), [pair("i", "s")]);
+        assert_eq!(parse_basic(&basic("id:")), [pair("id", "")]);
         for bad in [
             basic("no-colon"),
             basic(":secret"),
-            basic("id:%zz"),
-            basic("id:%4"),
             "Bearer abc".to_owned(),
             "Basic".to_owned(),
             "Basic !!!".to_owned(),
             format!("Basic {}", STANDARD.encode([0xff, b':', b'x'])),
         ] {
-            assert_eq!(parse_basic(&bad), None, "{bad}");
+            assert_eq!(parse_basic(&bad), [], "{bad}");
         }
     }
 

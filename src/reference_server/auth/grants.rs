@@ -49,6 +49,8 @@ pub(crate) struct Sessions {
     refresh: HashMap<String, RefreshRecord>,
     revoked_families: HashSet<u64>,
     next_family: u64,
+    /// Replaced refresh tokens presented again.
+    reuses: u64,
 }
 
 impl Sessions {
@@ -58,18 +60,37 @@ impl Sessions {
         self.revoked_families.extend(families);
     }
 
+    /// Whether `record` would be accepted now.
+    fn is_active(&self, record: &RefreshRecord) -> bool {
+        !record.rotated && !self.revoked_families.contains(&record.family) && record.expires_at > unix_now()
+    }
+
     /// The subject, client and scopes of an active refresh token (for introspection).
     pub(crate) fn active_refresh(&self, token: &str) -> Option<(&str, &str, &[String], i64)> {
         let record = self.refresh.get(token)?;
-        let active = !record.rotated
-            && !self.revoked_families.contains(&record.family)
-            && record.expires_at > unix_now();
-        active.then_some((
+        self.is_active(record).then_some((
             record.subject.as_str(),
             record.client_id.as_str(),
             &record.scopes[..],
             record.expires_at,
         ))
+    }
+
+    /// The active refresh tokens of `subject`, by family (sign-in), oldest first.
+    pub(crate) fn active_refresh_tokens(&self, subject: &str) -> Vec<String> {
+        let mut active: Vec<(u64, &String)> = self
+            .refresh
+            .iter()
+            .filter(|(_, record)| record.subject == subject && self.is_active(record))
+            .map(|(token, record)| (record.family, token))
+            .collect();
+        active.sort();
+        active.into_iter().map(|(_, token)| token.clone()).collect()
+    }
+
+    /// Replaced refresh tokens presented again.
+    pub(crate) fn reuses(&self) -> u64 {
+        self.reuses
     }
 
     fn new_refresh_token(
@@ -182,6 +203,7 @@ impl AuthServer {
             return Err(invalid_grant("the refresh token has been revoked"));
         }
         if record.rotated {
+            sessions.reuses += 1;
             sessions.revoked_families.insert(record.family);
             return Err(invalid_grant("the refresh token was already used; the session is revoked"));
         }
@@ -238,6 +260,8 @@ impl AuthServer {
         }
         if grant.scopes.iter().any(|s| s == "openid") {
             let id_token = self
+                .keys
+                .current()
                 .signer
                 .id_token(&IdTokenClaims {
                     issuer: &self.settings.issuer,

@@ -52,7 +52,7 @@ impl AuthServer {
     }
 
     fn introspect_access_token(&self, token: &str) -> Option<Value> {
-        let claims = self.verifier.verify_cached(token).ok()?;
+        let claims = self.keys.current().verifier.verify_cached(token).ok()?;
         let generation = claims.extra.get("gen").and_then(Value::as_u64).unwrap_or(0);
         if generation < self.shared.token_generation.load(Ordering::SeqCst) {
             return None;

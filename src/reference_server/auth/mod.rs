@@ -23,9 +23,9 @@ use wiremock::{Request, Respond, ResponseTemplate};
 pub(crate) use self::form::Form;
 use self::form::parse_basic;
 pub(crate) use self::grants::Sessions;
-use super::jwt::{Signer, TokenClaims};
+use super::faults::{Fault, FaultState, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target, replacement_body};
+use super::jwt::{SigningKeys, TokenClaims};
 use super::{ErrorReply, Shared};
-use crate::auth::TokenVerifier;
 use crate::auth::pkce::constant_time_eq;
 
 pub(crate) const AUTHORIZE_PATH: &str = "/oauth2/authorize";
@@ -117,13 +117,12 @@ pub(crate) struct AuthSettings {
 /// The authorization server's responder.
 #[derive(Debug)]
 pub(crate) struct AuthServer {
-    pub(crate) signer: Arc<Signer>,
+    pub(crate) keys: Arc<SigningKeys>,
     pub(crate) clients: HashMap<String, RegisteredClient>,
     pub(crate) settings: AuthSettings,
-    pub(crate) jwks_json: String,
-    /// Validates access tokens for introspection.
-    pub(crate) verifier: TokenVerifier,
     pub(crate) shared: Arc<Shared>,
+    /// The value of [`REPLAY_HEADER`] on requests the fault proxy held and sends again.
+    pub(crate) replay_secret: String,
 }
 
 impl Respond for AuthServer {
@@ -134,16 +133,8 @@ impl Respond for AuthServer {
                 self.shared.authorize_requests.fetch_add(1, Ordering::Relaxed);
                 self.authorize(request)
             }
-            TOKEN_PATH if method == "POST" => {
-                self.shared.token_requests.fetch_add(1, Ordering::Relaxed);
-                self.token(request).unwrap_or_else(ErrorReply::into_response)
-            }
-            JWKS_PATH if method == "GET" => {
-                self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
-                ResponseTemplate::new(200)
-                    .insert_header("cache-control", "public, max-age=300")
-                    .set_body_raw(self.jwks_json.clone().into_bytes(), "application/json")
-            }
+            TOKEN_PATH if method == "POST" => self.token_endpoint(request),
+            JWKS_PATH if method == "GET" => self.jwks(),
             DISCOVERY_PATH | OAUTH_METADATA_PATH if method == "GET" => self.discovery(),
             INTROSPECTION_PATH if method == "POST" => {
                 self.introspect(request).unwrap_or_else(ErrorReply::into_response)
@@ -165,15 +156,78 @@ enum ClientAuthMethod {
 }
 
 impl AuthServer {
-    /// `POST /oauth2/token`: parse the form, then dispatch on `grant_type`.
-    fn token(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
-        let form = Form::parse(request)?;
+    /// `POST /oauth2/token`: count the request, draw its fault, and carry the fault out
+    /// before the grant is processed; then [`token`](Self::token). A request the proxy held for
+    /// a slow answer comes back marked as a replay: it was counted and drew its fault already.
+    fn token_endpoint(&self, request: &Request) -> ResponseTemplate {
+        let form = Form::parse(request);
+        let replayed = request
+            .headers
+            .get(REPLAY_HEADER)
+            .is_some_and(|v| constant_time_eq(v.as_bytes(), self.replay_secret.as_bytes()));
+        if !replayed {
+            self.shared.token_requests.fetch_add(1, Ordering::Relaxed);
+            if let Some(grant_type) = form.as_ref().ok().and_then(|f| f.get("grant_type")) {
+                self.shared.count_grant(grant_type);
+            }
+            if let Some(response) = self.token_fault() {
+                return response;
+            }
+        }
+        form.and_then(|form| self.token(request, &form)).unwrap_or_else(ErrorReply::into_response)
+    }
+
+    /// Draws the token request's fault; the answer that replaces the real one, if any.
+    fn token_fault(&self) -> Option<ResponseTemplate> {
+        let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
+        let fault = faults.draw(Target::Token)?;
+        let response = match &fault {
+            Fault::Slow(delay) => {
+                let marker = format!("{MARKER_HOLD}{}", delay.as_millis());
+                Some(ResponseTemplate::new(200).insert_header(MARKER_HEADER, marker.as_str()))
+            }
+            Fault::ExpireTokens => {
+                self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
+                None
+            }
+            other => match replaced(&mut faults, Target::Token, other) {
+                Some(response) => Some(response),
+                // A page fault: nothing to do at the token endpoint.
+                None => return None,
+            },
+        };
+        faults.applied(Target::Token, &fault);
+        response
+    }
+
+    /// `GET /.well-known/jwks.json`, with its faults.
+    fn jwks(&self) -> ResponseTemplate {
+        self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
+        let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
+        let response = ResponseTemplate::new(200)
+            .insert_header("cache-control", "public, max-age=300")
+            .set_body_raw(self.keys.current().jwks_json.clone().into_bytes(), "application/json");
+        let Some(fault) = faults.draw(Target::Jwks) else {
+            return response;
+        };
+        let response = match &fault {
+            Fault::Slow(delay) => response.set_delay(*delay),
+            other => match replaced(&mut faults, Target::Jwks, other) {
+                Some(replacement) => replacement,
+                None => return response,
+            },
+        };
+        faults.applied(Target::Jwks, &fault);
+        response
+    }
+
+    /// Dispatches a token request on `grant_type`.
+    fn token(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
         let grant_type = form.require("grant_type")?;
-        self.shared.count_grant(grant_type);
         match grant_type {
-            "client_credentials" => self.client_credentials(request, &form),
-            "authorization_code" => self.authorization_code(request, &form),
-            "refresh_token" => self.refresh_token(request, &form),
+            "client_credentials" => self.client_credentials(request, form),
+            "authorization_code" => self.authorization_code(request, form),
+            "refresh_token" => self.refresh_token(request, form),
             _ => Err(ErrorReply::new(400, "unsupported_grant_type", "the grant type is not supported")),
         }
     }
@@ -193,7 +247,8 @@ impl AuthServer {
 
     /// A signed access token for the API.
     fn access_token(&self, subject: &str, client_id: &str, scopes: &[String]) -> Result<String, ErrorReply> {
-        self.signer
+        let keys = self.keys.current();
+        keys.signer
             .issue(&TokenClaims {
                 subject,
                 client_id,
@@ -201,8 +256,9 @@ impl AuthServer {
                 lifetime_secs: self.settings.token_lifetime_secs,
                 audience: &self.settings.audience,
                 issuer: &self.settings.issuer,
-                kid: self.signer.kid(),
+                kid: keys.signer.kid(),
                 generation: self.shared.token_generation.load(Ordering::SeqCst),
+                clock_skew_secs: 0,
             })
             .map_err(|_| ErrorReply::new(500, "server_error", "token signing failed"))
     }
@@ -232,8 +288,9 @@ impl AuthServer {
         }
     }
 
-    /// Client authentication by HTTP Basic or by `client_id` and
-    /// `client_secret` in the body (RFC 6749 section 2.3.1), never both.
+    /// Client authentication by HTTP Basic or by `client_id` and `client_secret` in the body
+    /// (RFC 6749 section 2.3.1), never both. Basic credentials are accepted in both encodings
+    /// in use (see [`parse_basic`]).
     fn authenticate_client<'a>(
         &'a self,
         request: &Request,
@@ -242,49 +299,55 @@ impl AuthServer {
         let header = request.headers.get("authorization");
         let body_id = form.get("client_id");
         let body_secret = form.get("client_secret");
-        let (id, secret, method) = match header {
-            Some(value) => {
-                if body_secret.is_some() {
-                    return Err(ErrorReply::invalid_request(
-                        "client authenticated with more than one method",
-                    ));
-                }
-                let (id, secret) =
-                    value.to_str().ok().and_then(parse_basic).ok_or_else(|| {
-                        invalid_client(ClientAuthMethod::Basic, "malformed basic credentials")
-                    })?;
-                if body_id.is_some_and(|b| b != id) {
-                    return Err(ErrorReply::invalid_request(
-                        "client_id does not match the authenticated client",
-                    ));
-                }
-                (id, secret, ClientAuthMethod::Basic)
-            }
-            None => match (body_id, body_secret) {
-                (Some(id), Some(secret)) => (id.to_owned(), secret.to_owned(), ClientAuthMethod::Body),
+        let Some(value) = header else {
+            let (id, secret) = match (body_id, body_secret) {
+                (Some(id), Some(secret)) => (id, secret),
                 (None, None) => {
                     return Err(invalid_client(ClientAuthMethod::Basic, "client authentication required"));
                 }
                 (Some(_), None) => {
                     return Err(ErrorReply::invalid_request("missing parameter client_secret"));
                 }
-                (None, Some(_)) => {
-                    return Err(ErrorReply::invalid_request("missing parameter client_id"));
-                }
-            },
+                (None, Some(_)) => return Err(ErrorReply::invalid_request("missing parameter client_id")),
+            };
+            return self
+                .registered(id, secret)
+                .ok_or_else(|| invalid_client(ClientAuthMethod::Body, "client authentication failed"));
         };
-        match self.clients.get_key_value(id.as_str()) {
-            Some((id, client))
-                if client
-                    .secret
-                    .as_deref()
-                    .is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes())) =>
-            {
-                Ok((id.as_str(), client))
-            }
-            _ => Err(invalid_client(method, "client authentication failed")),
+        if body_secret.is_some() {
+            return Err(ErrorReply::invalid_request("client authenticated with more than one method"));
         }
+        let candidates = value.to_str().map(parse_basic).unwrap_or_default();
+        if candidates.is_empty() {
+            return Err(invalid_client(ClientAuthMethod::Basic, "malformed basic credentials"));
+        }
+        let (id, client) = candidates
+            .iter()
+            .find_map(|(id, secret)| self.registered(id, secret))
+            .ok_or_else(|| invalid_client(ClientAuthMethod::Basic, "client authentication failed"))?;
+        if body_id.is_some_and(|b| b != id) {
+            return Err(ErrorReply::invalid_request("client_id does not match the authenticated client"));
+        }
+        Ok((id, client))
     }
+
+    /// The confidential client `id`, when `secret` is its secret.
+    fn registered(&self, id: &str, secret: &str) -> Option<(&str, &RegisteredClient)> {
+        let (id, client) = self.clients.get_key_value(id)?;
+        let matches =
+            client.secret.as_deref().is_some_and(|s| constant_time_eq(s.as_bytes(), secret.as_bytes()));
+        matches.then_some((id.as_str(), client))
+    }
+}
+
+/// The answer that replaces the real one for `fault` at `target`: an error status, a dropped
+/// connection, or a 200 with another body.
+fn replaced(faults: &mut FaultState, target: Target, fault: &Fault) -> Option<ResponseTemplate> {
+    if let Some((_, response)) = faults.stand_in(target, fault) {
+        return Some(response);
+    }
+    let body = replacement_body(fault)?;
+    Some(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
 }
 
 /// A successful token response: JSON, never cached.

@@ -184,9 +184,12 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
     assert_eq!(body["token_type"], "Bearer");
     assert_eq!(body["scope"], "openid api/read");
     assert_eq!(body["refresh_token"].as_str().unwrap().len(), 43);
-    let verifier =
-        crate::auth::TokenVerifier::from_jwks(&server.signer.jwks_json(), server.auth_url(), "reference-app")
-            .unwrap();
+    let verifier = crate::auth::TokenVerifier::from_jwks(
+        &server.keys.current().jwks_json,
+        server.auth_url(),
+        "reference-app",
+    )
+    .unwrap();
     let id = verifier.verify_cached(body["id_token"].as_str().unwrap()).expect("a valid id token");
     assert_eq!(id.sub.as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
     assert_eq!(id.extra["nonce"], "n1");
@@ -220,8 +223,9 @@ async fn codes_are_single_use_bound_to_client_redirect_and_verifier() {
 
 #[tokio::test]
 async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
-    let server = ReferenceServer::builder().companies(1).start().await;
+    let server = ReferenceServer::builder().companies(1).refresh_token_rotation(true).start().await;
     let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first));
     let refresh = |rt: String| {
         let server = &server;
         async move {
@@ -237,26 +241,39 @@ async fn refresh_tokens_rotate_and_reuse_revokes_the_sign_in() {
     let second = body["refresh_token"].as_str().unwrap().to_owned();
     assert_ne!(second, first);
     assert!(body["id_token"].is_string() && body["access_token"].is_string());
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        std::slice::from_ref(&second),
+        "the new one replaced it"
+    );
+    assert_eq!(server.refresh_token_reuses(), 0);
 
     let (status, body) = refresh(first).await;
     assert_eq!((status, body["error"].as_str()), (400, Some("invalid_grant")), "reuse of a rotated token");
+    assert_eq!(server.refresh_token_reuses(), 1);
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty(), "the whole sign-in is revoked");
     let (_, body) = refresh(second).await;
     assert_eq!(body["error"], "invalid_grant", "the whole sign-in is revoked");
     assert_eq!(server.token_requests_for("refresh_token"), 3);
+    assert_eq!(server.refresh_token_reuses(), 1, "a revoked token is not a reuse");
 }
 
 #[tokio::test]
-async fn without_rotation_the_refresh_token_is_kept() {
-    let server = ReferenceServer::builder().companies(1).refresh_token_rotation(false).start().await;
+async fn by_default_refresh_responses_carry_no_refresh_token_as_in_the_spec_table() {
+    let server = ReferenceServer::builder().companies(1).start().await;
     let rt = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
     for _ in 0..2 {
         let form =
             [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
         let (status, body) = token(&server, &form).await;
         assert_eq!(status, 200);
-        assert!(body.get("refresh_token").is_none());
+        assert!(body.get("refresh_token").is_none(), "{body}");
+        assert!(body["id_token"].is_string() && body["access_token"].is_string());
     }
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&rt));
+    assert_eq!(server.refresh_token_reuses(), 0);
     server.revoke_refresh_tokens();
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty());
     let form =
         [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", rt.as_str())];
     assert_eq!(token(&server, &form).await.1["error"], "invalid_grant");
@@ -296,4 +313,190 @@ async fn discovery_and_introspection() {
     assert_eq!(garbage, serde_json::json!({"active": false}));
     let (status, _) = introspect("garbage".into(), "wrong").await;
     assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn basic_credentials_are_accepted_in_both_encodings() {
+    use base64::Engine as _;
+
+    // `:`, `+`, space and `%` read differently once form-urlencoded (RFC 6749 section 2.3.1).
+    const ID: &str = "my:client id+%";
+    const SECRET: &str = "s:e+c r%t";
+    let server = ReferenceServer::builder().companies(1).client(ID, SECRET, ["api/read"]).start().await;
+    let form_encode = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let rfc6749 = |id: &str, secret: &str| {
+        let pair = format!("{}:{}", form_encode(id), form_encode(secret));
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(pair))
+    };
+    // Spec Part 5.4: base64 of `client_id:client_secret`, as reqwest's `basic_auth` sends it.
+    let literal = |id: &str, secret: &str| {
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}")))
+    };
+    assert_ne!(rfc6749(ID, SECRET), literal(ID, SECRET), "the two encodings differ for these credentials");
+    let post = |authorization: String| {
+        let server = &server;
+        async move {
+            let response = http()
+                .post(server.token_url())
+                .header("authorization", authorization)
+                .form(&[("grant_type", "client_credentials")])
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+    for (name, header) in [("rfc 6749", rfc6749(ID, SECRET)), ("literal", literal(ID, SECRET))] {
+        let (status, body) = post(header).await;
+        assert_eq!((status, body["scope"].as_str()), (200, Some("api/read")), "{name}: {body}");
+    }
+    for (name, header) in [("rfc 6749", rfc6749(ID, "s:e+c r%x")), ("literal", literal(ID, "s:e+c r%x"))] {
+        let (status, body) = post(header).await;
+        assert_eq!((status, body["error"].as_str()), (401, Some("invalid_client")), "{name}, wrong secret");
+    }
+    // The body must name the same client as the header.
+    let response = http()
+        .post(server.token_url())
+        .header("authorization", literal(ID, SECRET))
+        .form(&[("grant_type", "client_credentials"), ("client_id", "reference-client")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    // Form-encoded in the body, the credentials are read as they are.
+    let (status, _) =
+        token(&server, &[("grant_type", "client_credentials"), ("client_id", ID), ("client_secret", SECRET)])
+            .await;
+    assert_eq!(status, 200);
+}
+
+/// A refresh of `refresh_token` by the default public client, through `client`.
+async fn refresh(
+    server: &ReferenceServer,
+    client: &reqwest::Client,
+    refresh_token: &str,
+) -> Result<(u16, Option<String>, String), reqwest::Error> {
+    let form =
+        [("grant_type", "refresh_token"), ("client_id", "reference-app"), ("refresh_token", refresh_token)];
+    let response = client.post(server.token_url()).form(&form).send().await?;
+    let status = response.status().as_u16();
+    let retry_after = response.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    Ok((status, retry_after, response.text().await?))
+}
+
+/// A server with rotation and the fault proxies, and the refresh token of its signed-in user.
+async fn signed_in_with_faults() -> (ReferenceServer, String) {
+    let server = ReferenceServer::builder()
+        .companies(1)
+        .refresh_token_rotation(true)
+        .faults(crate::reference_server::Faults::none())
+        .start()
+        .await;
+    let first = sign_in(&server).await["refresh_token"].as_str().unwrap().to_owned();
+    (server, first)
+}
+
+#[tokio::test]
+async fn token_faults_answer_before_the_grant_and_never_rotate() {
+    use crate::reference_server::{Fault, Faults, RetryAfter};
+
+    let (server, first) = signed_in_with_faults().await;
+    server.set_faults(
+        Faults::new()
+            .every(1, Fault::Status(500))
+            .token_sequence([
+                Some(Fault::RateLimited(RetryAfter::Seconds(2))),
+                Some(Fault::Html(503)),
+                Some(Fault::Status(503)),
+                Some(Fault::Status(500)),
+                Some(Fault::Empty(502)),
+                Some(Fault::Html(504)),
+                Some(Fault::InvalidJson),
+                Some(Fault::DropConnection),
+            ])
+            .token_at(9, Fault::CutBody),
+    );
+    let http = http();
+    let mut answers = Vec::new();
+    for _ in 0..7 {
+        let (status, retry_after, body) = refresh(&server, &http, &first).await.unwrap();
+        let kind = if body.starts_with("<html>") {
+            "html".to_owned()
+        } else if body.is_empty() {
+            "empty".to_owned()
+        } else {
+            serde_json::from_str::<Value>(&body).unwrap()["error"].as_str().unwrap_or("none").to_owned()
+        };
+        answers.push((status, retry_after, kind));
+    }
+    let s = |status, retry_after: Option<&str>, kind: &str| {
+        (status, retry_after.map(str::to_owned), kind.to_owned())
+    };
+    assert_eq!(
+        answers,
+        [
+            s(429, Some("2"), "rate_limited"),
+            s(503, None, "html"),
+            s(503, None, "temporarily_unavailable"),
+            s(500, None, "server_error"),
+            s(502, None, "empty"),
+            s(504, None, "html"),
+            s(200, None, "html"),
+        ]
+    );
+    let dropped = refresh(&server, &http, &first).await.expect_err("the connection is dropped");
+    assert!(!dropped.is_status(), "{dropped:?}");
+    // Not one of them reached the grant: the refresh token from sign-in is still the current one.
+    assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first));
+    assert_eq!(server.refresh_token_reuses(), 0);
+    // A page fault does nothing at the token endpoint: the 9th request rotates.
+    let (status, _, body) = refresh(&server, &http, &first).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let second: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(server.active_refresh_tokens(server.test_user()), [second["refresh_token"].as_str().unwrap()]);
+
+    let counts = server.fault_counts();
+    assert_eq!((counts.token.requests, counts.token.total()), (9, 8));
+    for name in
+        ["rate_limited", "html_503", "status_503", "status_500", "empty_502", "html_504", "invalid_json"]
+    {
+        assert_eq!(counts.token.get(name), 1, "{name}");
+    }
+    assert_eq!(counts.token.get("drop_connection"), 1);
+    assert_eq!(counts.token.early_retries, 1, "the request after the 429 came before its Retry-After");
+    assert_eq!((counts.requests, counts.get("status_500")), (0, 0), "the API schedule saw no token request");
+    assert_eq!(server.token_requests_for("refresh_token"), 9);
+}
+
+#[tokio::test]
+async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
+    use std::time::Duration;
+
+    use crate::reference_server::{Fault, Faults};
+
+    let (server, first) = signed_in_with_faults().await;
+    server.set_faults(Faults::new().token_every(1, Fault::Slow(Duration::from_millis(400))));
+
+    // The client gives up first: the held request is never processed.
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(100)).build().unwrap();
+    let err = refresh(&server, &impatient, &first).await.expect_err("timed out");
+    assert!(err.is_timeout(), "{err:?}");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        std::slice::from_ref(&first),
+        "nothing rotated"
+    );
+
+    // A client that waits gets the real answer, processed after the delay.
+    let (status, _, body) = refresh(&server, &http(), &first).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    let rotated: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        [rotated["refresh_token"].as_str().unwrap()]
+    );
+    assert_eq!(server.refresh_token_reuses(), 0);
+    // Each request counted once, the held one included.
+    assert_eq!((server.token_requests_for("refresh_token"), server.fault_counts().token.get("slow")), (2, 2));
 }

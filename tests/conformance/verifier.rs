@@ -1,0 +1,133 @@
+//! Local token validation (spec Part 5.7) against a changing key set: the `TokenVerifier`
+//! stops trusting a withdrawn key after its maximum age, rides out a JWKS outage with backoff
+//! instead of refusing for a fixed minute, and ID-token checks allow for clock skew.
+
+use std::time::Duration;
+
+use business_records::auth::{AuthorizationCodeFlow, IdToken, TokenVerifier, VerifyError};
+use business_records::reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder, TokenSpec};
+
+use crate::support;
+
+/// A second RSA key for rotations (test data only).
+const ROTATED_KEY_PEM: &str = include_str!("fixtures/rotated_signing_key.pem");
+
+fn small() -> ReferenceServerBuilder {
+    ReferenceServer::builder().companies(1).contacts_per_company(0)
+}
+
+fn verifier(server: &ReferenceServer) -> TokenVerifier {
+    TokenVerifier::new(server.jwks_url(), server.auth_url(), server.audience()).expect("a valid verifier")
+}
+
+#[tokio::test]
+async fn a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_age() {
+    let Some(server) = support::reference_server("jwks max age", small).await else {
+        return;
+    };
+    let max_age = Duration::from_millis(600);
+    let verifier = verifier(&server).max_age(max_age);
+    let signed_before = server.mint_token(TokenSpec::new());
+    verifier.verify(&signed_before).await.expect("the published key");
+    assert_eq!(server.jwks_requests(), 1);
+
+    server.rotate_signing_key(ROTATED_KEY_PEM, "rotated-key");
+    // Within the max age the cached key is still trusted, without a request.
+    verifier.verify(&signed_before).await.expect("the cached key, within its max age");
+    assert_eq!(server.jwks_requests(), 1);
+
+    tokio::time::sleep(max_age + Duration::from_millis(100)).await;
+    let err = verifier.verify(&signed_before).await.expect_err("the key was withdrawn");
+    assert!(matches!(err, VerifyError::UnknownKey { ref kid } if kid == "reference-key-1"), "{err:?}");
+    assert_eq!(server.jwks_requests(), 2, "the keys were fetched again once too old");
+    // The new key came with that fetch.
+    let signed_after = server.mint_token(TokenSpec::new());
+    verifier.verify(&signed_after).await.expect("the new key");
+    assert_eq!(server.jwks_requests(), 2);
+}
+
+#[tokio::test]
+async fn a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive() {
+    let Some(server) = support::reference_server("jwks outage", || small().faults(Faults::none())).await
+    else {
+        return;
+    };
+    server.set_faults(Faults::new().jwks_sequence([
+        Some(Fault::Status(503)),
+        Some(Fault::Html(502)),
+        Some(Fault::DropConnection),
+    ]));
+    let verifier = verifier(&server).fetch_backoff(Duration::from_millis(400), Duration::from_secs(2));
+    let token = server.mint_token(TokenSpec::new());
+
+    let err = verifier.verify(&token).await.expect_err("the JWKS is down");
+    assert!(matches!(err, VerifyError::Jwks { .. }), "{err:?}");
+    assert!(err.to_string().contains("503"), "{err}");
+    // Within the backoff (at least half of 400 ms) the failure is reported without a request.
+    let err = verifier.verify(&token).await.expect_err("still backing off");
+    assert!(matches!(err, VerifyError::Jwks { .. }), "{err:?}");
+    assert_eq!(server.jwks_requests(), 1);
+
+    // Callers keep coming; the verifier fetches again only when the backoff is over, and
+    // succeeds well before the fixed minute an earlier design waited.
+    let mut verified = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Ok(claims) = verifier.verify(&token).await {
+            verified = Some(claims);
+            break;
+        }
+    }
+    let claims = verified.expect("the keys arrived once the outage was over");
+    assert_eq!(claims.iss, server.auth_url());
+    assert_eq!(server.jwks_requests(), 4, "three failed fetches and one that worked, however many calls");
+    assert_eq!(server.fault_counts().jwks.total(), 3);
+}
+
+#[tokio::test]
+async fn an_outage_after_the_max_age_keeps_the_cached_keys_in_use() {
+    let Some(server) =
+        support::reference_server("jwks outage after max age", || small().faults(Faults::none())).await
+    else {
+        return;
+    };
+    let max_age = Duration::from_millis(300);
+    let verifier =
+        verifier(&server).max_age(max_age).fetch_backoff(Duration::from_secs(5), Duration::from_secs(5));
+    let token = server.mint_token(TokenSpec::new());
+    verifier.verify(&token).await.expect("keys fetched");
+    server.set_faults(Faults::new().jwks_every(1, Fault::Html(503)));
+    tokio::time::sleep(max_age + Duration::from_millis(100)).await;
+    // The refetch fails; nothing shows the key was withdrawn, so it stays in use.
+    verifier.verify(&token).await.expect("the cached key during the outage");
+    verifier.verify(&token).await.expect("and without a new request during the backoff");
+    assert_eq!((server.jwks_requests(), server.fault_counts().jwks.get("html_503")), (2, 1));
+}
+
+#[tokio::test]
+async fn id_tokens_from_a_clock_a_few_seconds_ahead_verify_within_the_default_leeway() {
+    let Some(server) = support::reference_server("id token leeway", small).await else {
+        return;
+    };
+    let flow =
+        AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), "http://127.0.0.1:8400/cb")
+            .expect("a valid flow");
+    // An ID token (`aud` = the client id) whose `iat` and `nbf` are 5 seconds ahead.
+    let ahead = server.mint_token(TokenSpec::new().audience(server.public_client_id()).clock_skew_secs(5));
+    let claims = flow.verify_id_token(&IdToken::new(ahead.clone())).await.expect("within 60 s of leeway");
+    assert_eq!(claims.aud, [server.public_client_id()]);
+
+    let strict = flow.clone().id_token_leeway(Duration::ZERO);
+    let err = strict.verify_id_token(&IdToken::new(ahead.clone())).await.expect_err("no leeway");
+    assert!(matches!(err, business_records::Error::TokenVerification(VerifyError::NotYetValid)), "{err:?}");
+
+    // A resource server's verifier has no leeway unless given one.
+    let resource = TokenVerifier::new(server.jwks_url(), server.auth_url(), server.public_client_id())
+        .expect("a valid verifier");
+    assert!(matches!(resource.verify(&ahead).await, Err(VerifyError::NotYetValid)));
+    resource.clone().leeway(Duration::from_secs(10)).verify(&ahead).await.expect("10 s of leeway");
+    // Expired a few seconds ago: within the ID-token leeway, refused without it.
+    let behind = server.mint_token(TokenSpec::new().audience(server.public_client_id()).lifetime_secs(-5));
+    flow.verify_id_token(&IdToken::new(behind.clone())).await.expect("expired 5 s ago, within 60 s");
+    assert!(strict.verify_id_token(&IdToken::new(behind)).await.is_err());
+}
