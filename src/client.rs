@@ -104,7 +104,7 @@ pub struct ClientBuilder {
     api_version: ApiVersion,
     preview: Option<Preview>,
     timeout: Option<Duration>,
-    http_client: Option<reqwest::Client>,
+    http: Option<reqwest::Client>,
     user_agent: Option<String>,
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
@@ -167,12 +167,35 @@ impl ClientBuilder {
         self
     }
 
-    /// Sends requests with this `reqwest::Client` (proxies, TLS roots, pools of your own).
-    /// The client's own redirect policy then applies, but a redirect answer is still an error.
-    /// Default: a client of the crate's, which follows no redirects.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http_client = Some(client);
-        self
+    /// Settings of the HTTP client: `configure` receives a `reqwest::ClientBuilder` and returns
+    /// it with your proxies, root certificates, default headers or pool settings. The client
+    /// then turns redirects off, whatever `configure` chose: no request that carries a secret
+    /// or a bearer token is ever sent to another address, and a 3xx answer is an error.
+    /// Default: reqwest's defaults, without redirects.
+    ///
+    /// This replaces `http_client(reqwest::Client)`: a client built elsewhere could follow
+    /// redirects, and reqwest has no per-request redirect setting.
+    ///
+    /// ```
+    /// use business_records::{Auth, Client};
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::static_token("eyJhbGciOi..."))
+    ///     .http_config(|http| http.pool_max_idle_per_host(4).tcp_nodelay(true))
+    ///     .build()?;
+    /// # Ok::<(), business_records::Error>(())
+    /// ```
+    pub fn http_config(
+        mut self,
+        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    ) -> Self {
+        match crate::transport::http_client(configure) {
+            Ok(http) => {
+                self.http = Some(http);
+                self
+            }
+            Err(error) => self.fail(error),
+        }
     }
 
     /// The `User-Agent` header. Default: `business-records/<version>`.
@@ -199,8 +222,9 @@ impl ClientBuilder {
         self
     }
 
-    /// How transient failures are retried. Default: [`RetryPolicy::default`]; a listing can
-    /// override it with [`List::retry`](crate::List::retry).
+    /// How transient failures are retried, of API calls and of token requests alike. Default:
+    /// [`RetryPolicy::default`]; a listing can override it with
+    /// [`List::retry`](crate::List::retry).
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
         self
@@ -233,14 +257,16 @@ impl ClientBuilder {
         let auth =
             self.auth.ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
 
-        let http = match self.http_client {
+        let http = match self.http {
             Some(http) => http,
-            None => crate::transport::no_redirect_client()?,
+            None => crate::transport::http_client(|builder| builder)?,
         };
+        let retry = self.retry.unwrap_or_default();
         let user_agent = self.user_agent.unwrap_or_else(|| crate::transport::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
-        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent);
+        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent)
+            .with_retry(retry.clone());
 
         let tokens = match auth.kind {
             AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),
@@ -253,8 +279,7 @@ impl ClientBuilder {
             }
         };
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
-        let transport =
-            Transport::new(sender, tokens, self.preview, reporter, self.retry.unwrap_or_default());
+        let transport = Transport::new(sender, tokens, self.preview, reporter, retry);
         Ok(Client {
             inner: Arc::new(ClientInner {
                 transport,

@@ -10,6 +10,7 @@
 //! a response body that could hold one.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -222,27 +223,38 @@ impl Error {
     }
 
     /// True when sending the same request again later may succeed: rate limits, 502/503/504,
-    /// connection failures (before or during the exchange) and timeouts.
+    /// connection failures (before or during the exchange) and timeouts. From the authorization
+    /// server, `server_error` too; never `invalid_client`, `invalid_grant`, `invalid_scope` or
+    /// `unauthorized_client`, whatever the status.
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Http(e) => {
                 e.is_timeout() || e.is_connect() || e.is_connection_lost() || e.kind == HttpErrorKind::Body
             }
             Error::RetriesExhausted { last, .. } => last.is_retryable(),
-            Error::Api(r) | Error::Auth(r) => {
-                matches!(r.status, 429 | 502 | 503 | 504)
-                    || matches!(r.code, ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable)
+            Error::Api(r) => transient(r),
+            Error::Auth(r) => {
+                let definitive = matches!(
+                    r.code,
+                    ErrorCode::InvalidClient
+                        | ErrorCode::InvalidGrant
+                        | ErrorCode::InvalidScope
+                        | ErrorCode::UnauthorizedClient
+                );
+                !definitive && (transient(r) || r.code == ErrorCode::ServerError)
             }
             _ => false,
         }
     }
 
     /// True when the user must sign in again: the refresh token was rejected
-    /// (`invalid_grant`), the client's credentials were (`invalid_client`), or there is no
-    /// refresh token to use.
+    /// (`invalid_grant`), the client's credentials were (`invalid_client`), there is no
+    /// refresh token to use, or the API refused the access token (401 `invalid_token`) after
+    /// the client had replaced it and sent the request again.
     pub fn needs_reauthentication(&self) -> bool {
         match self {
             Error::Auth(r) => matches!(r.code, ErrorCode::InvalidGrant | ErrorCode::InvalidClient),
+            Error::Api(r) => r.status == 401 && r.code == ErrorCode::InvalidToken,
             Error::ReauthenticationRequired { .. } => true,
             _ => false,
         }
@@ -256,6 +268,68 @@ impl Error {
             _ => false,
         }
     }
+}
+
+impl Error {
+    /// An equal error, for each caller that shares one failed token request: same variant,
+    /// status, code, `Retry-After` and source chain.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::InvalidArgument { argument, message } => {
+                Error::InvalidArgument { argument, message: message.clone() }
+            }
+            Error::Api(r) => Error::Api(r.clone()),
+            Error::Auth(r) => Error::Auth(r.clone()),
+            Error::Authorization { code, description } => {
+                Error::Authorization { code: code.clone(), description: description.clone() }
+            }
+            Error::Callback(e) => Error::Callback(e.clone()),
+            Error::ReauthenticationRequired { reason } => Error::ReauthenticationRequired { reason },
+            Error::TokenStore(e) => Error::TokenStore(e.clone()),
+            Error::Sunset { sunset, successor, response } => {
+                Error::Sunset { sunset: *sunset, successor: successor.clone(), response: response.clone() }
+            }
+            Error::Deprecated(notice) => Error::Deprecated(notice.clone()),
+            Error::CursorRejected { code, delivered, response } => Error::CursorRejected {
+                code: code.clone(),
+                delivered: *delivered,
+                response: response.clone(),
+            },
+            Error::Pagination(e) => Error::Pagination(e.clone()),
+            Error::Http(e) => Error::Http(e.clone()),
+            Error::Decode { endpoint, message } => {
+                Error::Decode { endpoint: endpoint.clone(), message: message.clone() }
+            }
+            Error::RetriesExhausted { attempts, last } => {
+                Error::RetriesExhausted { attempts: *attempts, last: Box::new(last.duplicate()) }
+            }
+            Error::TokenVerification(e) => Error::TokenVerification(duplicate_verify_error(e)),
+        }
+    }
+}
+
+fn duplicate_verify_error(e: &VerifyError) -> VerifyError {
+    match e {
+        VerifyError::Malformed => VerifyError::Malformed,
+        VerifyError::MissingKeyId => VerifyError::MissingKeyId,
+        VerifyError::UnknownKey { kid } => VerifyError::UnknownKey { kid: kid.clone() },
+        VerifyError::UnsupportedAlgorithm { alg } => VerifyError::UnsupportedAlgorithm { alg: alg.clone() },
+        VerifyError::InvalidSignature => VerifyError::InvalidSignature,
+        VerifyError::Expired => VerifyError::Expired,
+        VerifyError::NotYetValid => VerifyError::NotYetValid,
+        VerifyError::InvalidIssuer => VerifyError::InvalidIssuer,
+        VerifyError::InvalidAudience => VerifyError::InvalidAudience,
+        VerifyError::InvalidNonce => VerifyError::InvalidNonce,
+        VerifyError::MissingClaim { claim } => VerifyError::MissingClaim { claim: claim.clone() },
+        VerifyError::Jwks { message } => VerifyError::Jwks { message: message.clone() },
+        VerifyError::InvalidConfig { message } => VerifyError::InvalidConfig { message: message.clone() },
+    }
+}
+
+/// 429, 502, 503, 504, `rate_limited` or `temporarily_unavailable`.
+fn transient(r: &ApiError) -> bool {
+    matches!(r.status, 429 | 502 | 503 | 504)
+        || matches!(r.code, ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable)
 }
 
 /// An error response from the API or the authorization server.
@@ -440,11 +514,11 @@ impl fmt::Display for PaginationError {
 }
 
 /// A failure to send a request or read its response.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HttpError {
     kind: HttpErrorKind,
     endpoint: String,
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,7 +547,7 @@ impl HttpError {
             HttpErrorKind::Other
         };
         // The URL inside a reqwest error may carry a query string; keep only the error chain.
-        HttpError { kind, endpoint: endpoint.to_owned(), source: Some(Box::new(err.without_url())) }
+        HttpError { kind, endpoint: endpoint.to_owned(), source: Some(Arc::new(err.without_url())) }
     }
 
     pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
@@ -482,6 +556,17 @@ impl HttpError {
             endpoint: format!("{endpoint} (status {status})"),
             source: None,
         }
+    }
+
+    /// A request that got no answer within `timeout`, without an underlying error (a caller
+    /// that stopped waiting for a shared token request).
+    pub(crate) fn timed_out(endpoint: &str) -> Self {
+        HttpError { kind: HttpErrorKind::Timeout, endpoint: endpoint.to_owned(), source: None }
+    }
+
+    /// A request that ended without any answer: the task that sent it stopped.
+    pub(crate) fn abandoned(endpoint: &str) -> Self {
+        HttpError { kind: HttpErrorKind::Other, endpoint: endpoint.to_owned(), source: None }
     }
 
     /// True when the request timed out.

@@ -40,8 +40,9 @@
 //!
 //! A signed-in user's tokens come back from the code exchange as an [`auth::TokenSet`] (the ID
 //! token verified); the client renews them with the refresh token and saves rotated ones
-//! through an [`auth::TokenStore`] such as [`auth::FileTokenStore`]. See the [`auth`] module
-//! and `examples/desktop_login.rs`.
+//! through an [`auth::TokenStore`] such as [`auth::FileTokenStore`]. A token request runs to
+//! completion whoever stops waiting for it, and nothing the server answered is lost: see the
+//! refresh guarantees in the [`auth`] module, and `examples/desktop_login.rs`.
 //!
 //! Many processes with the same credentials can share one token, and one user's refreshes, over
 //! Redis: see `auth::RedisTokenCache` (feature `redis`).

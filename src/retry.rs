@@ -83,6 +83,29 @@ impl RetryPolicy {
         self.max_attempts
     }
 
+    /// Runs `attempt` (given the attempt's number, 1 for the first) until it succeeds, fails
+    /// for good, or this policy gives up; `on_retry` hears of every retry before its wait.
+    pub(crate) async fn run<T, F, Fut>(&self, mut attempt: F, mut on_retry: impl FnMut()) -> Result<T, Error>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let mut schedule = self.schedule();
+        loop {
+            match attempt(schedule.attempt()).await {
+                Ok(value) => return Ok(value),
+                Err(error) => match schedule.next_delay(&error) {
+                    Some(delay) => {
+                        tracing::debug!(error = %error, delay_ms = delay.as_millis() as u64, "transient failure; retrying");
+                        on_retry();
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => return Err(schedule.give_up(error)),
+                },
+            }
+        }
+    }
+
     /// The ceilings of the waits before successive retries: `initial_delay`, doubling each
     /// time, capped at `max_delay`; one per retry the policy allows.
     pub(crate) fn ceilings(&self) -> Box<dyn Iterator<Item = Duration> + Send + Sync> {

@@ -34,27 +34,36 @@ pub(crate) struct HttpSender {
     http: reqwest::Client,
     timeout: Option<Duration>,
     user_agent: HeaderValue,
+    /// How token requests are retried (API calls carry their own policy).
+    retry: RetryPolicy,
 }
 
 impl HttpSender {
     pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
-        HttpSender { http, timeout, user_agent }
+        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default() }
     }
 
     /// A sender outside any [`Client`](crate::Client), for sign-in, discovery and introspection:
-    /// `http`, or a client of the crate's that follows no redirects; the default user agent.
-    pub(crate) fn standalone(http: Option<reqwest::Client>, timeout: Duration) -> Result<Self, Error> {
-        let http = match http {
-            Some(http) => http,
-            None => no_redirect_client()?,
-        };
-        Ok(HttpSender::with_client(http, timeout))
+    /// a client of the crate's that follows no redirects; the default user agent.
+    pub(crate) fn standalone(timeout: Duration) -> Result<Self, Error> {
+        Ok(HttpSender::with_client(http_client(|builder| builder)?, timeout))
     }
 
     /// The same sender with another timeout.
     pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// The same sender retrying token requests under `policy`.
+    pub(crate) fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The timeout of one request.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        self.timeout
     }
 
     /// A sender outside any [`Client`](crate::Client) over the caller's `reqwest::Client`.
@@ -115,30 +124,68 @@ impl HttpSender {
     }
 
     /// The HTTP client handed to the `oauth2` crate for token requests.
+    ///
+    /// Every answer other than 2xx becomes [`Error::Auth`] here, before `oauth2` reads the
+    /// body, with the real status, `error` and `error_description` when the body is JSON, and
+    /// `Retry-After`. Transient failures (429, 502, 503, 504 whatever the body,
+    /// `server_error`, `temporarily_unavailable`, connection failures, timeouts) are sent again
+    /// under the sender's [`RetryPolicy`].
     pub(crate) async fn dispatch_oauth(
         &self,
         request: oauth2::HttpRequest,
     ) -> Result<oauth2::HttpResponse, Error> {
         let path = request.uri().path().to_owned();
-        let request = reqwest::Request::try_from(request)
-            .map_err(|e| Error::Http(HttpError::from_reqwest(&path, e)))?;
-        let response = self.dispatch(request, 1).await?;
-        let mut builder = http::Response::builder().status(response.status());
-        if let Some(headers) = builder.headers_mut() {
-            headers.extend(response.headers().iter().map(|(k, v)| (k.clone(), v.clone())));
+        let (parts, body) = request.into_parts();
+        let send = |attempt| {
+            let request = http::Request::from_parts(parts.clone(), body.clone());
+            self.oauth_attempt(request, &path, attempt)
+        };
+        self.retry.run(send, || {}).await
+    }
+
+    async fn oauth_attempt(
+        &self,
+        request: oauth2::HttpRequest,
+        path: &str,
+        attempt: u32,
+    ) -> Result<oauth2::HttpResponse, Error> {
+        let request =
+            reqwest::Request::try_from(request).map_err(|e| Error::Http(HttpError::from_reqwest(path, e)))?;
+        let response = self.dispatch(request, attempt).await?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = read_body(path, response).await?;
+        if !status.is_success() {
+            return Err(Error::Auth(Box::new(api_error(status.as_u16(), &headers, &body, path, None))));
         }
-        let body = read_body(&path, response).await?;
-        builder.body(body).map_err(|e| Error::Decode { endpoint: path, message: e.to_string() })
+        let mut builder = http::Response::builder().status(status);
+        if let Some(target) = builder.headers_mut() {
+            *target = headers;
+        }
+        builder.body(body).map_err(|e| Error::Decode { endpoint: path.to_owned(), message: e.to_string() })
     }
 }
 
-/// The crate's own HTTP client: no redirects are followed, so credentials never travel to
-/// another address.
-pub(crate) fn no_redirect_client() -> Result<reqwest::Client, Error> {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| Error::Http(HttpError::from_reqwest("client", e)))
+/// The user's settings for the HTTP client (proxies, root certificates, default headers), with
+/// redirects turned off after them: credentials never travel to another address.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] naming `http_config` when reqwest cannot build the client (an
+/// unusable certificate or proxy), with reqwest's reasons.
+pub(crate) fn http_client(
+    configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+) -> Result<reqwest::Client, Error> {
+    configure(reqwest::Client::builder()).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| {
+        let mut message = String::from("the HTTP client cannot be built");
+        let mut cause: Option<&dyn std::error::Error> = Some(&e);
+        while let Some(error) = cause {
+            message.push_str(": ");
+            message.push_str(&error.to_string());
+            cause = error.source();
+        }
+        Error::invalid("http_config", message)
+    })
 }
 
 /// Lets the `oauth2` crate send its token requests through [`HttpSender::dispatch_oauth`].
@@ -201,22 +248,12 @@ impl Transport {
         &self,
         call: &ApiRequest<'_>,
     ) -> Result<ApiResponse<T>, Error> {
-        let mut schedule = call.retry.unwrap_or(&self.retry).schedule();
-        loop {
-            match self.attempt(call, schedule.attempt()).await {
-                Ok(response) => return Ok(response),
-                Err(error) => match schedule.next_delay(&error) {
-                    Some(delay) => {
-                        tracing::debug!(error = %error, delay_ms = delay.as_millis() as u64, "transient failure; retrying");
-                        if let Some(retries) = call.retries {
-                            retries.fetch_add(1, Ordering::Relaxed);
-                        }
-                        tokio::time::sleep(delay).await;
-                    }
-                    None => return Err(schedule.give_up(error)),
-                },
+        let count_retry = || {
+            if let Some(retries) = call.retries {
+                retries.fetch_add(1, Ordering::Relaxed);
             }
-        }
+        };
+        call.retry.unwrap_or(&self.retry).run(|attempt| self.attempt(call, attempt), count_retry).await
     }
 
     /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the

@@ -19,6 +19,7 @@ use url::Url;
 use super::client_credentials::token_error;
 use super::discovery::AuthServerMetadata;
 use super::pkce::{Pkce, constant_time_eq, random_value};
+use super::token_manager::clamp_lifetime;
 use super::{Claims, IdToken, PkceVerifier, RefreshToken, TokenSet, TokenVerifier, VerifyError};
 use crate::error::CallbackError;
 use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
@@ -195,7 +196,7 @@ impl AuthorizationCodeFlow {
                 jwks_url,
                 timeout: DEFAULT_TIMEOUT,
                 id_token_leeway: DEFAULT_ID_TOKEN_LEEWAY,
-                sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)?,
+                sender: HttpSender::standalone(DEFAULT_TIMEOUT)?,
                 invalid: None,
                 id_verifier: OnceLock::new(),
             }),
@@ -236,12 +237,37 @@ impl AuthorizationCodeFlow {
         self
     }
 
-    /// Sends the token requests of this flow with this `reqwest::Client`. Default: a client of
-    /// the crate's, which follows no redirects. A [`Client`](crate::Client) built with
-    /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client instead.
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+    /// Settings of the HTTP client that sends this flow's token and JWKS requests (proxies,
+    /// root certificates, default headers): `configure` receives a `reqwest::ClientBuilder`
+    /// and returns it; redirects are then turned off, whatever it chose, so the code, the
+    /// verifier and refresh tokens never travel to another address. Default: reqwest's
+    /// defaults, without redirects. A [`Client`](crate::Client) built with
+    /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client (see
+    /// [`ClientBuilder::http_config`](crate::ClientBuilder::http_config)).
+    ///
+    /// A client reqwest cannot build is reported by [`exchange`](Self::exchange) and by
+    /// [`ClientBuilder::build`](crate::ClientBuilder::build).
+    ///
+    /// ```
+    /// use business_records::auth::AuthorizationCodeFlow;
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", "http://127.0.0.1:8400/callback")?
+    ///     .http_config(|http| http.user_agent("my-app/1.0"));
+    /// # let _ = flow; Ok::<(), business_records::Error>(())
+    /// ```
+    pub fn http_config(
+        mut self,
+        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    ) -> Self {
         let config = self.config_mut();
-        config.sender = HttpSender::with_client(client, config.timeout);
+        match crate::transport::http_client(configure) {
+            Ok(client) => config.sender = HttpSender::with_client(client, config.timeout),
+            Err(Error::InvalidArgument { argument, message }) => {
+                config.invalid.get_or_insert((argument, message));
+            }
+            Err(other) => {
+                config.invalid.get_or_insert(("http_config", other.to_string()));
+            }
+        }
         self
     }
 
@@ -389,26 +415,40 @@ impl AuthorizationCodeFlow {
     }
 
     /// Renews `tokens` with their refresh token (spec Part 4.2, `grant_type=refresh_token`)
-    /// and returns the new set. A response without a refresh token keeps the old one; a new
-    /// ID token is verified.
+    /// and returns the new set. A response without a refresh token keeps the old one, and one
+    /// without an ID token keeps the old ID token.
+    ///
+    /// A new ID token is verified after the new access and refresh tokens are in the returned
+    /// set. One that fails verification is dropped (the set keeps the previous ID token and its
+    /// claims), logged as a `tracing` warning, and reported by
+    /// [`TokenSet::id_token_error`]: the refresh itself succeeds, because the server has
+    /// already retired the refresh token it was given.
     ///
     /// A [`Client`](crate::Client) built with [`Auth::user`](crate::Auth::user) does this by
-    /// itself; call it when you manage tokens yourself.
+    /// itself; call it when you manage tokens yourself, and save the returned set before
+    /// anything else.
     ///
     /// # Errors
     ///
     /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token; [`Error::Auth`]
     /// with `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses it.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {
-        self.refresh_with(&self.config.sender, tokens).await.map(|(tokens, _)| tokens)
+        let Refreshed { mut tokens, new_id_token, .. } =
+            self.refresh_with(&self.config.sender, tokens).await?;
+        if let Some((id_token, previous)) = new_id_token {
+            let outcome = self.verify_id_token(&id_token).await;
+            tokens.settle_id_token(outcome, &previous);
+        }
+        Ok(tokens)
     }
 
-    /// [`refresh`](Self::refresh) through `sender`; also returns the response's `expires_in`.
+    /// The refresh-token grant through `sender`, without verifying a new ID token: the caller
+    /// keeps the new set first, then verifies.
     pub(crate) async fn refresh_with(
         &self,
         sender: &HttpSender,
         tokens: &TokenSet,
-    ) -> Result<(TokenSet, Option<Duration>), Error> {
+    ) -> Result<Refreshed, Error> {
         self.check()?;
         let refresh_token = tokens
             .refresh_token
@@ -426,17 +466,15 @@ impl AuthorizationCodeFlow {
         if next.refresh_token.is_none() {
             next.refresh_token = tokens.refresh_token.clone();
         }
-        match &next.id_token {
-            Some(id_token) => {
-                let claims = self.verify_id_token(id_token).await?;
-                next.set_id_claims(Some(claims));
-            }
+        let new_id_token = match next.id_token.clone() {
+            Some(id_token) => Some((id_token, tokens.clone())),
             None => {
                 next.id_token = tokens.id_token.clone();
                 next.set_id_claims(tokens.id_token_claims().cloned());
+                None
             }
-        }
-        Ok((next, response.expires_in()))
+        };
+        Ok(Refreshed { tokens: next, expires_in: response.expires_in().map(clamp_lifetime), new_id_token })
     }
 
     /// Verifies an ID token: RS256 signature with a key from the JWKS (selected by `kid`),
@@ -493,12 +531,23 @@ fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
         .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
 }
 
+/// The answer of a refresh: the new set (its new ID token not verified yet), `expires_in`
+/// (clamped), and the ID token to verify with the set it replaces.
+pub(crate) struct Refreshed {
+    pub(crate) tokens: TokenSet,
+    pub(crate) expires_in: Option<Duration>,
+    pub(crate) new_id_token: Option<(IdToken, TokenSet)>,
+}
+
 fn token_set(response: &OidcTokenResponse, sent_at: DateTime<Utc>, requested: &[String]) -> TokenSet {
     let mut tokens = TokenSet::new(response.access_token().secret().clone());
     tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
     tokens.id_token = response.extra_fields().id_token.clone();
-    tokens.expires_at =
-        response.expires_in().and_then(|d| chrono::Duration::from_std(d).ok()).map(|d| sent_at + d);
+    tokens.expires_at = response
+        .expires_in()
+        .map(clamp_lifetime)
+        .and_then(|lifetime| chrono::Duration::from_std(lifetime).ok())
+        .and_then(|lifetime| sent_at.checked_add_signed(lifetime));
     // RFC 6749 section 5.1: no `scope` in the response means the requested ones were granted.
     tokens.scopes = match response.scopes() {
         Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),

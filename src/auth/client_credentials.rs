@@ -1,6 +1,8 @@
 //! The client credentials grant (spec Parts 4.2 and 5.4), sent through the `oauth2` crate.
 
 use futures::future::BoxFuture;
+use http::HeaderValue;
+use http::header::AUTHORIZATION;
 use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl};
 
@@ -28,9 +30,20 @@ pub struct ClientCredentials {
     client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
-    in_body: bool,
+    method: ClientAuthMethod,
     #[cfg(feature = "redis")]
     shared: Option<super::RedisTokenCache>,
+}
+
+/// How the client id and secret reach the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientAuthMethod {
+    /// HTTP Basic of the form-urlencoded id and secret (RFC 6749 section 2.3.1).
+    Basic,
+    /// HTTP Basic of the id and secret as they are (spec Part 5.4, RFC 7617).
+    LiteralBasic,
+    /// `client_id` and `client_secret` form fields.
+    Body,
 }
 
 impl ClientCredentials {
@@ -41,7 +54,7 @@ impl ClientCredentials {
             client_id,
             client_secret,
             scopes: Vec::new(),
-            in_body: false,
+            method: ClientAuthMethod::Basic,
             #[cfg(feature = "redis")]
             shared: None,
         }
@@ -61,7 +74,29 @@ impl ClientCredentials {
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
     /// Default: HTTP Basic.
     pub fn credentials_in_body(mut self) -> Self {
-        self.in_body = true;
+        self.method = ClientAuthMethod::Body;
+        self
+    }
+
+    /// Sends HTTP Basic as spec Part 5.4 writes it, the base64 of `client_id:client_secret`
+    /// as they are, instead of the default of RFC 6749 section 2.3.1.
+    ///
+    /// RFC 6749 (which the `oauth2` crate follows) form-urlencodes the id and the secret before
+    /// joining and encoding them, so `a b` is sent as `a+b` and `s/1=` as `s%2F1%3D`. For ids
+    /// and secrets made of letters, digits and `-._~` both forms are the same bytes; they differ
+    /// only when a character would be encoded. Choose this form when the authorization server
+    /// decodes Basic credentials without form-decoding them (RFC 7617 style), and keep the
+    /// default otherwise. Default: RFC 6749. A client id holding `:` cannot be sent this way
+    /// (the colon separates id and secret) and is refused by
+    /// [`ClientBuilder::build`](crate::ClientBuilder::build).
+    ///
+    /// ```
+    /// use business_records::Auth;
+    /// let auth = Auth::client_credentials("https://auth.example.com", "my-client-id", "s3cr3t/+=")
+    ///     .literal_basic_auth();
+    /// ```
+    pub fn literal_basic_auth(mut self) -> Self {
+        self.method = ClientAuthMethod::LiteralBasic;
         self
     }
 
@@ -116,12 +151,17 @@ impl ClientCredentials {
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
-        let auth_type = if self.in_body { AuthType::RequestBody } else { AuthType::BasicAuth };
+        let literal_basic = match self.method {
+            ClientAuthMethod::LiteralBasic => Some(literal_basic(&self.client_id, &self.client_secret)?),
+            ClientAuthMethod::Basic | ClientAuthMethod::Body => None,
+        };
+        let auth_type =
+            if self.method == ClientAuthMethod::Body { AuthType::RequestBody } else { AuthType::BasicAuth };
         let client = BasicClient::new(oauth2::ClientId::new(self.client_id))
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(auth_type);
-        Ok(ClientCredentialsSource { client, scopes: self.scopes })
+        Ok(ClientCredentialsSource { client, scopes: self.scopes, literal_basic })
     }
 }
 
@@ -130,6 +170,26 @@ type TokenClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, E
 pub(crate) struct ClientCredentialsSource {
     client: TokenClient,
     scopes: Vec<String>,
+    /// The `Authorization` header of [`ClientCredentials::literal_basic_auth`], in place of
+    /// the one `oauth2` makes.
+    literal_basic: Option<HeaderValue>,
+}
+
+/// `Basic base64(client_id:client_secret)`, without form-encoding either (RFC 7617).
+fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<HeaderValue, Error> {
+    use base64::Engine as _;
+    if client_id.contains(':') {
+        return Err(Error::invalid(
+            "client_id",
+            "expected no `:` in a client id sent with literal HTTP Basic",
+        ));
+    }
+    let credentials = format!("{client_id}:{}", client_secret.secret());
+    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+        .map_err(|_| Error::invalid("client_secret", "expected characters allowed in a header"))?;
+    value.set_sensitive(true);
+    Ok(value)
 }
 
 impl std::fmt::Debug for ClientCredentialsSource {
@@ -146,15 +206,34 @@ impl TokenSource for ClientCredentialsSource {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let endpoint = self.client.token_uri().url().path().to_owned();
+            let send = WithAuthorization { sender, header: self.literal_basic.as_ref() };
             let response = self
                 .client
                 .exchange_client_credentials()
                 .add_scopes(self.scopes.iter().cloned().map(Scope::new))
-                .request_async(sender)
+                .request_async(&send)
                 .await
                 .map_err(|e| token_error(&endpoint, e))?;
             Ok(issued(&response))
         })
+    }
+}
+
+/// Sends token requests through `sender`, with `header` (when set) as their `Authorization`.
+struct WithAuthorization<'s> {
+    sender: &'s HttpSender,
+    header: Option<&'s HeaderValue>,
+}
+
+impl<'c> oauth2::AsyncHttpClient<'c> for WithAuthorization<'_> {
+    type Error = Error;
+    type Future = BoxFuture<'c, Result<oauth2::HttpResponse, Error>>;
+
+    fn call(&'c self, mut request: oauth2::HttpRequest) -> Self::Future {
+        if let Some(header) = self.header {
+            request.headers_mut().insert(AUTHORIZATION, header.clone());
+        }
+        Box::pin(self.sender.dispatch_oauth(request))
     }
 }
 
@@ -168,6 +247,10 @@ fn issued(response: &BasicTokenResponse) -> IssuedToken {
 
 /// Turns the `oauth2` crate's error into ours. The raw body of a parse failure may hold tokens,
 /// so it is dropped, never shown.
+///
+/// Error answers (every status but 2xx) are classified by
+/// [`HttpSender::dispatch_oauth`] before `oauth2` sees them, with their real status; an
+/// error body `oauth2` still reads came with a 2xx status other than 200.
 pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErrorResponse>) -> Error {
     match err {
         RequestTokenError::Request(inner) => inner,

@@ -2,6 +2,7 @@
 //! (RFC 7662, `POST {auth_url}/oauth2/introspect`).
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use oauth2::basic::BasicClient;
@@ -12,7 +13,7 @@ use url::Url;
 
 use super::ClientSecret;
 use super::client_credentials::token_error;
-use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
+use crate::transport::{DEFAULT_TIMEOUT, HttpSender, http_client};
 use crate::{Error, urls};
 
 /// Where the discovery document is, below `{auth_url}`.
@@ -93,17 +94,33 @@ impl AuthServerMetadata {
     /// [`Error::Api`] when the document cannot be fetched; [`Error::Decode`] when it is not a
     /// discovery document, its `issuer` is not `auth_url`, or an endpoint is not https.
     pub async fn discover(auth_url: impl AsRef<str>) -> Result<Self, Error> {
-        let sender = HttpSender::standalone(None, DEFAULT_TIMEOUT)?;
-        Self::fetch(&sender, auth_url.as_ref()).await
+        Self::discover_with(auth_url, |http| http).await
     }
 
-    /// [`discover`](Self::discover) with your own `reqwest::Client`.
+    /// [`discover`](Self::discover) with your settings of the HTTP client (proxies, root
+    /// certificates, default headers): `configure` receives a `reqwest::ClientBuilder` and
+    /// returns it; redirects are then turned off, whatever it chose.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), business_records::Error> {
+    /// use business_records::auth::AuthServerMetadata;
+    /// let metadata = AuthServerMetadata::discover_with("https://auth.example.com", |http| {
+    ///     http.user_agent("my-app/1.0")
+    /// })
+    /// .await?;
+    /// # let _ = metadata; Ok(()) }
+    /// ```
     ///
     /// # Errors
     ///
-    /// As [`discover`](Self::discover).
-    pub async fn discover_with(auth_url: impl AsRef<str>, http: reqwest::Client) -> Result<Self, Error> {
-        Self::fetch(&HttpSender::with_client(http, DEFAULT_TIMEOUT), auth_url.as_ref()).await
+    /// As [`discover`](Self::discover), and [`Error::InvalidArgument`] naming `http_config`
+    /// when reqwest cannot build the client.
+    pub async fn discover_with(
+        auth_url: impl AsRef<str>,
+        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    ) -> Result<Self, Error> {
+        let sender = HttpSender::with_client(http_client(configure)?, DEFAULT_TIMEOUT);
+        Self::fetch(&sender, auth_url.as_ref()).await
     }
 
     async fn fetch(sender: &HttpSender, auth_url: &str) -> Result<Self, Error> {
@@ -172,6 +189,8 @@ type IntrospectClient =
 pub struct TokenIntrospector {
     client: IntrospectClient,
     sender: HttpSender,
+    /// Why [`http_config`](Self::http_config) failed, reported by every request.
+    invalid: Option<Arc<Error>>,
 }
 
 impl fmt::Debug for TokenIntrospector {
@@ -232,7 +251,7 @@ impl TokenIntrospector {
         let client = BasicClient::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));
-        Ok(TokenIntrospector { client, sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)? })
+        Ok(TokenIntrospector { client, sender: HttpSender::standalone(DEFAULT_TIMEOUT)?, invalid: None })
     }
 
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
@@ -243,11 +262,25 @@ impl TokenIntrospector {
         self
     }
 
-    /// Sends requests with this `reqwest::Client`. Default: a client of the crate's, which
-    /// follows no redirects.
+    /// Settings of the HTTP client (proxies, root certificates, default headers): `configure`
+    /// receives a `reqwest::ClientBuilder` and returns it; redirects are then turned off,
+    /// whatever it chose. Default: reqwest's defaults, without redirects.
+    ///
+    /// ```
+    /// use business_records::auth::TokenIntrospector;
+    /// let introspector = TokenIntrospector::new("https://auth.example.com", "my-api", "api-secret")?
+    ///     .http_config(|http| http.user_agent("my-api/1.0"));
+    /// # let _ = introspector; Ok::<(), business_records::Error>(())
+    /// ```
     #[must_use]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.sender = HttpSender::with_client(client, DEFAULT_TIMEOUT);
+    pub fn http_config(
+        mut self,
+        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    ) -> Self {
+        match http_client(configure) {
+            Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT),
+            Err(error) => self.invalid = Some(Arc::new(error)),
+        }
         self
     }
 
@@ -256,9 +289,13 @@ impl TokenIntrospector {
     /// # Errors
     ///
     /// [`Error::Auth`] when the server refuses the request (`invalid_client`, ...);
-    /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer. An unknown or
+    /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
+    /// [`Error::InvalidArgument`] naming `http_config` when the HTTP client could not be built. An unknown or
     /// expired token is not an error: it is `active: false`.
     pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
+        if let Some(error) = &self.invalid {
+            return Err(error.duplicate());
+        }
         let endpoint = self.client.introspection_url().url().path().to_owned();
         let token = oauth2::AccessToken::new(token.to_owned());
         let response = self

@@ -9,6 +9,27 @@
 //! Tokens are cached and refreshed ahead of expiry (at the earlier of five minutes or a tenth of
 //! their lifetime before it); concurrent callers share one token request.
 //!
+//! # Refresh guarantees
+//!
+//! A token request, once sent, runs to completion in a task of its own: a caller that times out
+//! or drops its stream never cancels it, and its answer is kept. A user's new refresh token is kept
+//! in memory and saved through the [`TokenStore`] before anything that can still fail and before any
+//! caller gets the new access token; a refreshed ID token that fails verification is dropped, logged
+//! and reported by [`TokenSet::id_token_error`], while the new tokens are kept. If the store cannot
+//! save, the call still succeeds, a warning is logged, and the save is retried in the background
+//! until it lands. One token request runs at a time per client: its failure goes to every caller
+//! waiting on it, and the next attempt waits for a backoff with jitter (1 s doubling up to 60 s, or
+//! the server's `Retry-After`), during which a token that has not expired is still used. A caller
+//! waits at most one request timeout for a token. A lifetime over one year counts as one year.
+//!
+//! Token requests are retried under the client's [`RetryPolicy`](crate::RetryPolicy): 429,
+//! 502, 503 and 504 whatever the body, `server_error`, `temporarily_unavailable`, connection
+//! failures and timeouts, honouring `Retry-After`; never `invalid_client`, `invalid_grant`,
+//! `invalid_scope` or `unauthorized_client`. The final error keeps the real status and
+//! `Retry-After` ([`Error::status`](crate::Error::status),
+//! [`Error::retry_after`](crate::Error::retry_after)). No request that carries a secret or a
+//! token follows a redirect, whatever [`http_config`](crate::ClientBuilder::http_config) sets.
+//!
 //! # Signing a user in
 //!
 //! [`AuthorizationCodeFlow`] makes the URL to open ([`AuthorizationRequest`]) and exchanges the

@@ -45,6 +45,9 @@ pub struct TokenSet {
     /// The ID token's claims, set only after the ID token was verified.
     #[serde(skip)]
     id_claims: Option<Claims>,
+    /// Why the ID token of the refresh that made this set was dropped.
+    #[serde(skip)]
+    id_token_error: Option<Arc<crate::Error>>,
 }
 
 impl TokenSet {
@@ -57,6 +60,7 @@ impl TokenSet {
             expires_at: None,
             scopes: Vec::new(),
             id_claims: None,
+            id_token_error: None,
         }
     }
 
@@ -96,8 +100,47 @@ impl TokenSet {
     /// refreshes, after the ID token's signature, issuer, audience and expiry were checked;
     /// `None` on a set loaded from a store (verify it again with
     /// [`AuthorizationCodeFlow::verify_id_token`](super::AuthorizationCodeFlow::verify_id_token)).
+    /// A refreshed ID token that failed verification was dropped: the claims are then those of
+    /// the previous one, and [`id_token_error`](Self::id_token_error) says why.
     pub fn id_token_claims(&self) -> Option<&Claims> {
         self.id_claims.as_ref()
+    }
+
+    /// Why the ID token of the refresh that made this set failed verification, if it did.
+    ///
+    /// Such an ID token is dropped: the set keeps the previous ID token and its claims, and its
+    /// new access and refresh tokens, which the server has already issued in place of the old
+    /// ones. `None` when the refresh brought no ID token or a valid one.
+    ///
+    /// ```
+    /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
+    /// #              tokens: business_records::auth::TokenSet) -> Result<(), business_records::Error> {
+    /// let renewed = flow.refresh(&tokens).await?;
+    /// if let Some(error) = renewed.id_token_error() {
+    ///     eprintln!("the new ID token was dropped: {error}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn id_token_error(&self) -> Option<&crate::Error> {
+        self.id_token_error.as_deref()
+    }
+
+    /// Applies the verification of the ID token a refresh brought: kept with its claims, or
+    /// dropped for the one of `previous` (the set the refresh replaced), with the reason kept
+    /// and logged.
+    pub(crate) fn settle_id_token(&mut self, outcome: Result<Claims, crate::Error>, previous: &TokenSet) {
+        match outcome {
+            Ok(claims) => {
+                self.id_claims = Some(claims);
+                self.id_token_error = None;
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "the refreshed id token failed verification and was dropped");
+                self.id_token = previous.id_token.clone();
+                self.id_claims = previous.id_claims.clone();
+                self.id_token_error = Some(Arc::new(error));
+            }
+        }
     }
 
     /// True when the access token has expired (a set without expiry never does).
@@ -127,12 +170,12 @@ impl fmt::Debug for TokenSet {
 /// let err = TokenStoreError::new("the keychain is locked");
 /// assert_eq!(err.to_string(), "the keychain is locked");
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
 pub struct TokenStoreError {
     message: String,
     #[source]
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl TokenStoreError {
@@ -146,7 +189,7 @@ impl TokenStoreError {
         message: impl Into<String>,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
-        TokenStoreError { message: message.into(), source: Some(source.into()) }
+        TokenStoreError { message: message.into(), source: Some(Arc::from(source.into())) }
     }
 }
 

@@ -1,32 +1,62 @@
 //! The token cache: one valid token shared by every clone of a client, refreshed ahead of
 //! expiry by a single request however many callers need it at once.
+//!
+//! A token request runs in a task of its own. Callers wait on its shared result and may be
+//! cancelled at any point (a timeout around a call, a dropped stream): the request still runs
+//! to completion and its answer is kept. A failed request is given to every caller waiting on
+//! it, and the next one starts only after a backoff with jitter; meanwhile a token that has
+//! not expired keeps being served.
 
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use tokio::sync::Mutex;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::AccessToken;
 use crate::Error;
-use crate::transport::HttpSender;
+use crate::error::HttpError;
+use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
 
 /// Refresh no later than this long before expiry...
 const MAX_REFRESH_BUFFER: Duration = Duration::from_secs(300);
 /// ...and no later than this fraction of the lifetime before it.
 const REFRESH_BUFFER_DIVISOR: u32 = 10;
+/// The longest token lifetime believed: a larger `expires_in` (or a stored expiry further
+/// away) counts as one year. Nothing a server sends can overflow a clock computation.
+pub(crate) const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+/// The pause after a failed token request before the next one may start; it doubles with
+/// each failure in a row, up to [`FAILURE_BACKOFF_MAX`].
+const FAILURE_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
+/// The longest pause between two token requests after failures, `Retry-After` included.
+const FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// How errors about the token request name it.
+const TOKEN_ENDPOINT: &str = "the token endpoint";
+
+/// A lifetime from the network, at most [`MAX_TOKEN_LIFETIME`].
+pub(crate) fn clamp_lifetime(lifetime: Duration) -> Duration {
+    lifetime.min(MAX_TOKEN_LIFETIME)
+}
 
 /// Where tokens come from: a grant against the authorization server, or the caller.
-pub(crate) trait TokenSource: Send + Sync + std::fmt::Debug {
-    /// Obtains a new token. Called with the refresh lock held, so one at a time.
+///
+/// The token manager calls [`fetch`](Self::fetch) in a task of its own, one call at a time,
+/// and never cancels it once started. A cache shared between processes plugs in here.
+pub(crate) trait TokenSource: Send + Sync + std::fmt::Debug + 'static {
+    /// Obtains a new token.
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>>;
 
-    /// The API refused `token` (401 `invalid_token`) and it was dropped from the cache; a source
-    /// that shares tokens with other processes forgets it there too. Default: nothing.
-    fn rejected(&self, token: &AccessToken) {
-        let _ = token;
+    /// Work left after a successful [`fetch`](Self::fetch), run in the same task once every
+    /// waiting caller has its token (a user's ID token is verified here). Default: none.
+    fn after_fetch<'a>(&'a self, _sender: &'a HttpSender) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
     }
+
+    /// The API refused `token` (401 `invalid_token`); the manager forgot it and fetches anew.
+    /// Default: nothing more to do.
+    fn rejected(&self, _token: &AccessToken) {}
 }
 
 /// How long before expiry a token of `lifetime` is refreshed: the smaller of five minutes and
@@ -57,9 +87,10 @@ struct CachedToken {
 
 impl CachedToken {
     fn stamp(issued: IssuedToken, sent_at: Instant) -> Self {
-        let expires_at = issued.expires_in.map(|lifetime| sent_at + lifetime);
-        let refresh_at =
-            issued.expires_in.map(|lifetime| sent_at + lifetime.saturating_sub(refresh_buffer(lifetime)));
+        let lifetime = issued.expires_in.map(clamp_lifetime);
+        let expires_at = lifetime.and_then(|lifetime| sent_at.checked_add(lifetime));
+        let refresh_at = lifetime
+            .and_then(|lifetime| sent_at.checked_add(lifetime.saturating_sub(refresh_buffer(lifetime))));
         CachedToken { token: issued.access_token, refresh_at, expires_at, renewable: true }
     }
 
@@ -72,23 +103,137 @@ impl CachedToken {
     }
 }
 
-/// Caches the current token and refreshes it with single flight.
-#[derive(Debug)]
-pub(crate) struct TokenManager {
-    source: Box<dyn TokenSource>,
-    cache: RwLock<Option<CachedToken>>,
-    refresh: Mutex<()>,
-}
-
 impl std::fmt::Debug for CachedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CachedToken").field("expires_at", &self.expires_at).finish_non_exhaustive()
     }
 }
 
+/// The shared result of one token request.
+type Flight = Shared<BoxFuture<'static, Result<AccessToken, Arc<Error>>>>;
+
+/// The last token request failed; no new one starts before `retry_at`.
+struct Failure {
+    error: Arc<Error>,
+    retry_at: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    cached: Option<CachedToken>,
+    /// The token request under way, if any.
+    flight: Option<Flight>,
+    failure: Option<Failure>,
+    /// Failed token requests in a row.
+    failures: u32,
+}
+
+struct Inner {
+    source: Box<dyn TokenSource>,
+    state: Mutex<State>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the answer of the request under way and says what its waiters get.
+    fn finish(
+        &self,
+        result: Result<IssuedToken, Error>,
+        sent_at: Instant,
+    ) -> Result<AccessToken, Arc<Error>> {
+        let mut state = self.lock();
+        state.flight = None;
+        let now = Instant::now();
+        match result {
+            Ok(issued) => {
+                let cached = CachedToken::stamp(issued, sent_at);
+                tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
+                let token = cached.token.clone();
+                state.cached = Some(cached);
+                state.failure = None;
+                state.failures = 0;
+                Ok(token)
+            }
+            Err(error) => {
+                state.failures = state.failures.saturating_add(1);
+                let delay = failure_backoff(state.failures, error.retry_after());
+                let error = Arc::new(error);
+                tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
+                state.failure =
+                    Some(Failure { error: error.clone(), retry_at: now.checked_add(delay).unwrap_or(now) });
+                match state.cached.as_ref().filter(|c| c.is_unexpired(now)) {
+                    // A failed refresh keeps a token that still works.
+                    Some(still_valid) if !error.needs_reauthentication() => Ok(still_valid.token.clone()),
+                    _ => Err(error),
+                }
+            }
+        }
+    }
+}
+
+/// Clears the request under way if its task ends without an answer (a panicking token store,
+/// a runtime shutting down), so the next caller can start another.
+struct FlightGuard {
+    inner: Option<Arc<Inner>>,
+}
+
+impl Drop for FlightGuard {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            inner.finish(Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT))), Instant::now()).ok();
+        }
+    }
+}
+
+/// The pause after `failures` failed requests in a row: exponential with equal jitter (between
+/// half the ceiling and the ceiling), or the server's `Retry-After` when that is longer, at
+/// most [`FAILURE_BACKOFF_MAX`].
+fn failure_backoff(failures: u32, retry_after: Option<Duration>) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    let ceiling = FAILURE_BACKOFF_INITIAL.saturating_mul(1 << doublings).min(FAILURE_BACKOFF_MAX);
+    let jittered = ceiling / 2 + (ceiling / 2).mul_f64(fastrand::f64());
+    jittered.max(retry_after.unwrap_or_default()).min(FAILURE_BACKOFF_MAX)
+}
+
+/// What a caller does next.
+enum Next {
+    Done(Result<AccessToken, Error>),
+    /// Wait for the request under way; `fallback` still works if the wait runs out.
+    Wait {
+        flight: Flight,
+        fallback: Option<CachedToken>,
+    },
+}
+
+/// Caches the current token and refreshes it with single flight. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct TokenManager {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TokenManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.inner.lock();
+        f.debug_struct("TokenManager")
+            .field("source", &self.inner.source)
+            .field("cached", &state.cached)
+            .field("in_flight", &state.flight.is_some())
+            .field("failures", &state.failures)
+            .finish()
+    }
+}
+
 impl TokenManager {
     pub(crate) fn new(source: Box<dyn TokenSource>) -> Self {
-        TokenManager { source, cache: RwLock::new(None), refresh: Mutex::new(()) }
+        Self::with_state(source, None)
+    }
+
+    fn with_state(source: Box<dyn TokenSource>, cached: Option<CachedToken>) -> Self {
+        let state = State { cached, ..State::default() };
+        TokenManager { inner: Arc::new(Inner { source, state: Mutex::new(state) }) }
     }
 
     /// A manager that starts with a token obtained elsewhere (a sign-in, a token store), valid
@@ -108,66 +253,88 @@ impl TokenManager {
                 now,
             )),
         };
-        TokenManager { source, cache: RwLock::new(cached), refresh: Mutex::new(()) }
+        Self::with_state(source, cached)
     }
 
     /// A token fixed by the caller: never refreshed, never expires on our side.
     pub(crate) fn fixed(token: AccessToken) -> Self {
         let cached = CachedToken { token, refresh_at: None, expires_at: None, renewable: false };
-        TokenManager {
-            source: Box::new(NoRefresh),
-            cache: RwLock::new(Some(cached)),
-            refresh: Mutex::new(()),
-        }
-    }
-
-    fn cached(&self) -> Option<CachedToken> {
-        self.cache.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn store(&self, token: Option<CachedToken>) {
-        *self.cache.write().unwrap_or_else(|e| e.into_inner()) = token;
+        Self::with_state(Box::new(NoRefresh), Some(cached))
     }
 
     /// A token that is good to send now, refreshing first when it is due.
+    ///
+    /// Waits at most one request timeout of `sender` for a token request under way; the
+    /// request itself goes on whatever happens to this caller.
     pub(crate) async fn token(&self, sender: &HttpSender) -> Result<AccessToken, Error> {
-        if let Some(cached) = self.cached().filter(|c| c.is_fresh(Instant::now())) {
-            return Ok(cached.token);
-        }
-        let _flight = self.refresh.lock().await;
-        // Whoever held the lock before us may have refreshed already.
-        let current = self.cached();
-        if let Some(cached) = current.as_ref().filter(|c| c.is_fresh(Instant::now())) {
-            return Ok(cached.token.clone());
-        }
-        let sent_at = Instant::now();
-        match self.source.fetch(sender).await {
-            Ok(issued) => {
-                let cached = CachedToken::stamp(issued, sent_at);
-                tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
-                let token = cached.token.clone();
-                self.store(Some(cached));
-                Ok(token)
-            }
-            Err(err) => match current.filter(|c| c.is_unexpired(Instant::now())) {
-                // A failed refresh keeps a token that still works.
-                Some(still_valid) if !err.needs_reauthentication() => {
-                    tracing::warn!(error = %err, "token refresh failed; using the current token until it expires");
-                    Ok(still_valid.token)
-                }
-                _ => Err(err),
+        let (flight, fallback) = match self.next(sender) {
+            Next::Done(result) => return result,
+            Next::Wait { flight, fallback } => (flight, fallback),
+        };
+        match tokio::time::timeout(sender.timeout().unwrap_or(DEFAULT_TIMEOUT), flight).await {
+            Ok(Ok(token)) => Ok(token),
+            Ok(Err(error)) => Err(error.duplicate()),
+            Err(_) => match fallback.filter(|c| c.is_unexpired(Instant::now())) {
+                Some(still_valid) => Ok(still_valid.token),
+                None => Err(Error::Http(HttpError::timed_out(TOKEN_ENDPOINT))),
             },
         }
     }
 
+    fn next(&self, sender: &HttpSender) -> Next {
+        let mut state = self.inner.lock();
+        let now = Instant::now();
+        if let Some(cached) = state.cached.as_ref().filter(|c| c.is_fresh(now)) {
+            return Next::Done(Ok(cached.token.clone()));
+        }
+        let fallback = state.cached.clone().filter(|c| c.is_unexpired(now));
+        if let Some(flight) = &state.flight {
+            return Next::Wait { flight: flight.clone(), fallback };
+        }
+        if let Some(failure) = state.failure.as_ref().filter(|f| now < f.retry_at) {
+            return Next::Done(match fallback {
+                Some(still_valid) if !failure.error.needs_reauthentication() => Ok(still_valid.token),
+                _ => Err(failure.error.duplicate()),
+            });
+        }
+        let flight = self.start(sender);
+        state.flight = Some(flight.clone());
+        Next::Wait { flight, fallback }
+    }
+
+    /// Starts a token request in a task of its own and returns its shared result.
+    fn start(&self, sender: &HttpSender) -> Flight {
+        let (answer, answered) = oneshot::channel();
+        let inner = self.inner.clone();
+        let sender = sender.clone();
+        tokio::spawn(async move {
+            let mut guard = FlightGuard { inner: Some(inner.clone()) };
+            let sent_at = Instant::now();
+            let result = inner.source.fetch(&sender).await;
+            guard.inner = None;
+            let fetched = result.is_ok();
+            let _ = answer.send(inner.finish(result, sent_at));
+            if fetched {
+                inner.source.after_fetch(&sender).await;
+            }
+        });
+        answered
+            .map(|answer| {
+                answer.unwrap_or_else(|_| Err(Arc::new(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)))))
+            })
+            .boxed()
+            .shared()
+    }
+
     /// Forgets `rejected` after the API refused it, unless a newer token already replaced it.
-    /// Returns true when the next call to [`token`](Self::token) will fetch a new one.
+    /// Returns true when the next call to [`token`](Self::token) will not return `rejected`.
     pub(crate) fn invalidate(&self, rejected: &AccessToken) -> bool {
-        let mut cache = self.cache.write().unwrap_or_else(|e| e.into_inner());
-        match cache.as_ref() {
+        let mut state = self.inner.lock();
+        match state.cached.as_ref() {
             Some(cached) if cached.token == *rejected && cached.renewable => {
-                *cache = None;
-                self.source.rejected(rejected);
+                state.cached = None;
+                drop(state);
+                self.inner.source.rejected(rejected);
                 true
             }
             Some(cached) => cached.token != *rejected,
@@ -189,26 +356,4 @@ impl TokenSource for NoRefresh {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refresh_buffer_is_the_smaller_of_five_minutes_and_a_tenth() {
-        let now = Instant::now();
-        let stamp = |secs| {
-            CachedToken::stamp(
-                IssuedToken {
-                    access_token: AccessToken::new("t"),
-                    expires_in: Some(Duration::from_secs(secs)),
-                    scopes: vec![],
-                },
-                now,
-            )
-        };
-        let hour = stamp(3600);
-        assert_eq!(hour.refresh_at, Some(now + Duration::from_secs(3300)));
-        assert_eq!(hour.expires_at, Some(now + Duration::from_secs(3600)));
-        let short = stamp(10);
-        assert_eq!(short.refresh_at, Some(now + Duration::from_secs(9)));
-    }
-}
+mod tests;

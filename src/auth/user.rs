@@ -2,12 +2,14 @@
 //! rotation, and the token store.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
+use tokio::sync::Mutex;
 
 use super::token_manager::{IssuedToken, TokenManager, TokenSource};
-use super::{AuthorizationCodeFlow, RefreshTurn, TokenSet, TokenStore};
+use super::{AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::transport::HttpSender;
 
@@ -15,8 +17,11 @@ use crate::transport::HttpSender;
 ///
 /// The client sends the user's access token and renews it with the refresh-token grant ahead
 /// of expiry (and after a 401 `invalid_token`), one refresh at a time however many tasks need
-/// it. When the server rotates the refresh token, the new one is kept, and saved through the
-/// [`store`](Self::store) before any request uses the new access token.
+/// it. A refresh runs in a task of its own, so a caller that gives up never cancels it. When the
+/// server rotates the refresh token, the new one is kept in memory at once, and saved through
+/// the [`store`](Self::store) before any request uses the new access token and before the new ID
+/// token is verified. A save that fails is logged and retried in the background; the client
+/// goes on with the new tokens. See the refresh guarantees in the [`auth`](super) module.
 ///
 /// Build one [`Client`](crate::Client) per signed-in user and clone it: clones share the
 /// tokens. Two clients built from the same `UserAuth` would each renew with the same refresh
@@ -58,7 +63,8 @@ impl UserAuth {
         UserAuth { flow, tokens, store: None }
     }
 
-    /// Saves every renewed token set here. Default: none (renewed tokens live in memory only).
+    /// Saves every renewed token set here, before its access token is used. Default: none
+    /// (renewed tokens live in memory only).
     pub fn store(mut self, store: impl TokenStore) -> Self {
         self.store = Some(Arc::new(store));
         self
@@ -72,18 +78,33 @@ impl UserAuth {
         }
         let token = self.tokens.access_token.clone();
         let expires_at = self.tokens.expires_at;
-        let source =
-            UserSource { flow: self.flow, current: tokio::sync::Mutex::new(self.tokens), store: self.store };
+        let state = UserState { current: self.tokens, unverified: None, unsaved: false };
+        let source = UserSource { flow: self.flow, state: Arc::new(Mutex::new(state)), store: self.store };
         Ok(TokenManager::with_token(Box::new(source), token, expires_at))
     }
 }
 
+/// How long one [`TokenStore::save`] may take before it counts as failed.
+const SAVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first pause before a failed save is tried again; it doubles up to [`SAVE_RETRY_MAX`].
+const SAVE_RETRY_INITIAL: Duration = Duration::from_millis(500);
+const SAVE_RETRY_MAX: Duration = Duration::from_secs(300);
+
 /// Renews a user's tokens with the refresh-token grant.
 struct UserSource {
     flow: AuthorizationCodeFlow,
-    /// The newest set; its refresh token is the one to use next.
-    current: tokio::sync::Mutex<TokenSet>,
+    state: Arc<Mutex<UserState>>,
     store: Option<Arc<dyn TokenStore>>,
+}
+
+struct UserState {
+    /// The newest set; its refresh token is the one to use next.
+    current: TokenSet,
+    /// The ID token a refresh brought into `current`, not verified yet, with the set it
+    /// replaced.
+    unverified: Option<(IdToken, TokenSet)>,
+    /// `current` is not in the store: a save failed and is being retried in the background.
+    unsaved: bool,
 }
 
 impl fmt::Debug for UserSource {
@@ -92,23 +113,76 @@ impl fmt::Debug for UserSource {
     }
 }
 
+impl UserSource {
+    /// Saves `state.current`; after a failure, keeps retrying in the background until a save
+    /// succeeds, so the store catches up with memory.
+    async fn save(&self, state: &mut UserState) {
+        let Some(store) = &self.store else { return };
+        if save_once(store.as_ref(), &state.current).await {
+            state.unsaved = false;
+        } else if !state.unsaved {
+            state.unsaved = true;
+            retry_save(Arc::downgrade(&self.state), store.clone());
+        }
+    }
+}
+
+/// One save, bounded by [`SAVE_TIMEOUT`]; a failure is logged.
+async fn save_once(store: &dyn TokenStore, tokens: &TokenSet) -> bool {
+    match tokio::time::timeout(SAVE_TIMEOUT, store.save(tokens)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(error)) => {
+            tracing::warn!(error = %error, "saving renewed tokens failed; the client keeps them in memory and retries");
+            false
+        }
+        Err(_) => {
+            tracing::warn!(timeout = ?SAVE_TIMEOUT, "saving renewed tokens timed out; the client keeps them in memory and retries");
+            false
+        }
+    }
+}
+
+/// Tries the save again with backoff until it succeeds, a newer set is saved, or the client is
+/// gone.
+fn retry_save(state: Weak<Mutex<UserState>>, store: Arc<dyn TokenStore>) {
+    tokio::spawn(async move {
+        let mut delay = SAVE_RETRY_INITIAL;
+        loop {
+            tokio::time::sleep(delay / 2 + (delay / 2).mul_f64(fastrand::f64())).await;
+            let Some(state) = state.upgrade() else { return };
+            let mut state = state.lock().await;
+            if !state.unsaved {
+                return;
+            }
+            if save_once(store.as_ref(), &state.current).await {
+                state.unsaved = false;
+                tracing::info!("renewed tokens saved after an earlier failure");
+                return;
+            }
+            delay = delay.saturating_mul(2).min(SAVE_RETRY_MAX);
+        }
+    });
+}
+
 impl TokenSource for UserSource {
-    /// Runs under the token manager's refresh lock: the new set is kept, then saved, and only
-    /// then handed out.
+    /// Runs in the token manager's own task, never cancelled: the new set is kept in memory
+    /// the moment it arrives (refresh token first), saved, and only then handed out. Its ID
+    /// token is verified afterwards, in [`after_fetch`](TokenSource::after_fetch).
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
-            let mut current = self.current.lock().await;
+            let mut state = self.state.lock().await;
             // A store shared by several processes locks the refresh for all of them, and hands
             // back the set another process saved meanwhile.
             let turn = match &self.store {
-                Some(store) => store.begin_refresh(&current).await.map_err(Error::TokenStore)?,
+                Some(store) => store.begin_refresh(&state.current).await.map_err(Error::TokenStore)?,
                 None => RefreshTurn::proceed(),
             };
             let RefreshTurn { newer, lock } = turn;
             if let Some(newer) = newer {
                 // Its refresh token is the newest, whether or not its access token still works.
                 let usable = !newer.is_expired();
-                *current = newer;
+                state.current = newer;
+                state.unverified = None;
                 if usable {
                     if let Some(lock) = lock {
                         lock.release().await;
@@ -116,28 +190,47 @@ impl TokenSource for UserSource {
                     tracing::debug!("user tokens taken from the store, refreshed elsewhere");
                     let now = chrono::Utc::now();
                     return Ok(IssuedToken {
-                        access_token: current.access_token.clone(),
-                        expires_in: current.expires_at.map(|at| (at - now).to_std().unwrap_or_default()),
-                        scopes: current.scopes.clone(),
+                        access_token: state.current.access_token.clone(),
+                        expires_in: state
+                            .current
+                            .expires_at
+                            .map(|at| (at - now).to_std().unwrap_or_default()),
+                        scopes: state.current.scopes.clone(),
                     });
                 }
             }
-            let (next, expires_in) = self.flow.refresh_with(sender, &current).await?;
-            let rotated = next.refresh_token != current.refresh_token;
+            let refreshed = self.flow.refresh_with(sender, &state.current).await?;
+            let rotated = refreshed.tokens.refresh_token != state.current.refresh_token;
             // Kept first: the server has already retired the old refresh token.
-            *current = next;
-            if let Some(store) = &self.store {
-                store.save(&current).await.map_err(Error::TokenStore)?;
-            }
+            state.current = refreshed.tokens;
+            state.unverified = refreshed.new_id_token;
+            self.save(&mut state).await;
             if let Some(lock) = lock {
                 lock.release().await;
             }
-            tracing::debug!(rotated, saved = self.store.is_some(), "user tokens refreshed");
+            tracing::debug!(rotated, saved = self.store.is_some() && !state.unsaved, "user tokens refreshed");
             Ok(IssuedToken {
-                access_token: current.access_token.clone(),
-                expires_in,
-                scopes: current.scopes.clone(),
+                access_token: state.current.access_token.clone(),
+                expires_in: refreshed.expires_in,
+                scopes: state.current.scopes.clone(),
             })
+        })
+    }
+
+    /// Verifies the new ID token; one that fails is dropped from the set (and the store).
+    fn after_fetch<'a>(&'a self, _sender: &'a HttpSender) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some((id_token, previous)) = self.state.lock().await.unverified.take() else { return };
+            let outcome = self.flow.verify_id_token(&id_token).await;
+            let mut state = self.state.lock().await;
+            if state.current.id_token.as_ref() != Some(&id_token) {
+                return; // a newer refresh replaced it
+            }
+            let dropped = outcome.is_err();
+            state.current.settle_id_token(outcome, &previous);
+            if dropped {
+                self.save(&mut state).await;
+            }
         })
     }
 }

@@ -280,7 +280,7 @@ impl TokenVerifier {
         audience: impl Into<String>,
     ) -> Result<Self, VerifyError> {
         let url = parse_jwks_url(jwks_url.as_ref())?;
-        let sender = HttpSender::standalone(None, JWKS_TIMEOUT)
+        let sender = HttpSender::standalone(JWKS_TIMEOUT)
             .map_err(|e| VerifyError::InvalidConfig { message: format!("cannot build http client: {e}") })?;
         Self::with_source(Some(JwksSource { url, sender }), KeyMap::new(), issuer, audience)
     }
@@ -335,14 +335,35 @@ impl TokenVerifier {
         })
     }
 
-    /// Uses `client` for JWKS requests instead of the crate's own (which follows no
-    /// redirects). Requests still time out after 10 seconds and carry the crate's
-    /// `User-Agent`; a 3xx answer is a failed fetch.
+    /// Settings of the HTTP client of JWKS requests (proxies, root certificates, default
+    /// headers): `configure` receives a `reqwest::ClientBuilder` and returns it; redirects are
+    /// then turned off, whatever it chose, and a 3xx answer is a failed fetch. Requests still
+    /// time out after 10 seconds and carry the crate's `User-Agent`.
     ///
     /// Has no effect on a verifier made with [`from_jwks`](Self::from_jwks).
-    #[must_use]
-    pub fn with_http_client(self, client: reqwest::Client) -> Self {
-        self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT))
+    ///
+    /// ```
+    /// # fn main() -> Result<(), business_records::auth::VerifyError> {
+    /// use business_records::auth::TokenVerifier;
+    /// let verifier = TokenVerifier::new(
+    ///     "https://auth.example.com/.well-known/jwks.json",
+    ///     "https://auth.example.com",
+    ///     "business-records-api",
+    /// )?
+    /// .http_config(|http| http.pool_max_idle_per_host(2))?;
+    /// # let _ = verifier; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError::InvalidConfig`] when reqwest cannot build the client.
+    pub fn http_config(
+        self,
+        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+    ) -> Result<Self, VerifyError> {
+        let client = crate::transport::http_client(configure)
+            .map_err(|e| VerifyError::InvalidConfig { message: e.to_string() })?;
+        Ok(self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT)))
     }
 
     /// Sends JWKS requests through `sender` (a flow's own, for ID tokens).

@@ -9,8 +9,8 @@ use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, AuthorizationRequest, LoopbackRedirect, MemoryTokenStore,
     TokenIntrospector, TokenSet, TokenStore, TokenStoreError,
 };
-use business_records::reference_server::{ReferenceServer, ReferenceServerBuilder};
-use business_records::{Auth, CallbackError, Client, Error, ErrorCode};
+use business_records::reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder};
+use business_records::{Auth, CallbackError, Client, Error, ErrorCode, RetryPolicy};
 use futures::future::BoxFuture;
 
 use crate::support;
@@ -213,7 +213,11 @@ async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use(
     assert_eq!(store.saves(), 1);
     assert_ne!(saved.refresh_token, first.refresh_token, "the server rotated the refresh token");
     assert_ne!(saved.access_token, first.access_token);
-    assert!(saved.id_token_claims().is_some(), "the new id token was verified");
+    let new_id_token = saved.id_token.as_ref().expect("the refresh brought an id token");
+    assert_ne!(saved.id_token, first.id_token);
+    assert!(saved.id_token_error().is_none(), "the new id token passed verification");
+    let claims = flow.verify_id_token(new_id_token).await.expect("the saved id token verifies");
+    assert_eq!(claims.sub.as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
     assert!(server.api_requests().iter().all(|r| r.status == 200), "no expired token was ever sent");
 
     // The old refresh token is spent: presenting it again is reuse, which revokes the sign-in.
@@ -374,51 +378,74 @@ impl TokenStore for FlakyStore {
 }
 
 #[tokio::test]
-async fn a_failing_store_fails_the_call_and_the_rotated_token_is_not_lost() {
-    let Some((server, flow, tokens)) =
+async fn a_failing_store_does_not_fail_the_call_and_the_save_is_retried_until_it_lands() {
+    let Some((server, flow, first)) =
         signed_in("store failure", || one_second_tokens().refresh_token_rotation(true)).await
     else {
         return;
     };
     let store = FlakyStore::default();
-    let client = user_client_with(&server, Auth::user(flow, tokens).store(store.clone()).into());
+    let client = user_client_with(&server, Auth::user(flow, first.clone()).store(store.clone()).into());
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    let err = client.companies().send().await.expect_err("the save failed");
-    assert!(matches!(err, Error::TokenStore(_)), "{err:?}");
-    assert_eq!(err.to_string(), "token store failed");
-    let source = std::error::Error::source(&err).map(ToString::to_string);
-    assert_eq!(source.as_deref(), Some("the disk is full"));
-    // The rotated refresh token was kept in memory: the next refresh uses it (no reuse).
-    client.companies().send().await.expect("the next call refreshes again and saves");
+    client.companies().send().await.expect("the refreshed token is used although its save failed");
+    assert_eq!(server.token_requests_for("refresh_token"), 1);
+    // The set stays in memory and the save is tried again in the background.
+    support::eventually("the retried save", || store.inner.get().is_some()).await;
+    let saved = store.inner.get().expect("saved");
+    assert!(store.attempts.load(Ordering::SeqCst) >= 2);
+    assert_eq!(server.token_requests_for("refresh_token"), 1, "a retried save needs no new refresh");
+    assert_ne!(saved.refresh_token, first.refresh_token, "the store holds the rotated refresh token");
+    // The next refresh presents that rotated token: no reuse, the sign-in lives on.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    client.companies().send().await.expect("the next refresh works");
     assert_eq!(server.token_requests_for("refresh_token"), 2);
-    assert!(store.inner.get().is_some());
+    assert_ne!(store.inner.get().expect("saved").refresh_token, saved.refresh_token);
 }
 
 #[tokio::test]
-async fn a_failed_refresh_keeps_a_token_that_still_works() {
-    let Some((server, flow, tokens)) = signed_in("failed refresh", || {
+async fn a_failed_refresh_keeps_a_token_that_still_works_and_the_next_try_waits_for_the_backoff() {
+    let Some((server, flow, first)) = signed_in("failed refresh", || {
         ReferenceServer::builder()
             .companies(5)
-            .token_lifetime(Duration::from_secs(2))
+            .token_lifetime(Duration::from_secs(4))
             .refresh_token_rotation(true)
+            .faults(Faults::new())
     })
     .await
     else {
         return;
     };
-    let store = FlakyStore::default();
-    let client = user_client_with(&server, Auth::user(flow, tokens).store(store.clone()).into());
-    // Inside the refresh window (the last 0.2 s) but before expiry: the refresh fails (the
-    // store cannot save), and the call goes out with the current token.
-    tokio::time::sleep(Duration::from_millis(1850)).await;
+    let store = MemoryTokenStore::new();
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::user(flow, first.clone()).store(store.clone()))
+        .retry(RetryPolicy::none())
+        .build()
+        .expect("client");
+    server.set_faults(Faults::new().token_at(1, Fault::Html(503)));
+    // Inside the refresh window (the last 0.4 s) but before expiry: the refresh meets a
+    // gateway's 503 page, and the call goes out with the current token.
+    let expires_at = first.expires_at.expect("an expiry");
+    let until_window = (expires_at - chrono::Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(until_window.saturating_sub(Duration::from_millis(300))).await;
     client.companies().send().await.expect("the current token still works");
-    assert_eq!(server.token_requests_for("refresh_token"), 1);
-    assert!(store.inner.get().is_none());
-    // The next call refreshes again, with the rotated refresh token kept in memory.
-    client.companies().send().await.expect("refreshed and saved");
-    assert_eq!(server.token_requests_for("refresh_token"), 2);
-    assert!(store.inner.get().is_some());
-    assert!(server.api_requests().iter().all(|r| r.status == 200));
+    assert_eq!(server.fault_counts().token.get("html_503"), 1);
+    // Within the backoff after the failure: the current token again, no token request.
+    client.companies().send().await.expect("the current token still works");
+    assert_eq!(server.fault_counts().token.requests, 1);
+    assert_eq!(store.saves(), 0);
+    // Once the token has expired and the backoff (at most 1 s) is over, the next call
+    // refreshes.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    client.companies().send().await.expect("refreshed");
+    assert_eq!(server.fault_counts().token.requests, 2);
+    let saved = store.get().expect("saved");
+    assert_ne!(saved.refresh_token, first.refresh_token);
+    assert_eq!(
+        server.active_refresh_tokens(server.test_user()),
+        [saved.refresh_token.expect("rt").secret().to_owned()]
+    );
+    assert!(server.api_requests().iter().all(|r| r.status == 200), "no expired token was ever sent");
 }
 
 #[tokio::test]

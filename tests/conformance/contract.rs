@@ -80,7 +80,7 @@ async fn the_builder_takes_every_documented_setting() {
         .on_deprecation(|_notice| {})
         .deprecation_policy(DeprecationPolicy::WarnOnce)
         .timeout(Duration::from_secs(20))
-        .http_client(reqwest::Client::new())
+        .http_config(|http| http.pool_max_idle_per_host(8))
         .user_agent("contract-test/1.0")
         .build()
         .expect("every setting is valid");

@@ -3,7 +3,8 @@
 //!
 //! The SDK performs client credentials (HTTP Basic and form body), the full PKCE sign-in (a
 //! scripted login and consent stand in for the browser), refreshes with rotation (directly and
-//! through a `Client` after a 401), reads the discovery document, introspects, and
+//! through a `Client` after a 401, and one whose caller gave up while the provider's answer was
+//! in flight), reads the discovery document, introspects, and
 //! `TokenVerifier` validates the provider's access tokens.
 //!
 //! The package is installed with npm into `target/tmp/oidc-interop` on first use. Without
@@ -308,6 +309,35 @@ async fn sign_in(issuer: &str, login: &str) -> (AuthorizationCodeFlow, TokenSet,
     (flow, tokens, callback)
 }
 
+/// Relays TCP connections to `upstream`, holding every chunk of its answers back for `delay`:
+/// the provider has processed a request while its response is still in flight.
+async fn slow_relay(upstream: std::net::SocketAddr, delay: Duration) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else { return };
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                let requests = tokio::io::copy(&mut client_read, &mut server_write);
+                let answers = async {
+                    let mut buffer = vec![0u8; 16 * 1024];
+                    while let Ok(n @ 1..) = server_read.read(&mut buffer).await {
+                        tokio::time::sleep(delay).await;
+                        if client_write.write_all(&buffer[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let _ = tokio::join!(requests, answers);
+            });
+        }
+    });
+    address
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sdk_interoperates_with_oidc_provider() {
     let provider = match tokio::task::spawn_blocking(start_provider).await.expect("setup task") {
@@ -403,6 +433,35 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     let saved = store.get().expect("the rotated tokens were saved");
     assert_ne!(saved.refresh_token, tokens.refresh_token);
     assert_eq!(seen.lock().expect("lock").last().and_then(|(sub, _)| sub.clone()).as_deref(), Some("bob"));
+
+    // A refresh whose caller gives up while the provider's answer is still on its way: the
+    // provider has rotated the refresh token, the client keeps the answer anyway, and the next
+    // call succeeds with it.
+    let (_, tokens, _) = sign_in(&issuer, "carol").await;
+    let provider_addr = url::Url::parse(&issuer).expect("issuer").socket_addrs(|| None).expect("address")[0];
+    let relay = slow_relay(provider_addr, Duration::from_millis(400)).await;
+    let mut slow = metadata.clone();
+    slow.token_endpoint = Some(url::Url::parse(&format!("http://{relay}/oauth2/token")).expect("url"));
+    let slow_flow = AuthorizationCodeFlow::from_metadata(&slow, APP, "http://127.0.0.1:1/callback")
+        .expect("flow")
+        .scopes(["openid", "offline_access", "api/read"]);
+    let store = MemoryTokenStore::new();
+    let client = Client::builder()
+        .base_url(api.uri())
+        .auth(Auth::user(slow_flow.clone(), tokens.clone()).store(store.clone()))
+        .build()
+        .expect("client");
+    reject_once.lock().expect("lock").push("carol".into());
+    let cancelled = tokio::time::timeout(Duration::from_millis(150), client.companies().send()).await;
+    assert!(cancelled.is_err(), "the caller gave up while the refresh answer was in flight");
+    crate::support::eventually("the refresh answer kept", || store.saves() == 1).await;
+    let rotated = store.get().expect("saved");
+    assert_ne!(rotated.refresh_token, tokens.refresh_token, "oidc-provider rotated, the client kept it");
+    client.companies().send().await.expect("the next call succeeds with the rotated token");
+    assert_eq!(seen.lock().expect("lock").last().and_then(|(sub, _)| sub.clone()).as_deref(), Some("carol"));
+    assert_eq!(store.saves(), 1, "no second refresh was needed");
+    let again = slow_flow.refresh(&rotated).await.expect("the kept refresh token is the current one");
+    assert_ne!(again.refresh_token, rotated.refresh_token);
 
     // Introspection: an unknown token is inactive; JWT access tokens are refused by design.
     let introspector =

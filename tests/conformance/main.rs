@@ -8,6 +8,8 @@
 mod support;
 
 mod auth_client_credentials;
+mod auth_refresh;
+mod auth_token_endpoint;
 mod auth_user;
 mod contract;
 mod errors;
@@ -22,5 +24,6 @@ mod secrets;
 mod shared_cache;
 #[cfg(feature = "redis")]
 mod shared_user_store;
+mod token_chaos;
 mod verifier;
 mod versioning;

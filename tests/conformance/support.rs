@@ -114,3 +114,12 @@ pub async fn drain(stream: &mut ItemStream<Company>) -> (Vec<String>, Option<Err
         }
     }
 }
+
+/// Waits until `done` holds, for at most ten seconds (work a cancelled caller left running).
+pub async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "{what} never happened");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

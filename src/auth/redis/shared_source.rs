@@ -86,6 +86,10 @@ impl<S: TokenSource> TokenSource for SharedTokenSource<S> {
         })
     }
 
+    fn after_fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, ()> {
+        self.inner.after_fetch(sender)
+    }
+
     fn rejected(&self, token: &AccessToken) {
         let served = self.served.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((served_token, sealed)) = served.as_ref()

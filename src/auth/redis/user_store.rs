@@ -31,8 +31,9 @@ struct Stored {
 ///
 /// The set is sealed with AES-256-GCM under a key derived from the cache's
 /// [`user_secret`](super::RedisTokenCache::user_secret); the Redis key is a hash of the user
-/// key. When Redis is unavailable, `load` fails, while the refresh goes on without the lock and a
-/// failed `save` is logged (the new set stays in memory), so that requests keep working.
+/// key. When Redis is unavailable, `load` and `save` fail (the client keeps a renewed set in
+/// memory and saves it again in the background), and a refresh goes on without the lock, so
+/// that requests keep working.
 #[derive(Clone)]
 pub struct RedisUserStore {
     pub(crate) redis: Arc<Redis>,
@@ -103,9 +104,11 @@ impl TokenStore for RedisUserStore {
             let sealed = sealer
                 .seal(&self.key, &json)
                 .ok_or_else(|| TokenStoreError::new("the tokens could not be sealed"))?;
-            // Unavailable: already warned; the client keeps the new set in memory.
-            let _ = self.redis.set(&self.key, &sealed, None).await;
-            Ok(())
+            // Unavailable: the client keeps the new set in memory and saves it again later.
+            self.redis
+                .set(&self.key, &sealed, None)
+                .await
+                .ok_or_else(|| TokenStoreError::new("redis is unavailable"))
         })
     }
 

@@ -1,0 +1,216 @@
+//! A seeded random schedule of listings by one signed-in user against the reference server with
+//! refresh-token rotation and reuse detection on: token-endpoint faults (gateway pages, 429s,
+//! dropped connections, slow answers), API faults (5xx, 429, dropped connections, empty pages,
+//! every access token expiring at once), access tokens of one and two seconds, and callers
+//! cancelled at random points (a timeout around `send()`, a stream dropped mid-listing).
+//!
+//! Whatever happens, the sign-in survives (no `invalid_grant`, no reuse detected), every
+//! listing that runs to its end delivers every company exactly once and in order, a dropped
+//! one delivered a clean prefix, nothing panics, and at the end the store holds the refresh
+//! token the server considers current. `BUSINESS_RECORDS_CHAOS_SEED` replays a seed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use business_records::auth::MemoryTokenStore;
+use business_records::reference_server::{Fault, Faults, ReferenceServer, RetryAfter};
+use business_records::{Auth, Client, CompanySort, Error, RetryPolicy};
+
+use crate::auth_user::sign_in;
+use crate::support;
+
+/// Listings per token lifetime; two lifetimes make the run.
+const LISTINGS: usize = 120;
+const WORKERS: usize = 6;
+const COMPANIES: usize = 24;
+const PAGE: u32 = 8;
+
+fn seed() -> u64 {
+    std::env::var("BUSINESS_RECORDS_CHAOS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0014)
+}
+
+/// Five in twelve token requests meet a fault that acts before the grant.
+fn token_faults(rng: &mut fastrand::Rng, n: usize) -> Vec<Option<Fault>> {
+    (0..n)
+        .map(|_| match rng.u32(0..12) {
+            0 => Some(Fault::Html(503)),
+            1 => Some(Fault::Empty(502)),
+            2 => Some(Fault::RateLimited(RetryAfter::Seconds(0))),
+            3 => Some(Fault::DropConnection),
+            4 => Some(Fault::Slow(Duration::from_millis(rng.u64(50..300)))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// About one API request in six meets a fault; every access token expires at once now and
+/// then, never twice within twenty requests (a request resent after a refresh must not meet
+/// the same fault again, or it would rightly ask for a new sign-in).
+fn api_faults(rng: &mut fastrand::Rng, n: usize) -> Vec<Option<Fault>> {
+    let mut last_expiry = 0;
+    (0..n)
+        .map(|i| match rng.u32(0..24) {
+            0 => Some(Fault::Status(503)),
+            1 => Some(Fault::Html(502)),
+            2 => Some(Fault::RateLimited(RetryAfter::Seconds(0))),
+            3 => Some(Fault::DropConnection),
+            4 => Some(Fault::EmptyPage),
+            5 | 6 if i >= last_expiry + 20 => {
+                last_expiry = i;
+                Some(Fault::ExpireTokens)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What became of the listings.
+#[derive(Debug, Default)]
+struct Tally {
+    completed: AtomicUsize,
+    timed_out: AtomicUsize,
+    dropped: AtomicUsize,
+}
+
+/// One listing in one of three ways, checked against the dataset's order.
+async fn listing(client: &Client, expected: &[String], rng: &mut fastrand::Rng, tally: &Tally) {
+    let list = || client.companies().sort(CompanySort::CreatedAt.asc()).limit(PAGE);
+    match rng.u32(0..3) {
+        0 => {
+            let all = list().stream().try_collect().await;
+            let ids: Vec<String> =
+                all.unwrap_or_else(|e| panic!("a listing failed: {e:?}")).into_iter().map(|c| c.id).collect();
+            assert_eq!(ids, expected, "every company exactly once, in order");
+            tally.completed.fetch_add(1, Ordering::Relaxed);
+        }
+        1 => {
+            let limit = Duration::from_millis(rng.u64(0..40));
+            match tokio::time::timeout(limit, list().send()).await {
+                Ok(page) => {
+                    let page = page.unwrap_or_else(|e| panic!("a page failed: {e:?}"));
+                    let ids: Vec<String> = page.data.into_iter().map(|c| c.id).collect();
+                    assert!(expected.starts_with(&ids), "the first page is the first companies");
+                    tally.completed.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {
+                    tally.timed_out.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        _ => {
+            let take = rng.usize(1..expected.len());
+            let mut stream = list().stream();
+            let mut ids = Vec::new();
+            while ids.len() < take {
+                match stream.try_next().await {
+                    Ok(Some(company)) => ids.push(company.id),
+                    Ok(None) => break,
+                    Err(e) => panic!("a listing failed: {e:?}"),
+                }
+            }
+            // Dropped mid-listing, with its prefetch possibly waiting for a token.
+            drop(stream);
+            assert_eq!(ids, expected[..ids.len()], "a clean prefix");
+            tally.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+async fn run(lifetime: Duration, seed: u64) {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let Some(server) = support::reference_server("token chaos", || {
+        ReferenceServer::builder()
+            .companies(COMPANIES)
+            .seed(seed)
+            .token_lifetime(lifetime)
+            .refresh_token_rotation(true)
+            .faults(Faults::new())
+    })
+    .await
+    else {
+        return;
+    };
+    let (flow, tokens) = sign_in(&server).await;
+    server.set_faults(
+        Faults::new().token_sequence(token_faults(&mut rng, 2_000)).sequence(api_faults(&mut rng, 20_000)),
+    );
+    let store = MemoryTokenStore::new();
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::user(flow, tokens).store(store.clone()))
+        .retry(
+            RetryPolicy::default()
+                .max_attempts(10)
+                .initial_delay(Duration::from_millis(5))
+                .max_delay(Duration::from_millis(200)),
+        )
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let expected: Arc<Vec<String>> =
+        Arc::new(server.dataset().companies_sorted("createdAt", None).iter().map(|c| c.id.clone()).collect());
+    let next = Arc::new(AtomicUsize::new(0));
+    let tally = Arc::new(Tally::default());
+    let workers = (0..WORKERS).map(|worker| {
+        let (client, expected, next, tally) = (client.clone(), expected.clone(), next.clone(), tally.clone());
+        let mut rng = fastrand::Rng::with_seed(seed ^ (worker as u64 + 1).wrapping_mul(0x9E37_79B9));
+        tokio::spawn(async move {
+            while next.fetch_add(1, Ordering::Relaxed) < LISTINGS {
+                listing(&client, &expected, &mut rng, &tally).await;
+                // Now and then a pause, so tokens expire between listings too.
+                if rng.u32(0..3) == 0 {
+                    tokio::time::sleep(Duration::from_millis(rng.u64(0..400))).await;
+                }
+            }
+        })
+    });
+    for worker in futures::future::join_all(workers).await {
+        if let Err(e) = worker {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+
+    // A refresh a cancelled caller started may still be under way: wait for it to settle.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stored = store.get().and_then(|t| t.refresh_token).map(|t| t.secret().to_owned());
+        let current = server.active_refresh_tokens(server.test_user());
+        if stored.is_some() && current == [stored.clone().unwrap_or_default()] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the store holds {stored:?}, the server considers {current:?} current"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let counts = server.fault_counts();
+    let refreshes = server.token_requests_for("refresh_token");
+    println!(
+        "token chaos, {lifetime:?} tokens, seed {seed:#x}: {tally:?}, {refreshes} refresh requests, \
+         {} token faults, {} API faults",
+        counts.token.total(),
+        counts.applied.values().sum::<u64>()
+    );
+    assert_eq!(server.refresh_token_reuses(), 0, "no rotated refresh token was ever presented again");
+    assert!(counts.token.total() > 0 && !counts.applied.is_empty(), "the schedule injected faults");
+    assert!(refreshes >= 3, "tokens expired and were refreshed during the run");
+    let (completed, timed_out, dropped) = (
+        tally.completed.load(Ordering::Relaxed),
+        tally.timed_out.load(Ordering::Relaxed),
+        tally.dropped.load(Ordering::Relaxed),
+    );
+    assert_eq!(completed + timed_out + dropped, LISTINGS);
+    assert!(timed_out > 0 && dropped > 0, "callers were cancelled both ways");
+    // The sign-in is intact: one more call works.
+    let err: Option<Error> = client.companies().limit(1).send().await.err();
+    assert!(err.is_none(), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_and_forty_listings_under_token_and_api_faults_lose_nothing() {
+    let seed = seed();
+    run(Duration::from_secs(1), seed).await;
+    run(Duration::from_secs(2), seed.wrapping_add(1)).await;
+}
