@@ -60,6 +60,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Many processes
+//!
+//! Caching and single flight end at the process boundary. With the `redis` feature,
+//! `RedisTokenCache` shares one client-credentials token among every process with the same
+//! credentials (`ClientCredentials::shared_cache`), and its user stores lock a user's refresh
+//! across processes through [`TokenStore::begin_refresh`], so that a rotating refresh token is
+//! presented once. A store of your own can do the same with [`RefreshTurn`] and [`RefreshLock`].
+//!
 //! # The resource-server side
 //!
 //! [`TokenVerifier`] validates access tokens for a resource server;

@@ -126,8 +126,9 @@ impl RedisTokenCache {
         Ok(cache)
     }
 
-    /// How long a lock lives at most: a process that dies holding it delays the others by this
-    /// much, and a token request must finish within it. Default: 30 seconds.
+    /// How long a lock lives at most, and so how long a process that dies holding it delays the
+    /// others; a refresh must finish within it. Default: 30 seconds. Processes waiting for a
+    /// client-credentials token give up after 10 seconds at most and fetch their own.
     #[must_use]
     pub fn lock_ttl(mut self, ttl: Duration) -> Self {
         self.lock_ttl = ttl.max(Duration::from_millis(1));

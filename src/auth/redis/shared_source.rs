@@ -18,6 +18,9 @@ use crate::auth::AccessToken;
 use crate::auth::token_manager::{IssuedToken, TokenSource, refresh_buffer};
 use crate::transport::HttpSender;
 
+/// The longest a process waits for another to publish a token before it fetches its own.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+
 /// The shared entry, sealed before it is stored.
 #[derive(Serialize, Deserialize)]
 struct Entry {
@@ -103,8 +106,9 @@ impl<S: TokenSource> TokenSource for SharedTokenSource<S> {
 impl<S: TokenSource> SharedTokenSource<S> {
     /// The shared path; `None` sends the caller to its own.
     async fn shared(&self, sender: &HttpSender) -> Option<Result<IssuedToken, Error>> {
-        // A dead holder's lock expires after `lock_ttl`: wait a little longer than that.
-        let deadline = Instant::now() + self.lock_ttl + Duration::from_secs(1);
+        // A dead holder's lock expires after `lock_ttl`: wait a little longer than that, but no
+        // longer than `MAX_WAIT`, after which fetching alone costs less than waiting.
+        let deadline = Instant::now() + (self.lock_ttl + Duration::from_secs(1)).min(MAX_WAIT);
         loop {
             let (entry, sealed) = self.read().await?.unzip();
             if let (Some(entry), Some(sealed)) = (&entry, &sealed)
