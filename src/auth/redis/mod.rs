@@ -210,3 +210,40 @@ impl RedisTokenCache {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bad_settings_are_named_and_never_echo_the_url() {
+        for (url, timeout, argument) in [
+            ("http://user:hunter2@127.0.0.1:6379", DEFAULT_TIMEOUT, "url"),
+            ("not a url", DEFAULT_TIMEOUT, "url"),
+            ("redis://127.0.0.1:6379", Duration::ZERO, "timeout"),
+        ] {
+            match RedisTokenCache::connect_with_timeout(url, timeout).await {
+                Err(Error::InvalidArgument { argument: got, message }) => {
+                    assert_eq!(got, argument);
+                    assert!(!message.contains("hunter2"), "{message}");
+                }
+                other => panic!("expected an error naming {argument}, got {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_redis_is_not_an_error_and_debug_shows_no_secret() {
+        // Port 1 on loopback: nothing listens there.
+        let cache =
+            RedisTokenCache::connect_with_timeout("redis://:hunter2@127.0.0.1:1", Duration::from_millis(100))
+                .await
+                .expect("connect does not fail on an unreachable server")
+                .user_secret("user secret value");
+        assert!(!cache.ping().await);
+        let debug = format!("{cache:?} {:?}", cache.user_store("user-42"));
+        for secret in ["hunter2", "user secret value", "user-42"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
+    }
+}
