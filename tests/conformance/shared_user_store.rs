@@ -135,3 +135,24 @@ async fn a_user_store_without_a_user_secret_says_so() {
     let err = store.load().await.expect_err("no user secret");
     assert!(err.to_string().contains("user_secret"), "{err}");
 }
+
+#[tokio::test]
+async fn a_late_save_never_replaces_a_newer_set() {
+    let Some(redis) = crate::shared_cache::redis("late save") else {
+        return;
+    };
+    let first = store(&redis).await;
+    let second = store(&redis).await;
+    first.save(&TokenSet::new("access-1").with_refresh_token("refresh-1")).await.expect("save");
+    assert!(second.load().await.expect("load").is_some());
+    // Both saw the first set; the second process renews and saves...
+    second.save(&TokenSet::new("access-2").with_refresh_token("refresh-2")).await.expect("save");
+    // ...then the first saves a set based on the first one (a save retried after an outage).
+    first.save(&TokenSet::new("access-1b").with_refresh_token("refresh-1b")).await.expect("save");
+    let stored = store(&redis).await.load().await.expect("load").expect("a set");
+    assert_eq!(stored.access_token.secret(), "access-2", "the newer set stays");
+    // A store that never read one (a new sign-in) replaces whatever is there.
+    store(&redis).await.save(&TokenSet::new("access-3")).await.expect("save");
+    let stored = store(&redis).await.load().await.expect("load").expect("a set");
+    assert_eq!(stored.access_token.secret(), "access-3");
+}

@@ -22,10 +22,29 @@ end
 return 0
 ";
 
+/// Stores `ARGV[2]` under `KEYS[1]` as `<generation>:<value>`, the generation one above the
+/// stored one, unless the stored generation is above `ARGV[1]` (the one the writer last saw;
+/// 0 when it saw none). Returns the new generation, or -1 when a newer value is stored.
+const SAVE_UNLESS_NEWER: &str = r"
+local current = redis.call('GET', KEYS[1])
+local stored = 0
+if current then
+    stored = tonumber(string.match(current, '^(%d+):')) or 0
+end
+local seen = tonumber(ARGV[1])
+if seen > 0 and stored > seen then
+    return -1
+end
+local generation = stored + 1
+redis.call('SET', KEYS[1], generation .. ':' .. ARGV[2])
+return generation
+";
+
 /// A connection that reconnects by itself, with the cache's timeout on every command.
 pub(crate) struct Redis {
     manager: ConnectionManager,
     compare_and_delete: Script,
+    save_unless_newer: Script,
     timeout: Duration,
     last_warning: Mutex<Option<Instant>>,
     unavailable: AtomicBool,
@@ -51,6 +70,7 @@ impl Redis {
         Ok(Redis {
             manager,
             compare_and_delete: Script::new(COMPARE_AND_DELETE),
+            save_unless_newer: Script::new(SAVE_UNLESS_NEWER),
             timeout,
             last_warning: Mutex::new(None),
             unavailable: AtomicBool::new(false),
@@ -71,6 +91,16 @@ impl Redis {
         let invocation = invocation.arg(expected).invoke_async::<i64>(&mut conn);
         let outcome = tokio::time::timeout(self.timeout, invocation).await;
         self.settle("compare-and-delete", outcome).map(|deleted| deleted == 1)
+    }
+
+    /// Stores `value` under `key` with the next generation, unless a generation above `seen`
+    /// is stored. `Some(Some(generation))` when stored, `Some(None)` when a newer one is there.
+    pub(crate) async fn save_unless_newer(&self, key: &str, seen: u64, value: &[u8]) -> Option<Option<u64>> {
+        let mut conn = self.manager.clone();
+        let mut invocation = self.save_unless_newer.key(key);
+        let invocation = invocation.arg(seen).arg(value).invoke_async::<i64>(&mut conn);
+        let outcome = tokio::time::timeout(self.timeout, invocation).await;
+        self.settle("save", outcome).map(|generation| u64::try_from(generation).ok())
     }
 
     /// `SET key value NX PX ttl`: `Some(true)` when this call set it.

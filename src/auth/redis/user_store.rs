@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::connection::Redis;
@@ -14,11 +13,18 @@ use super::lock::{self, Attempt};
 use super::seal::Sealer;
 use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 
-/// What is sealed and stored: the set and a generation that grows with every save.
-#[derive(Serialize, Deserialize)]
+/// A stored set and its generation, which grows with every save: stored as
+/// `<generation>:<sealed set>`.
 struct Stored {
     generation: u64,
     tokens: TokenSet,
+}
+
+/// Splits `<generation>:<rest>`.
+fn split_generation(value: &[u8]) -> Option<(u64, &[u8])> {
+    let colon = value.iter().take(21).position(|&b| b == b':')?;
+    let generation = std::str::from_utf8(&value[..colon]).ok()?.parse().ok()?;
+    Some((generation, &value[colon + 1..]))
 }
 
 /// A [`TokenStore`] in Redis for one user, shared by every process; made by
@@ -28,6 +34,10 @@ struct Stored {
 /// compare-and-delete, or by expiry if the holder dies) and reads the stored set: if another
 /// process refreshed meanwhile, the client takes that set instead of presenting a refresh token
 /// the server already retired. So a rotating refresh token is presented once across the fleet.
+///
+/// Each save carries a generation one above the stored one, and never replaces a set saved
+/// after the one this store last read (a save retried after an outage loses to a newer set); a
+/// store that has read nothing yet (right after a sign-in) replaces whatever is there.
 ///
 /// The set is sealed with AES-256-GCM under a key derived from the cache's
 /// [`user_secret`](super::RedisTokenCache::user_secret); the Redis key is a hash of the user
@@ -61,10 +71,12 @@ impl RedisUserStore {
         let Some(sealed) = self.redis.get(&self.key).await else {
             return Err(TokenStoreError::new("redis is unavailable"));
         };
-        let Some(sealed) = sealed else { return Ok(None) };
-        let stored = sealer
-            .open(&self.key, &sealed)
-            .and_then(|json| serde_json::from_slice::<Stored>(&json).ok())
+        let Some(value) = sealed else { return Ok(None) };
+        let stored = split_generation(&value)
+            .and_then(|(generation, sealed)| {
+                let json = sealer.open(&self.key, sealed)?;
+                Some(Stored { generation, tokens: serde_json::from_slice(&json).ok()? })
+            })
             .ok_or_else(|| {
                 TokenStoreError::new("the stored tokens cannot be opened with this user secret")
             })?;
@@ -98,17 +110,25 @@ impl TokenStore for RedisUserStore {
     fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
         Box::pin(async move {
             let sealer = self.sealer()?;
-            let generation = self.seen.fetch_add(1, Ordering::SeqCst) + 1;
-            let json = serde_json::to_vec(&Stored { generation, tokens: tokens.clone() })
+            let json = serde_json::to_vec(tokens)
                 .map_err(|e| TokenStoreError::with_source("the tokens could not be encoded", e))?;
             let sealed = sealer
                 .seal(&self.key, &json)
                 .ok_or_else(|| TokenStoreError::new("the tokens could not be sealed"))?;
-            // Unavailable: the client keeps the new set in memory and saves it again later.
-            self.redis
-                .set(&self.key, &sealed, None)
-                .await
-                .ok_or_else(|| TokenStoreError::new("redis is unavailable"))
+            // Never over a set saved after the one this store last saw (a save retried late);
+            // unavailable: the client keeps the new set in memory and saves it again later.
+            let seen = self.seen.load(Ordering::SeqCst);
+            match self.redis.save_unless_newer(&self.key, seen, &sealed).await {
+                Some(Some(generation)) => {
+                    self.seen.fetch_max(generation, Ordering::SeqCst);
+                    Ok(())
+                }
+                Some(None) => {
+                    tracing::debug!("a newer token set is stored; this one is not saved over it");
+                    Ok(())
+                }
+                None => Err(TokenStoreError::new("redis is unavailable")),
+            }
         })
     }
 
