@@ -284,7 +284,7 @@ impl ClientBuilder {
             .with_retry(retry.clone());
 
         let tokens = match auth.kind {
-            AuthKind::ClientCredentials(flow) => TokenManager::new(Box::new(flow.into_source()?)),
+            AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),
             AuthKind::User(user) => user.into_manager()?,
             AuthKind::Static(token) => {
                 if token.secret().trim().is_empty() {

@@ -44,6 +44,9 @@
 //! completion whoever stops waiting for it, and nothing the server answered is lost: see the
 //! refresh guarantees in the [`auth`] module, and `examples/desktop_login.rs`.
 //!
+//! Many processes with the same credentials can share one token, and one user's refreshes, over
+//! Redis: see `auth::RedisTokenCache` (feature `redis`).
+//!
 //! ### List
 //!
 //! [`Client::companies`] and [`Client::contacts`] return a [`List`] builder: [`limit`](List::limit)
@@ -113,6 +116,7 @@
 //! | Feature | Default | Adds |
 //! |---|---|---|
 //! | `reference-server` | off | the in-process reference server (wiremock) for tests and examples |
+//! | `redis` | off | `auth::RedisTokenCache`: token state shared by many processes over Redis or Valkey |
 //!
 //! The client logs through `tracing` (one span per HTTP request, with OpenTelemetry's HTTP field
 //! names) and never prints. No token or secret ever reaches a log line or an error message.

@@ -31,6 +31,8 @@ pub struct ClientCredentials {
     client_secret: ClientSecret,
     scopes: Vec<String>,
     method: ClientAuthMethod,
+    #[cfg(feature = "redis")]
+    shared: Option<super::RedisTokenCache>,
 }
 
 /// How the client id and secret reach the token endpoint.
@@ -53,6 +55,8 @@ impl ClientCredentials {
             client_secret,
             scopes: Vec::new(),
             method: ClientAuthMethod::Basic,
+            #[cfg(feature = "redis")]
+            shared: None,
         }
     }
 
@@ -100,6 +104,33 @@ impl ClientCredentials {
     pub fn token_url(mut self, url: impl Into<String>) -> Self {
         self.token_url = Some(url.into());
         self
+    }
+
+    /// Shares the token with every process that uses `cache` with the same authorization
+    /// server, client id and scopes: one token request for all of them, refreshed once ahead of
+    /// expiry. Default: none (each client fetches its own). See
+    /// [`RedisTokenCache`](super::RedisTokenCache).
+    #[cfg(feature = "redis")]
+    pub fn shared_cache(mut self, cache: super::RedisTokenCache) -> Self {
+        self.shared = Some(cache);
+        self
+    }
+
+    /// The token source the client builder uses: the grant itself, or the grant behind the
+    /// shared cache.
+    pub(crate) fn into_token_source(self) -> Result<Box<dyn TokenSource>, Error> {
+        #[cfg(feature = "redis")]
+        if let Some(cache) = self.shared.clone() {
+            let secret = self.client_secret.clone();
+            let source = self.into_source()?;
+            let identity = [
+                source.client.token_uri().as_str().to_owned(),
+                source.client.client_id().as_str().to_owned(),
+                source.scopes.join(" "),
+            ];
+            return Ok(cache.client_credentials_source(&identity, &secret, source));
+        }
+        Ok(Box::new(self.into_source()?))
     }
 
     /// Checks every setting; the client builder calls this from `build()`.

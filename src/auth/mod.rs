@@ -60,6 +60,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Many processes
+//!
+//! Caching and single flight end at the process boundary. With the `redis` feature,
+//! `RedisTokenCache` shares one client-credentials token among every process with the same
+//! credentials (`ClientCredentials::shared_cache`), and its user stores lock a user's refresh
+//! across processes through [`TokenStore::begin_refresh`], so that a rotating refresh token is
+//! presented once. A store of your own can do the same with [`RefreshTurn`] and [`RefreshLock`].
+//!
 //! # The resource-server side
 //!
 //! [`TokenVerifier`] validates access tokens for a resource server;
@@ -71,6 +79,9 @@ mod client_credentials;
 mod discovery;
 mod loopback;
 pub(crate) mod pkce;
+#[cfg(feature = "redis")]
+mod redis;
+mod refresh_turn;
 mod secret;
 mod store;
 pub(crate) mod token_manager;
@@ -81,6 +92,9 @@ pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
 pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
 pub use loopback::LoopbackRedirect;
+#[cfg(feature = "redis")]
+pub use redis::{RedisTokenCache, RedisUserStore};
+pub use refresh_turn::{RefreshLock, RefreshTurn};
 pub use secret::{AccessToken, AuthorizationCode, ClientSecret, IdToken, PkceVerifier, RefreshToken};
 pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore, TokenStoreError};
 pub use user::UserAuth;

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::{AccessToken, Claims, IdToken, RefreshToken};
+use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn};
 
 /// The tokens of a signed-in user: what the authorization-code exchange and every refresh
 /// return, and what a [`TokenStore`] keeps.
@@ -223,6 +223,17 @@ pub trait TokenStore: Send + Sync + 'static {
 
     /// Replaces the stored set with `tokens`.
     fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>>;
+
+    /// Called before the client refreshes `current` with its refresh token. A store shared by
+    /// several processes takes a lock here and returns the set another process saved meanwhile
+    /// (see [`RefreshTurn`]); the default, for a store kept by one process, does nothing.
+    fn begin_refresh<'a>(
+        &'a self,
+        current: &'a TokenSet,
+    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+        let _ = current;
+        Box::pin(async { Ok(RefreshTurn::proceed()) })
+    }
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
@@ -232,6 +243,13 @@ impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
 
     fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
         (**self).save(tokens)
+    }
+
+    fn begin_refresh<'a>(
+        &'a self,
+        current: &'a TokenSet,
+    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+        (**self).begin_refresh(current)
     }
 }
 

@@ -59,6 +59,12 @@ pub(crate) trait TokenSource: Send + Sync + std::fmt::Debug + 'static {
     fn rejected(&self, _token: &AccessToken) {}
 }
 
+/// How long before expiry a token of `lifetime` is refreshed: the smaller of five minutes and
+/// a tenth of the lifetime.
+pub(crate) fn refresh_buffer(lifetime: Duration) -> Duration {
+    MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR)
+}
+
 /// A token as the authorization server issued it.
 pub(crate) struct IssuedToken {
     pub(crate) access_token: AccessToken,
@@ -83,10 +89,8 @@ impl CachedToken {
     fn stamp(issued: IssuedToken, sent_at: Instant) -> Self {
         let lifetime = issued.expires_in.map(clamp_lifetime);
         let expires_at = lifetime.and_then(|lifetime| sent_at.checked_add(lifetime));
-        let refresh_at = lifetime.and_then(|lifetime| {
-            let buffer = MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR);
-            sent_at.checked_add(lifetime.saturating_sub(buffer))
-        });
+        let refresh_at = lifetime
+            .and_then(|lifetime| sent_at.checked_add(lifetime.saturating_sub(refresh_buffer(lifetime))));
         CachedToken { token: issued.access_token, refresh_at, expires_at, renewable: true }
     }
 

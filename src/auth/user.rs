@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
 use super::token_manager::{IssuedToken, TokenManager, TokenSource};
-use super::{AuthorizationCodeFlow, IdToken, TokenSet, TokenStore};
+use super::{AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::transport::HttpSender;
 
@@ -171,12 +171,43 @@ impl TokenSource for UserSource {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let mut state = self.state.lock().await;
+            // A store shared by several processes locks the refresh for all of them, and hands
+            // back the set another process saved meanwhile.
+            let turn = match &self.store {
+                Some(store) => store.begin_refresh(&state.current).await.map_err(Error::TokenStore)?,
+                None => RefreshTurn::proceed(),
+            };
+            let RefreshTurn { newer, lock } = turn;
+            if let Some(newer) = newer {
+                // Its refresh token is the newest, whether or not its access token still works.
+                let usable = !newer.is_expired();
+                state.current = newer;
+                state.unverified = None;
+                if usable {
+                    if let Some(lock) = lock {
+                        lock.release().await;
+                    }
+                    tracing::debug!("user tokens taken from the store, refreshed elsewhere");
+                    let now = chrono::Utc::now();
+                    return Ok(IssuedToken {
+                        access_token: state.current.access_token.clone(),
+                        expires_in: state
+                            .current
+                            .expires_at
+                            .map(|at| (at - now).to_std().unwrap_or_default()),
+                        scopes: state.current.scopes.clone(),
+                    });
+                }
+            }
             let refreshed = self.flow.refresh_with(sender, &state.current).await?;
             let rotated = refreshed.tokens.refresh_token != state.current.refresh_token;
             // Kept first: the server has already retired the old refresh token.
             state.current = refreshed.tokens;
             state.unverified = refreshed.new_id_token;
             self.save(&mut state).await;
+            if let Some(lock) = lock {
+                lock.release().await;
+            }
             tracing::debug!(rotated, saved = self.store.is_some() && !state.unsaved, "user tokens refreshed");
             Ok(IssuedToken {
                 access_token: state.current.access_token.clone(),

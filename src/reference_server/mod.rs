@@ -89,6 +89,8 @@ mod faults;
 mod jwt;
 mod odd;
 mod proxy;
+#[cfg(feature = "redis")]
+mod redis_server;
 mod users;
 mod versions;
 
@@ -104,6 +106,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
 pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
 pub use odd::{OddKind, OddRecords};
+#[cfg(feature = "redis")]
+pub use redis_server::RedisServer;
 pub use versions::{DeprecationHeaders, Lifecycle};
 
 /// The API's OpenAPI 3.1 document (`openapi/business-records-v1.yaml`), with

@@ -22,6 +22,10 @@ mod pagination;
 mod pagination_guards;
 mod resilience;
 mod secrets;
+#[cfg(feature = "redis")]
+mod shared_cache;
+#[cfg(feature = "redis")]
+mod shared_user_store;
 mod token_chaos;
 mod verifier;
 mod version_signals;

@@ -17,7 +17,7 @@ use crate::support;
 
 /// Everything the subscriber writes, shared with the test.
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -31,7 +31,7 @@ impl Write for Captured {
 }
 
 impl Captured {
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
     }
 }

@@ -1,0 +1,134 @@
+//! What reaches Redis is sealed: AES-256-GCM under a key derived with HKDF-SHA256 from a secret
+//! every process already has, bound to the Redis key it is stored under. Key names are hashes
+//! of the identifiers.
+
+use std::fmt;
+
+use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use aws_lc_rs::{digest, hkdf};
+
+/// Format version of a sealed value (its first byte).
+const VERSION: u8 = 1;
+/// HKDF salt: fixed, so that every process derives the same key from the same secret.
+const SALT: &[u8] = b"business-records redis token cache v1";
+/// Length of the key id that separates entries sealed under different secrets.
+const KEY_ID_LEN: usize = 16;
+
+/// A sealing key and the id that goes into key names.
+pub(crate) struct Sealer {
+    key: LessSafeKey,
+    key_id: [u8; KEY_ID_LEN],
+}
+
+impl fmt::Debug for Sealer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Sealer([redacted])")
+    }
+}
+
+/// An output length for HKDF.
+struct Len(usize);
+
+impl hkdf::KeyType for Len {
+    fn len(&self) -> usize {
+        self.0
+    }
+}
+
+impl Sealer {
+    /// Derives the key for `purpose` from `secret`. `None` only if the crypto library refuses
+    /// the lengths, which it does not for these constants.
+    pub(crate) fn derive(secret: &[u8], purpose: &str) -> Option<Self> {
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, SALT).extract(secret);
+        let key: UnboundKey = prk.expand(&[b"aead ", purpose.as_bytes()], &AES_256_GCM).ok()?.into();
+        let mut key_id = [0u8; KEY_ID_LEN];
+        prk.expand(&[b"key id ", purpose.as_bytes()], Len(KEY_ID_LEN)).ok()?.fill(&mut key_id).ok()?;
+        Some(Sealer { key: LessSafeKey::new(key), key_id })
+    }
+
+    /// `{prefix}:{kind}:{hex}`, where `hex` hashes the key id and `parts`: nothing in it can be
+    /// read back, and processes with different secrets never share an entry.
+    pub(crate) fn key_name(&self, prefix: &str, kind: &str, parts: &[&str]) -> String {
+        let mut hash = digest::Context::new(&digest::SHA256);
+        hash.update(&self.key_id);
+        for part in parts {
+            // Length-prefixed, so that no two lists of parts hash alike.
+            hash.update(&(part.len() as u64).to_be_bytes());
+            hash.update(part.as_bytes());
+        }
+        let digest = hash.finish();
+        let hex: String = digest.as_ref()[..20].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{prefix}:{kind}:{hex}")
+    }
+
+    /// `VERSION || nonce || ciphertext || tag`, bound to `aad` (the Redis key).
+    pub(crate) fn seal(&self, aad: &str, plaintext: &[u8]) -> Option<Vec<u8>> {
+        let nonce: [u8; NONCE_LEN] = random_bytes()?;
+        let mut sealed = Vec::with_capacity(1 + NONCE_LEN + plaintext.len() + AES_256_GCM.tag_len());
+        sealed.push(VERSION);
+        sealed.extend_from_slice(&nonce);
+        let mut body = plaintext.to_vec();
+        self.key
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad.as_bytes()),
+                &mut body,
+            )
+            .ok()?;
+        sealed.extend_from_slice(&body);
+        Some(sealed)
+    }
+
+    /// The plaintext, or `None` when `sealed` was not sealed under this key for `aad` (another
+    /// secret, another key, or tampered with).
+    pub(crate) fn open(&self, aad: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+        let (&version, rest) = sealed.split_first()?;
+        if version != VERSION || rest.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, body) = rest.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut body = body.to_vec();
+        let plaintext = self.key.open_in_place(nonce, Aad::from(aad.as_bytes()), &mut body).ok()?;
+        Some(plaintext.to_vec())
+    }
+}
+
+/// `N` bytes from the operating system's CSPRNG.
+pub(crate) fn random_bytes<const N: usize>() -> Option<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::getrandom(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_values_open_only_with_the_same_secret_and_key() {
+        let sealer = Sealer::derive(b"client secret", "client credentials").expect("derive");
+        let sealed = sealer.seal("k1", b"token value").expect("seal");
+        assert!(!sealed.windows(5).any(|w| w == b"token"), "the token is not readable at rest");
+        assert_eq!(sealer.open("k1", &sealed).as_deref(), Some(&b"token value"[..]));
+        assert_eq!(sealer.open("k2", &sealed), None, "bound to its key");
+        let other = Sealer::derive(b"another secret", "client credentials").expect("derive");
+        assert_eq!(other.open("k1", &sealed), None);
+        let mut tampered = sealed.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert_eq!(sealer.open("k1", &tampered), None);
+    }
+
+    #[test]
+    fn key_names_hash_identifiers_and_differ_by_secret() {
+        let a = Sealer::derive(b"secret-a", "user").expect("derive");
+        let b = Sealer::derive(b"secret-b", "user").expect("derive");
+        let name = a.key_name("app", "user", &["user-42"]);
+        assert!(name.starts_with("app:user:"));
+        assert!(!name.contains("user-42") && !name.contains("secret"));
+        assert_eq!(name, a.key_name("app", "user", &["user-42"]));
+        assert_ne!(name, b.key_name("app", "user", &["user-42"]));
+        assert_ne!(a.key_name("app", "cc", &["ab", "c"]), a.key_name("app", "cc", &["a", "bc"]));
+    }
+}

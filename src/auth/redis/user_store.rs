@@ -1,0 +1,161 @@
+//! A user's token set in Redis, with a refresh lock across processes.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::time::Instant;
+
+use super::connection::Redis;
+use super::lock::{self, Attempt};
+use super::seal::Sealer;
+use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
+
+/// A stored set and its generation, which grows with every save: stored as
+/// `<generation>:<sealed set>`.
+struct Stored {
+    generation: u64,
+    tokens: TokenSet,
+}
+
+/// Splits `<generation>:<rest>`.
+fn split_generation(value: &[u8]) -> Option<(u64, &[u8])> {
+    let colon = value.iter().take(21).position(|&b| b == b':')?;
+    let generation = std::str::from_utf8(&value[..colon]).ok()?.parse().ok()?;
+    Some((generation, &value[colon + 1..]))
+}
+
+/// A [`TokenStore`] in Redis for one user, shared by every process; made by
+/// [`RedisTokenCache::user_store`](super::RedisTokenCache::user_store).
+///
+/// Before a refresh, the client takes this store's lock (`SET NX PX`, released by
+/// compare-and-delete, or by expiry if the holder dies) and reads the stored set: if another
+/// process refreshed meanwhile, the client takes that set instead of presenting a refresh token
+/// the server already retired. So a rotating refresh token is presented once across the fleet.
+///
+/// Each save carries a generation one above the stored one, and never replaces a set saved
+/// after the one this store last read (a save retried after an outage loses to a newer set); a
+/// store that has read nothing yet (right after a sign-in) replaces whatever is there.
+///
+/// The set is sealed with AES-256-GCM under a key derived from the cache's
+/// [`user_secret`](super::RedisTokenCache::user_secret); the Redis key is a hash of the user
+/// key. When Redis is unavailable, `load` and `save` fail (the client keeps a renewed set in
+/// memory and saves it again in the background), and a refresh goes on without the lock, so
+/// that requests keep working.
+#[derive(Clone)]
+pub struct RedisUserStore {
+    pub(crate) redis: Arc<Redis>,
+    pub(crate) sealer: Result<Arc<Sealer>, &'static str>,
+    pub(crate) key: String,
+    pub(crate) lock_ttl: Duration,
+    /// The highest generation this store has read or written.
+    pub(crate) seen: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for RedisUserStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisUserStore").field("key", &self.key).finish_non_exhaustive()
+    }
+}
+
+impl RedisUserStore {
+    fn sealer(&self) -> Result<&Sealer, TokenStoreError> {
+        self.sealer.as_deref().map_err(|message| TokenStoreError::new(*message))
+    }
+
+    /// The stored generation and set; `Ok(None)` without one, `Err` when Redis failed.
+    async fn read(&self) -> Result<Option<Stored>, TokenStoreError> {
+        let sealer = self.sealer()?;
+        let Some(sealed) = self.redis.get(&self.key).await else {
+            return Err(TokenStoreError::new("redis is unavailable"));
+        };
+        let Some(value) = sealed else { return Ok(None) };
+        let stored = split_generation(&value)
+            .and_then(|(generation, sealed)| {
+                let json = sealer.open(&self.key, sealed)?;
+                Some(Stored { generation, tokens: serde_json::from_slice(&json).ok()? })
+            })
+            .ok_or_else(|| {
+                TokenStoreError::new("the stored tokens cannot be opened with this user secret")
+            })?;
+        self.seen.fetch_max(stored.generation, Ordering::SeqCst);
+        Ok(Some(stored))
+    }
+
+    /// Takes the refresh lock, waiting (bounded) while another process holds it. `None` when
+    /// Redis failed or the holder outlived the wait.
+    async fn lock(&self) -> Option<RefreshLock> {
+        let key = format!("{}:lock", self.key);
+        let deadline = Instant::now() + self.lock_ttl + Duration::from_secs(1);
+        loop {
+            match lock::try_lock(&self.redis, &key, self.lock_ttl).await? {
+                Attempt::Held(guard) => return Some(RefreshLock::new(guard.release())),
+                Attempt::Busy if Instant::now() >= deadline => {
+                    self.redis.warn("refresh lock", "another process held the refresh lock too long");
+                    return None;
+                }
+                Attempt::Busy => lock::pause().await,
+            }
+        }
+    }
+}
+
+impl TokenStore for RedisUserStore {
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+        Box::pin(async move { Ok(self.read().await?.map(|stored| stored.tokens)) })
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            let sealer = self.sealer()?;
+            let json = serde_json::to_vec(tokens)
+                .map_err(|e| TokenStoreError::with_source("the tokens could not be encoded", e))?;
+            let sealed = sealer
+                .seal(&self.key, &json)
+                .ok_or_else(|| TokenStoreError::new("the tokens could not be sealed"))?;
+            // Never over a set saved after the one this store last saw (a save retried late);
+            // unavailable: the client keeps the new set in memory and saves it again later.
+            let seen = self.seen.load(Ordering::SeqCst);
+            match self.redis.save_unless_newer(&self.key, seen, &sealed).await {
+                Some(Some(generation)) => {
+                    self.seen.fetch_max(generation, Ordering::SeqCst);
+                    Ok(())
+                }
+                Some(None) => {
+                    tracing::debug!("a newer token set is stored; this one is not saved over it");
+                    Ok(())
+                }
+                None => Err(TokenStoreError::new("redis is unavailable")),
+            }
+        })
+    }
+
+    fn begin_refresh<'a>(
+        &'a self,
+        current: &'a TokenSet,
+    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+        Box::pin(async move {
+            self.sealer()?;
+            let seen = self.seen.load(Ordering::SeqCst);
+            let Some(lock) = self.lock().await else {
+                return Ok(RefreshTurn::proceed());
+            };
+            let turn = RefreshTurn::locked(lock);
+            Ok(match self.read().await {
+                // Saved by another process since this one last looked.
+                Ok(Some(stored))
+                    if stored.generation > seen && stored.tokens.access_token != current.access_token =>
+                {
+                    turn.with_newer(stored.tokens)
+                }
+                Ok(_) => turn,
+                Err(err) => {
+                    tracing::debug!(error = %err, "stored tokens unreadable; refreshing with the current ones");
+                    turn
+                }
+            })
+        })
+    }
+}
