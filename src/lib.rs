@@ -115,6 +115,7 @@ mod error;
 mod pagination;
 pub mod resources;
 mod retry;
+mod telemetry;
 mod transport;
 mod urls;
 mod version;
@@ -128,6 +129,9 @@ pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
 pub use pagination::{Cursor, ItemStream, Page, PageStream};
+/// The middleware crate whose layers [`ClientBuilder::middleware`] takes, at the version this
+/// crate uses.
+pub use reqwest_middleware;
 pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
 pub use resources::contacts::{Contact, ContactSort, ListContacts};
 pub use resources::{IntoSort, List, Resource, Sort};

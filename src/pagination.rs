@@ -22,12 +22,13 @@ use serde::Deserialize;
 use sync_wrapper::SyncWrapper;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::deprecation::DeprecationNotice;
 use crate::error::{ErrorCode, PaginationError};
 use crate::resources::{ListQuery, MAX_LIMIT, Resource};
 use crate::transport::ApiRequest;
-use crate::{Client, Error};
+use crate::{Client, Error, telemetry};
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
@@ -182,10 +183,14 @@ struct Pager<T: Resource> {
     deferred: Option<Error>,
     /// Requests sent again after a transient failure, shared with the stream.
     retries: Arc<AtomicU64>,
+    /// The listing's span: a child of the span current when the stream was made, and the parent
+    /// of every request of the listing, prefetched or not.
+    span: tracing::Span,
 }
 
 impl<T: Resource> Pager<T> {
     fn new(client: Client, query: ListQuery, retries: Arc<AtomicU64>) -> Self {
+        let span = telemetry::listing_span(client.inner().endpoint(T::PATH).path());
         let page_size = query.limit.unwrap_or(MAX_LIMIT);
         let cursor = query.cursor.clone();
         Pager {
@@ -202,6 +207,7 @@ impl<T: Resource> Pager<T> {
             not_before: None,
             deferred: None,
             retries,
+            span,
         }
     }
 
@@ -209,26 +215,45 @@ impl<T: Resource> Pager<T> {
         self.query.max_items.map(|max| max.saturating_sub(self.delivered))
     }
 
-    /// Starts the request for the page at `self.cursor`, as a task of its own.
-    fn start_fetch(&mut self) -> JoinHandle<PageResult<T>> {
+    /// The page size of the next request, and when it may start; moves the pacing on.
+    fn next_request(&mut self) -> (u32, Option<Instant>) {
         let limit = match self.remaining() {
             Some(remaining) => self.page_size.min(u32::try_from(remaining).unwrap_or(u32::MAX)),
             None => self.page_size,
         };
+        let not_before = self.not_before;
+        if let Some(delay) = self.client.inner().page_delay {
+            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
+        }
+        (limit, not_before)
+    }
+
+    /// Requests the page at `self.cursor` in the listing's span.
+    async fn fetch(&mut self) -> PageResult<T> {
+        let (limit, not_before) = self.next_request();
+        if let Some(at) = not_before {
+            tokio::time::sleep_until(at).await;
+        }
+        fetch_page(&self.client, &self.query, Some(limit), self.cursor.as_ref(), Some(&self.retries))
+            .instrument(self.span.clone())
+            .await
+    }
+
+    /// Starts the request for the page at `self.cursor` as a task of its own, in the listing's
+    /// span.
+    fn prefetch(&mut self) -> JoinHandle<PageResult<T>> {
+        let (limit, not_before) = self.next_request();
         let client = self.client.clone();
         let query = self.query.clone();
         let cursor = self.cursor.clone();
-        let not_before = self.not_before;
         let retries = Arc::clone(&self.retries);
-        if let Some(delay) = client.inner().page_delay {
-            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
-        }
-        tokio::spawn(async move {
+        let request = async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
             fetch_page(&client, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
-        })
+        };
+        tokio::spawn(request.instrument(self.span.clone()))
     }
 
     async fn next_page(&mut self) -> Option<PageResult<T>> {
@@ -242,13 +267,12 @@ impl<T: Resource> Pager<T> {
             self.finished = true;
             return None;
         }
-        let handle = match self.prefetched.take() {
-            Some(handle) => handle,
-            None => self.start_fetch(),
-        };
-        let result = match handle.await {
-            Ok(result) => result,
-            Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
+        let result = match self.prefetched.take() {
+            Some(handle) => match handle.await {
+                Ok(result) => result,
+                Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
+            },
+            None => self.fetch().await,
         };
         let page = match result {
             Ok(page) => page,
@@ -315,7 +339,7 @@ impl<T: Resource> Pager<T> {
         if self.remaining() == Some(0) {
             self.finished = true;
         } else if self.client.inner().prefetch {
-            self.prefetched = Some(self.start_fetch());
+            self.prefetched = Some(self.prefetch());
         }
         Ok(())
     }
@@ -326,6 +350,12 @@ impl<T: Resource> Drop for Pager<T> {
         if let Some(handle) = self.prefetched.take() {
             handle.abort();
         }
+        telemetry::record_listing(
+            &self.span,
+            self.pages,
+            self.delivered,
+            self.retries.load(Ordering::Relaxed),
+        );
     }
 }
 

@@ -21,7 +21,7 @@ use super::discovery::AuthServerMetadata;
 use super::pkce::{Pkce, constant_time_eq, random_value};
 use super::{Claims, IdToken, PkceVerifier, RefreshToken, TokenSet, TokenVerifier, VerifyError};
 use crate::error::CallbackError;
-use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
+use crate::transport::{DEFAULT_TIMEOUT, HttpSender, Layers};
 use crate::{Error, ErrorCode, urls};
 
 /// Where the spec puts the endpoints, below `{auth_url}`.
@@ -93,6 +93,7 @@ struct FlowConfig {
     jwks_url: Url,
     http: Option<reqwest::Client>,
     timeout: Duration,
+    middleware: Layers,
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
     invalid: Option<(&'static str, String)>,
@@ -192,6 +193,7 @@ impl AuthorizationCodeFlow {
                 jwks_url,
                 http: None,
                 timeout: DEFAULT_TIMEOUT,
+                middleware: Layers::new(),
                 sender: HttpSender::standalone(None, DEFAULT_TIMEOUT)?,
                 invalid: None,
                 id_verifier: OnceLock::new(),
@@ -238,8 +240,20 @@ impl AuthorizationCodeFlow {
     /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client instead.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         let config = self.config_mut();
-        config.sender = HttpSender::with_client(client.clone(), config.timeout);
+        config.sender =
+            HttpSender::with_client(client.clone(), config.timeout).with_middleware(&config.middleware);
         config.http = Some(client);
+        self
+    }
+
+    /// Runs `layer` on every request of this flow, as
+    /// [`ClientBuilder::middleware`](crate::ClientBuilder::middleware) does for a client: the
+    /// code exchange and [`refresh`](Self::refresh). A [`Client`](crate::Client) built with
+    /// [`Auth::user`](crate::Auth::user) refreshes through its own layers. Default: none.
+    pub fn middleware(mut self, layer: impl reqwest_middleware::Middleware) -> Self {
+        let config = self.config_mut();
+        config.middleware.push(Arc::new(layer));
+        config.sender = config.sender.clone().with_middleware(&config.middleware);
         self
     }
 

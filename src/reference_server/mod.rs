@@ -73,6 +73,7 @@ mod dataset;
 mod faults;
 mod jwt;
 mod proxy;
+mod recorder;
 mod users;
 mod versions;
 
@@ -87,6 +88,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
 pub use faults::{Fault, FaultCounts, Faults, RetryAfter};
+pub use recorder::RecordedRequest;
 pub use versions::{DeprecationHeaders, Lifecycle};
 
 use crate::auth::TokenVerifier;
@@ -349,6 +351,7 @@ pub struct ReferenceServerBuilder {
     faults: Option<Faults>,
     api_port: u16,
     auth_port: u16,
+    recorded_headers: Vec<String>,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -369,11 +372,24 @@ impl Default for ReferenceServerBuilder {
             faults: None,
             api_port: 0,
             auth_port: 0,
+            recorded_headers: Vec::new(),
         }
     }
 }
 
 impl ReferenceServerBuilder {
+    /// Records these headers of every request either server receives (API, token, JWKS,
+    /// discovery, ...), for [`ReferenceServer::recorded_requests`]. Default: none, and then
+    /// nothing is recorded.
+    pub fn record_headers<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.recorded_headers.extend(names.into_iter().map(Into::into));
+        self
+    }
+
     /// Number of companies. Default: 1,000.
     pub fn companies(mut self, n: usize) -> Self {
         self.companies = n;
@@ -530,6 +546,9 @@ impl ReferenceServerBuilder {
 
         let auth_server = listen(self.auth_port).await;
         let api_server = listen(self.api_port).await;
+        let recorder = recorder::Recorder::new(self.recorded_headers);
+        recorder.mount(&auth_server).await;
+        recorder.mount(&api_server).await;
         let auth_url = auth_server.uri();
         let jwks_json = signer.jwks_json();
         let verifier = match TokenVerifier::from_jwks(&jwks_json, auth_url.clone(), self.audience.clone()) {
@@ -594,6 +613,7 @@ impl ReferenceServerBuilder {
             dataset,
             shared,
             auth_settings,
+            recorder,
         }
     }
 }
@@ -625,6 +645,7 @@ pub struct ReferenceServer {
     dataset: Arc<Dataset>,
     shared: Arc<Shared>,
     auth_settings: auth::AuthSettings,
+    recorder: recorder::Recorder,
 }
 
 impl fmt::Debug for ReferenceServer {
@@ -726,9 +747,17 @@ impl ReferenceServer {
         log.iter().cloned().collect()
     }
 
+    /// Requests either server received, oldest first (the last 10,000), with the headers
+    /// named in [`record_headers`](ReferenceServerBuilder::record_headers); empty when none
+    /// were named.
+    pub fn recorded_requests(&self) -> Vec<RecordedRequest> {
+        self.recorder.requests()
+    }
+
     /// Sets the token and JWKS request counts to zero and clears the
-    /// request log.
+    /// request logs.
     pub fn reset_counters(&self) {
+        self.recorder.clear();
         self.shared.token_requests.store(0, Ordering::Relaxed);
         self.shared.jwks_requests.store(0, Ordering::Relaxed);
         self.shared.authorize_requests.store(0, Ordering::Relaxed);

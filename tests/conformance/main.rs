@@ -18,4 +18,5 @@ mod pagination;
 mod pagination_guards;
 mod resilience;
 mod secrets;
+mod telemetry;
 mod versioning;
