@@ -11,6 +11,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,8 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use sync_wrapper::SyncWrapper;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -27,7 +30,7 @@ use tracing::Instrument;
 use crate::deprecation::DeprecationNotice;
 use crate::error::{ErrorCode, PaginationError};
 use crate::resources::{ListQuery, MAX_LIMIT, Resource};
-use crate::transport::ApiRequest;
+use crate::transport::{ApiRequest, ApiResponse};
 use crate::{Client, Error, telemetry};
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
@@ -121,13 +124,39 @@ struct Envelope<T> {
 
 impl<T> From<Envelope<T>> for Page<T> {
     fn from(Envelope { data, pagination }: Envelope<T>) -> Self {
-        Page {
-            data,
-            has_more: pagination.has_more,
-            next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
-            total_count: pagination.total_count,
-            deprecation: None,
-        }
+        pagination.into_page(data)
+    }
+}
+
+/// A page as a listing receives it: the pagination fields decoded and the items still JSON, so
+/// that the next page can be requested before this one's items are decoded.
+struct RawPage {
+    items: Box<RawValue>,
+    pagination: PaginationMeta,
+    deprecation: Option<DeprecationNotice>,
+}
+
+/// The page envelope on the wire, items left undecoded.
+#[derive(Deserialize)]
+struct RawEnvelope {
+    data: Box<RawValue>,
+    pagination: PaginationMeta,
+}
+
+impl RawPage {
+    /// True when `data` is an empty array.
+    fn is_empty(&self) -> bool {
+        let json = self.items.get().trim();
+        json.strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .is_some_and(|inner| inner.trim().is_empty())
+    }
+
+    /// Decodes the items as [`Page`]'s own decoding does (`data: Vec<T>`).
+    fn decode<T: Resource>(self, endpoint: impl FnOnce() -> String) -> PageResult<T> {
+        let data: Vec<T> = serde_json::from_str(self.items.get())
+            .map_err(|e| Error::Decode { endpoint: endpoint(), message: format!("data: {e}") })?;
+        Ok(Page { deprecation: self.deprecation, ..self.pagination.into_page(data) })
     }
 }
 
@@ -141,6 +170,18 @@ struct PaginationMeta {
     total_count: Option<u64>,
 }
 
+impl PaginationMeta {
+    fn into_page<T>(self, data: Vec<T>) -> Page<T> {
+        Page {
+            data,
+            has_more: self.has_more,
+            next_cursor: self.next_cursor.filter(|c| !c.as_str().is_empty()),
+            total_count: self.total_count,
+            deprecation: None,
+        }
+    }
+}
+
 /// Requests one page.
 pub(crate) async fn fetch_page<T: Resource>(
     client: &Client,
@@ -149,6 +190,31 @@ pub(crate) async fn fetch_page<T: Resource>(
     cursor: Option<&Cursor>,
     retries: Option<&AtomicU64>,
 ) -> Result<Page<T>, Error> {
+    let response = request_page::<T, Page<T>>(client, query, limit, cursor, retries).await?;
+    Ok(Page { deprecation: response.deprecation, ..response.body })
+}
+
+/// Requests one page of a listing, its items left undecoded.
+async fn fetch_raw_page<T: Resource>(
+    client: &Client,
+    query: &ListQuery,
+    limit: Option<u32>,
+    cursor: Option<&Cursor>,
+    retries: Option<&AtomicU64>,
+) -> Result<RawPage, Error> {
+    let response = request_page::<T, RawEnvelope>(client, query, limit, cursor, retries).await?;
+    let RawEnvelope { data, pagination } = response.body;
+    Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
+}
+
+/// Sends the request for a page of `T` and decodes the body as `B`.
+async fn request_page<T: Resource, B: DeserializeOwned>(
+    client: &Client,
+    query: &ListQuery,
+    limit: Option<u32>,
+    cursor: Option<&Cursor>,
+    retries: Option<&AtomicU64>,
+) -> Result<ApiResponse<B>, Error> {
     let inner = client.inner();
     let url = inner.endpoint(T::PATH);
     let pairs = query.pairs(limit, cursor);
@@ -159,8 +225,7 @@ pub(crate) async fn fetch_page<T: Resource>(
         retry: query.retry.as_ref(),
         retries,
     };
-    let response = inner.transport.get_json::<Page<T>>(&call).await?;
-    Ok(Page { deprecation: response.deprecation, ..response.body })
+    inner.transport.get_json::<B>(&call).await
 }
 
 type PageResult<T> = Result<Page<T>, Error>;
@@ -177,7 +242,7 @@ struct Pager<T: Resource> {
     pages: u64,
     delivered: u64,
     finished: bool,
-    prefetched: Option<JoinHandle<PageResult<T>>>,
+    prefetched: Option<JoinHandle<Result<RawPage, Error>>>,
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
@@ -186,6 +251,7 @@ struct Pager<T: Resource> {
     /// The listing's span: a child of the span current when the stream was made, and the parent
     /// of every request of the listing, prefetched or not.
     span: tracing::Span,
+    items: PhantomData<fn() -> T>,
 }
 
 impl<T: Resource> Pager<T> {
@@ -208,6 +274,7 @@ impl<T: Resource> Pager<T> {
             deferred: None,
             retries,
             span,
+            items: PhantomData,
         }
     }
 
@@ -229,19 +296,19 @@ impl<T: Resource> Pager<T> {
     }
 
     /// Requests the page at `self.cursor` in the listing's span.
-    async fn fetch(&mut self) -> PageResult<T> {
+    async fn fetch(&mut self) -> Result<RawPage, Error> {
         let (limit, not_before) = self.next_request();
         if let Some(at) = not_before {
             tokio::time::sleep_until(at).await;
         }
-        fetch_page(&self.client, &self.query, Some(limit), self.cursor.as_ref(), Some(&self.retries))
+        fetch_raw_page::<T>(&self.client, &self.query, Some(limit), self.cursor.as_ref(), Some(&self.retries))
             .instrument(self.span.clone())
             .await
     }
 
     /// Starts the request for the page at `self.cursor` as a task of its own, in the listing's
     /// span.
-    fn prefetch(&mut self) -> JoinHandle<PageResult<T>> {
+    fn prefetch(&mut self) -> JoinHandle<Result<RawPage, Error>> {
         let (limit, not_before) = self.next_request();
         let client = self.client.clone();
         let query = self.query.clone();
@@ -251,7 +318,7 @@ impl<T: Resource> Pager<T> {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_page(&client, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
+            fetch_raw_page::<T>(&client, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
         };
         tokio::spawn(request.instrument(self.span.clone()))
     }
@@ -283,6 +350,9 @@ impl<T: Resource> Pager<T> {
 
     fn fail(&mut self, error: Error) -> Error {
         self.finished = true;
+        if let Some(handle) = self.prefetched.take() {
+            handle.abort();
+        }
         match error {
             Error::Api(response)
                 if self.cursor.is_some()
@@ -294,15 +364,37 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Applies the pagination rules to a page that arrived, and starts the next request. A page
-    /// that breaks the contract is still delivered; the error follows it.
-    fn accept(&mut self, mut page: Page<T>) -> PageResult<T> {
+    /// Applies the pagination rules to a page that arrived, starts the next request, and then
+    /// decodes the items while that request is under way. A page that breaks the contract is
+    /// still delivered; the error follows it.
+    fn accept(&mut self, raw: RawPage) -> PageResult<T> {
         self.pages += 1;
-        if let Some(remaining) = self.remaining() {
-            page = page.truncated(remaining);
-        }
-        self.delivered += page.data.len() as u64;
-        match self.advance(&page) {
+        let (rules, page) = match self.remaining() {
+            // With a cap, the items are counted before deciding whether to ask for more.
+            Some(remaining) => {
+                let page = match self.decode(raw) {
+                    Ok(page) => page.truncated(remaining),
+                    Err(error) => return Err(self.fail(error)),
+                };
+                self.delivered += page.data.len() as u64;
+                let pagination = PaginationMeta {
+                    has_more: page.has_more,
+                    next_cursor: page.next_cursor.clone(),
+                    total_count: page.total_count,
+                };
+                (self.advance(&pagination, page.data.is_empty()), page)
+            }
+            None => {
+                let rules = self.advance(&raw.pagination, raw.is_empty());
+                let page = match self.decode(raw) {
+                    Ok(page) => page,
+                    Err(error) => return Err(self.fail(error)),
+                };
+                self.delivered += page.data.len() as u64;
+                (rules, page)
+            }
+        };
+        match rules {
             Ok(()) => Ok(page),
             Err(violation) => {
                 let error = self.fail(Error::Pagination(violation));
@@ -316,17 +408,26 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Moves to the page after `page`, or says which rule it broke.
-    fn advance(&mut self, page: &Page<T>) -> Result<(), PaginationError> {
-        if !page.has_more {
+    fn decode(&self, raw: RawPage) -> PageResult<T> {
+        raw.decode(|| self.client.inner().endpoint(T::PATH).path().to_owned())
+    }
+
+    /// Moves to the page after one with `pagination` (and no items when `empty`), or says which
+    /// rule it broke.
+    fn advance(&mut self, pagination: &PaginationMeta, empty: bool) -> Result<(), PaginationError> {
+        if !pagination.has_more {
             self.finished = true;
             return Ok(());
         }
-        let next = page.next_cursor.clone().ok_or(PaginationError::MissingCursor { page: self.pages })?;
+        let next = pagination
+            .next_cursor
+            .clone()
+            .filter(|c| !c.as_str().is_empty())
+            .ok_or(PaginationError::MissingCursor { page: self.pages })?;
         if self.cursor.as_ref() == Some(&next) || !self.seen.insert(next.clone()) {
             return Err(PaginationError::RepeatedCursor { page: self.pages });
         }
-        if page.data.is_empty() {
+        if empty {
             self.empty_in_a_row += 1;
             let bound = self.query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES);
             if self.empty_in_a_row > bound {
