@@ -230,6 +230,12 @@ async fn request_page<T: Resource, B: DeserializeOwned>(
 
 type PageResult<T> = Result<Page<T>, Error>;
 
+/// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
+enum Arrived<T> {
+    Decoded(Page<T>),
+    Raw(RawPage),
+}
+
 /// The state of one listing: where it is, what it has seen, and the page in flight.
 struct Pager<T: Resource> {
     client: Client,
@@ -295,15 +301,17 @@ impl<T: Resource> Pager<T> {
         (limit, not_before)
     }
 
-    /// Requests the page at `self.cursor` in the listing's span.
-    async fn fetch(&mut self) -> Result<RawPage, Error> {
+    /// Requests the page at `self.cursor` in the listing's span, and decodes it whole: with no
+    /// request to overlap, one pass over the body is the fastest.
+    async fn fetch(&mut self) -> Result<Arrived<T>, Error> {
         let (limit, not_before) = self.next_request();
         if let Some(at) = not_before {
             tokio::time::sleep_until(at).await;
         }
-        fetch_raw_page::<T>(&self.client, &self.query, Some(limit), self.cursor.as_ref(), Some(&self.retries))
+        fetch_page(&self.client, &self.query, Some(limit), self.cursor.as_ref(), Some(&self.retries))
             .instrument(self.span.clone())
             .await
+            .map(Arrived::Decoded)
     }
 
     /// Starts the request for the page at `self.cursor` as a task of its own, in the listing's
@@ -336,7 +344,7 @@ impl<T: Resource> Pager<T> {
         }
         let result = match self.prefetched.take() {
             Some(handle) => match handle.await {
-                Ok(result) => result,
+                Ok(result) => result.map(Arrived::Raw),
                 Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
             },
             None => self.fetch().await,
@@ -364,34 +372,40 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Applies the pagination rules to a page that arrived, starts the next request, and then
-    /// decodes the items while that request is under way. A page that breaks the contract is
-    /// still delivered; the error follows it.
-    fn accept(&mut self, raw: RawPage) -> PageResult<T> {
+    /// Applies the pagination rules to a page that arrived and starts the next request; a
+    /// prefetched page's items are decoded after that, while the next request is under way. A
+    /// page that breaks the contract is still delivered; the error follows it.
+    fn accept(&mut self, arrived: Arrived<T>) -> PageResult<T> {
         self.pages += 1;
-        let (rules, page) = match self.remaining() {
-            // With a cap, the items are counted before deciding whether to ask for more.
-            Some(remaining) => {
-                let page = match self.decode(raw) {
-                    Ok(page) => page.truncated(remaining),
-                    Err(error) => return Err(self.fail(error)),
-                };
-                self.delivered += page.data.len() as u64;
-                let pagination = PaginationMeta {
-                    has_more: page.has_more,
-                    next_cursor: page.next_cursor.clone(),
-                    total_count: page.total_count,
-                };
-                (self.advance(&pagination, page.data.is_empty()), page)
-            }
-            None => {
-                let rules = self.advance(&raw.pagination, raw.is_empty());
+        let (rules, page) = match arrived {
+            Arrived::Raw(raw) if self.remaining().is_none() => {
+                let rules = self.advance(
+                    raw.pagination.has_more,
+                    raw.pagination.next_cursor.as_ref(),
+                    raw.is_empty(),
+                );
                 let page = match self.decode(raw) {
                     Ok(page) => page,
                     Err(error) => return Err(self.fail(error)),
                 };
                 self.delivered += page.data.len() as u64;
                 (rules, page)
+            }
+            // With a cap, the items are counted before deciding whether to ask for more.
+            arrived => {
+                let decoded = match arrived {
+                    Arrived::Raw(raw) => self.decode(raw),
+                    Arrived::Decoded(page) => Ok(page),
+                };
+                let mut page = match decoded {
+                    Ok(page) => page,
+                    Err(error) => return Err(self.fail(error)),
+                };
+                if let Some(remaining) = self.remaining() {
+                    page = page.truncated(remaining);
+                }
+                self.delivered += page.data.len() as u64;
+                (self.advance(page.has_more, page.next_cursor.as_ref(), page.data.is_empty()), page)
             }
         };
         match rules {
@@ -412,17 +426,21 @@ impl<T: Resource> Pager<T> {
         raw.decode(|| self.client.inner().endpoint(T::PATH).path().to_owned())
     }
 
-    /// Moves to the page after one with `pagination` (and no items when `empty`), or says which
-    /// rule it broke.
-    fn advance(&mut self, pagination: &PaginationMeta, empty: bool) -> Result<(), PaginationError> {
-        if !pagination.has_more {
+    /// Moves to the page after one that says `has_more` and `next_cursor` (and holds no items
+    /// when `empty`), or says which rule it broke.
+    fn advance(
+        &mut self,
+        has_more: bool,
+        next_cursor: Option<&Cursor>,
+        empty: bool,
+    ) -> Result<(), PaginationError> {
+        if !has_more {
             self.finished = true;
             return Ok(());
         }
-        let next = pagination
-            .next_cursor
-            .clone()
+        let next = next_cursor
             .filter(|c| !c.as_str().is_empty())
+            .cloned()
             .ok_or(PaginationError::MissingCursor { page: self.pages })?;
         if self.cursor.as_ref() == Some(&next) || !self.seen.insert(next.clone()) {
             return Err(PaginationError::RepeatedCursor { page: self.pages });

@@ -131,7 +131,7 @@ impl RetryPolicy {
     }
 
     /// Whether this policy retries `error` (attempts and time left aside).
-    pub fn retries(&self, error: &Error) -> bool {
+    pub fn should_retry(&self, error: &Error) -> bool {
         match &self.classifier {
             Some(Classifier(retry)) => retry(error),
             None => error.is_retryable(),
@@ -171,7 +171,7 @@ impl RetrySchedule {
 
     /// How long to wait before sending again after `error`, or `None` to give up.
     pub(crate) fn next_delay(&mut self, error: &Error) -> Option<Duration> {
-        if !self.policy.retries(error) {
+        if !self.policy.should_retry(error) {
             return None;
         }
         let ceiling = self.ceilings.get_or_insert_with(|| self.policy.ceilings()).next()?;
@@ -191,7 +191,7 @@ impl RetrySchedule {
 
     /// Wraps the last error once retries are over, if any retry was made.
     pub(crate) fn give_up(&self, error: Error) -> Error {
-        if self.attempt > 1 && self.policy.retries(&error) {
+        if self.attempt > 1 && self.policy.should_retry(&error) {
             Error::RetriesExhausted { attempts: self.attempt, last: Box::new(error) }
         } else {
             error
