@@ -21,7 +21,6 @@ use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use sync_wrapper::SyncWrapper;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -32,6 +31,10 @@ use crate::error::{ErrorCode, PaginationError};
 use crate::resources::{ListQuery, MAX_LIMIT, Resource};
 use crate::transport::{ApiRequest, ApiResponse};
 use crate::{Client, Error, telemetry};
+
+mod raw;
+
+use raw::{Arrived, RawPage, fetch_raw_page};
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
@@ -128,38 +131,6 @@ impl<T> From<Envelope<T>> for Page<T> {
     }
 }
 
-/// A page as a listing receives it: the pagination fields decoded and the items still JSON, so
-/// that the next page can be requested before this one's items are decoded.
-struct RawPage {
-    items: Box<RawValue>,
-    pagination: PaginationMeta,
-    deprecation: Option<DeprecationNotice>,
-}
-
-/// The page envelope on the wire, items left undecoded.
-#[derive(Deserialize)]
-struct RawEnvelope {
-    data: Box<RawValue>,
-    pagination: PaginationMeta,
-}
-
-impl RawPage {
-    /// True when `data` is an empty array.
-    fn is_empty(&self) -> bool {
-        let json = self.items.get().trim();
-        json.strip_prefix('[')
-            .and_then(|rest| rest.strip_suffix(']'))
-            .is_some_and(|inner| inner.trim().is_empty())
-    }
-
-    /// Decodes the items as [`Page`]'s own decoding does (`data: Vec<T>`).
-    fn decode<T: Resource>(self, endpoint: impl FnOnce() -> String) -> PageResult<T> {
-        let data: Vec<T> = serde_json::from_str(self.items.get())
-            .map_err(|e| Error::Decode { endpoint: endpoint(), message: format!("data: {e}") })?;
-        Ok(Page { deprecation: self.deprecation, ..self.pagination.into_page(data) })
-    }
-}
-
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PaginationMeta {
@@ -194,19 +165,6 @@ pub(crate) async fn fetch_page<T: Resource>(
     Ok(Page { deprecation: response.deprecation, ..response.body })
 }
 
-/// Requests one page of a listing, its items left undecoded.
-async fn fetch_raw_page<T: Resource>(
-    client: &Client,
-    query: &ListQuery,
-    limit: Option<u32>,
-    cursor: Option<&Cursor>,
-    retries: Option<&AtomicU64>,
-) -> Result<RawPage, Error> {
-    let response = request_page::<T, RawEnvelope>(client, query, limit, cursor, retries).await?;
-    let RawEnvelope { data, pagination } = response.body;
-    Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
-}
-
 /// Sends the request for a page of `T` and decodes the body as `B`.
 async fn request_page<T: Resource, B: DeserializeOwned>(
     client: &Client,
@@ -229,12 +187,6 @@ async fn request_page<T: Resource, B: DeserializeOwned>(
 }
 
 type PageResult<T> = Result<Page<T>, Error>;
-
-/// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
-enum Arrived<T> {
-    Decoded(Page<T>),
-    Raw(RawPage),
-}
 
 /// The state of one listing: where it is, what it has seen, and the page in flight.
 struct Pager<T: Resource> {
