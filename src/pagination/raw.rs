@@ -64,3 +64,38 @@ pub(super) async fn fetch_raw_page<T: Resource>(
     let RawEnvelope { data, pagination } = response.body;
     Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Company;
+
+    fn raw(body: &str) -> RawPage {
+        let RawEnvelope { data, pagination } = serde_json::from_str(body).expect("an envelope");
+        RawPage { items: data, pagination, deprecation: None }
+    }
+
+    #[test]
+    fn emptiness_and_items_read_after_the_cursor() {
+        for data in ["[]", "[ ]", "[\n ]"] {
+            let page =
+                raw(&format!(r#"{{"data": {data}, "pagination": {{"hasMore": true, "nextCursor": "c"}}}}"#));
+            assert!(page.is_empty(), "{data}");
+        }
+        let body = r#"{"data": [{"id": "cmp_1", "name": "A", "status": "active",
+            "createdAt": "2024-01-02T03:04:05Z", "updatedAt": "2024-01-02T03:04:05Z", "tier": 2}],
+            "pagination": {"hasMore": false, "nextCursor": "", "totalCount": 1}}"#;
+        let page = raw(body);
+        assert!(!page.is_empty() && !page.pagination.has_more);
+        let decoded: Page<Company> = page.decode(|| "/v1/companies".into()).expect("a page");
+        let whole: Page<Company> = serde_json::from_str(body).expect("a page");
+        assert_eq!(decoded, whole, "both ways of decoding a page agree");
+
+        let broken = raw(r#"{"data": [{"id": 1}], "pagination": {"hasMore": false}}"#);
+        let error = broken.decode::<Company>(|| "/v1/companies".into()).expect_err("a bad item");
+        assert!(
+            matches!(error, Error::Decode { ref endpoint, .. } if endpoint == "/v1/companies"),
+            "{error:?}"
+        );
+    }
+}
