@@ -12,7 +12,7 @@ use crate::auth::{Auth, AuthKind};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::resources::companies::ListCompanies;
 use crate::resources::contacts::ListContacts;
-use crate::transport::{HttpSender, Transport};
+use crate::transport::{HttpSender, Layers, Transport};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 
 /// Default timeout of one HTTP request.
@@ -109,6 +109,7 @@ pub struct ClientBuilder {
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
     retry: Option<RetryPolicy>,
+    middleware: Layers,
     deprecation_policy: DeprecationPolicy,
     on_deprecation: Option<DeprecationCallback>,
     max_page_bytes: Option<u64>,
@@ -231,6 +232,61 @@ impl ClientBuilder {
         self
     }
 
+    /// Runs `layer` on every request the client sends: API calls and token requests alike
+    /// (a [`reqwest_middleware::Middleware`](crate::reqwest_middleware::Middleware), as the
+    /// reqwest middleware ecosystem writes them). Layers run in the order they were added,
+    /// inside the request's `http_request` span, after the client has set its own headers
+    /// (`Authorization`, `User-Agent`, `X-API-Preview`) and before the request goes on the wire.
+    /// Retries stay the client's ([`retry`](Self::retry)): add no retrying layer. Default: none.
+    ///
+    /// A layer that adds W3C trace context (`traceparent`) for the current span, so the API's
+    /// own traces join the caller's:
+    ///
+    /// ```
+    /// use business_records::reqwest_middleware::{Middleware, Next, Result};
+    /// use business_records::{Auth, Client};
+    /// use http::{Extensions, HeaderValue};
+    ///
+    /// struct TraceContext;
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Middleware for TraceContext {
+    ///     async fn handle(
+    ///         &self,
+    ///         mut request: reqwest::Request,
+    ///         extensions: &mut Extensions,
+    ///         next: Next<'_>,
+    ///     ) -> Result<reqwest::Response> {
+    ///         // Runs inside the request's span. With `tracing-opentelemetry`:
+    ///         // opentelemetry::global::get_text_map_propagator(|propagator| {
+    ///         //     propagator.inject_context(&tracing::Span::current().context(),
+    ///         //         &mut opentelemetry_http::HeaderInjector(request.headers_mut()))
+    ///         // });
+    ///         if let Some(traceparent) = current_traceparent() {
+    ///             request.headers_mut().insert("traceparent", traceparent);
+    ///         }
+    ///         next.run(request, extensions).await
+    ///     }
+    /// }
+    /// # fn current_traceparent() -> Option<HeaderValue> {
+    /// #     Some(HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+    /// # }
+    ///
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret"))
+    ///     .middleware(TraceContext)
+    ///     .build()?;
+    /// # Ok::<(), business_records::Error>(())
+    /// ```
+    ///
+    /// Ready-made layers work too, such as `reqwest-tracing`'s `TracingMiddleware`, which
+    /// propagates the context of its own span (a child of the client's).
+    pub fn middleware(mut self, layer: impl reqwest_middleware::Middleware) -> Self {
+        self.middleware.push(Arc::new(layer));
+        self
+    }
+
     /// What to do with deprecated responses. Default: [`DeprecationPolicy::WarnOnce`].
     pub fn deprecation_policy(mut self, policy: DeprecationPolicy) -> Self {
         self.deprecation_policy = policy;
@@ -281,7 +337,8 @@ impl ClientBuilder {
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
         let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent)
-            .with_retry(retry.clone());
+            .with_retry(retry.clone())
+            .with_middleware(&self.middleware);
 
         let tokens = match auth.kind {
             AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),

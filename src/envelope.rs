@@ -65,29 +65,37 @@ pub(crate) struct Envelope<T> {
 
 impl<T> From<Envelope<T>> for Page<T> {
     fn from(Envelope { data, pagination }: Envelope<T>) -> Self {
+        pagination.into_page(data)
+    }
+}
+
+/// The `pagination` object.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PaginationMeta {
+    pub(crate) has_more: bool,
+    #[serde(default)]
+    pub(crate) next_cursor: Option<Cursor>,
+    #[serde(default)]
+    total_count: Option<u64>,
+}
+
+impl PaginationMeta {
+    /// The page these fields describe, with `data` as its elements.
+    pub(crate) fn into_page<T>(self, data: Data<T>) -> Page<T> {
         Page {
             data: data.records,
             undecodable: data.undecodable,
-            has_more: pagination.has_more,
-            next_cursor: pagination.next_cursor.filter(|c| !c.as_str().is_empty()),
-            total_count: pagination.total_count,
+            has_more: self.has_more,
+            next_cursor: self.next_cursor.filter(|c| !c.as_str().is_empty()),
+            total_count: self.total_count,
             deprecation: None,
         }
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PaginationMeta {
-    has_more: bool,
-    #[serde(default)]
-    next_cursor: Option<Cursor>,
-    #[serde(default)]
-    total_count: Option<u64>,
-}
-
 /// The `data` array: the records, and the elements that are not.
-struct Data<T> {
+pub(crate) struct Data<T> {
     records: Vec<T>,
     undecodable: Vec<Undecodable>,
 }

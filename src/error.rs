@@ -575,6 +575,7 @@ pub(crate) enum HttpErrorKind {
     ConnectionLost,
     Body,
     Redirect,
+    Middleware,
     Other,
 }
 
@@ -595,6 +596,18 @@ impl HttpError {
         };
         // The URL inside a reqwest error may carry a query string; keep only the error chain.
         HttpError { kind, endpoint: endpoint.to_owned(), source: Some(Arc::new(err.without_url())) }
+    }
+
+    /// A failure of the request, or of a middleware layer given to the client builder.
+    pub(crate) fn from_middleware(endpoint: &str, err: reqwest_middleware::Error) -> Self {
+        match err {
+            reqwest_middleware::Error::Reqwest(err) => HttpError::from_reqwest(endpoint, err),
+            reqwest_middleware::Error::Middleware(err) => HttpError {
+                kind: HttpErrorKind::Middleware,
+                endpoint: endpoint.to_owned(),
+                source: Some(Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(err))),
+            },
+        }
     }
 
     pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
@@ -646,6 +659,7 @@ impl fmt::Display for HttpError {
             HttpErrorKind::ConnectionLost => "lost its connection before the response arrived",
             HttpErrorKind::Body => "failed while reading the response",
             HttpErrorKind::Redirect => "answered with a redirect, which is not followed",
+            HttpErrorKind::Middleware => "was stopped by a middleware layer",
             HttpErrorKind::Other => "failed",
         };
         write!(f, "request to {} {what}", self.endpoint)

@@ -115,11 +115,26 @@
 //!
 //! | Feature | Default | Adds |
 //! |---|---|---|
+//! | `rustls` | on | TLS through rustls with the aws-lc crypto provider (reqwest's default) |
+//! | `native-tls` | off | TLS through the platform's library, as reqwest's `native-tls`; with `default-features = false` it replaces rustls |
 //! | `reference-server` | off | the in-process reference server (wiremock) for tests and examples |
 //! | `redis` | off | `auth::RedisTokenCache`: token state shared by many processes over Redis or Valkey |
 //!
-//! The client logs through `tracing` (one span per HTTP request, with OpenTelemetry's HTTP field
-//! names) and never prints. No token or secret ever reaches a log line or an error message.
+//! The default crypto, aws-lc (rustls's provider, and JWT verification whatever the TLS
+//! feature), is C code: building it needs a C compiler, not CMake.
+//!
+//! ## Observe
+//!
+//! The client logs through `tracing` and never prints. Every HTTP request has a span
+//! `http_request` with OpenTelemetry's HTTP client fields (`otel.kind = "client"`,
+//! `http.request.method`, `url.full`, `server.address`, `server.port`,
+//! `http.response.status_code`, `error.type`, `http.request.resend_count`); every page or item
+//! stream has a span `listing`, a child of the span current where the stream was made, with
+//! `pages`, `items` and `retries` recorded at its end, and every request of the listing
+//! (prefetched ones too) is its child. [`ClientBuilder::middleware`] adds
+//! [`reqwest_middleware`] layers to every request, for example to send W3C `traceparent`, and
+//! [`RetryPolicy::retry_if`] chooses which failures are retried. No token or secret ever reaches
+//! a log line or an error message.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -132,6 +147,7 @@ pub mod limits;
 mod pagination;
 pub mod resources;
 mod retry;
+mod telemetry;
 mod text;
 mod timestamp;
 mod transport;
@@ -148,6 +164,9 @@ pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
 pub use limits::BodyKind;
 pub use pagination::{Cursor, ItemStream, MAX_CURSOR_BYTES, OnUndecodable, Page, PageStream, Undecodable};
+/// The middleware crate whose layers [`ClientBuilder::middleware`] takes, at the version this
+/// crate uses.
+pub use reqwest_middleware;
 pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
 pub use resources::contacts::{Contact, ContactSort, ListContacts};
 pub use resources::{Extra, IntoSort, List, Resource, Sort, SortField, SortOrder};

@@ -12,6 +12,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasher, RandomState};
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,17 +21,23 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use sync_wrapper::SyncWrapper;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::deprecation::DeprecationNotice;
 use crate::envelope::Envelope;
 pub use crate::envelope::{OnUndecodable, Undecodable};
 use crate::error::{ErrorCode, PaginationError};
 use crate::resources::{ListQuery, MAX_LIMIT, Resource};
-use crate::transport::ApiRequest;
-use crate::{Client, Error};
+use crate::transport::{ApiRequest, ApiResponse};
+use crate::{Client, Error, telemetry};
+
+mod raw;
+
+use raw::{Arrived, RawPage, fetch_raw_page};
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
@@ -133,6 +140,47 @@ pub(crate) async fn fetch_page<T: Resource>(
     retries: Option<&AtomicU64>,
     number: u64,
 ) -> Result<Page<T>, Error> {
+    let response = request_page::<T, Page<T>>(client, query, limit, cursor, retries).await?;
+    let mut page = Page { deprecation: response.deprecation, ..response.body };
+    settle_undecodable(&mut page, number, client.inner().endpoint(T::PATH).path(), query.on_undecodable)?;
+    Ok(page)
+}
+
+/// Numbers the elements of page `number` that are not records, warns about a few of them, and
+/// with [`OnUndecodable::Fail`] turns the first into the listing's error.
+fn settle_undecodable<T>(
+    page: &mut Page<T>,
+    number: u64,
+    endpoint: &str,
+    on_undecodable: OnUndecodable,
+) -> Result<(), Error> {
+    for item in &mut page.undecodable {
+        item.page = number;
+    }
+    // A few warnings per page: a page of thousands of odd elements must not flood the log.
+    for item in page.undecodable.iter().take(3) {
+        tracing::warn!(endpoint, "{item}");
+    }
+    if page.undecodable.len() > 3 {
+        let more = page.undecodable.len() - 3;
+        tracing::warn!(endpoint, "{more} more elements of page {number} are not records");
+    }
+    if on_undecodable == OnUndecodable::Fail
+        && let Some(item) = page.undecodable.drain(..).next()
+    {
+        return Err(Error::Undecodable { endpoint: endpoint.to_owned(), item: Box::new(item) });
+    }
+    Ok(())
+}
+
+/// Sends the request for a page of `T` and decodes the body as `B`.
+async fn request_page<T: Resource, B: DeserializeOwned>(
+    client: &Client,
+    query: &ListQuery,
+    limit: Option<u32>,
+    cursor: Option<&Cursor>,
+    retries: Option<&AtomicU64>,
+) -> Result<ApiResponse<B>, Error> {
     let inner = client.inner();
     let url = inner.endpoint(T::PATH);
     let pairs = query.pairs(limit, cursor);
@@ -143,25 +191,7 @@ pub(crate) async fn fetch_page<T: Resource>(
         retry: query.retry.as_ref(),
         retries,
     };
-    let response = inner.transport.get_json::<Page<T>>(&call).await?;
-    let mut page = Page { deprecation: response.deprecation, ..response.body };
-    for item in &mut page.undecodable {
-        item.page = number;
-    }
-    // A few warnings per page: a page of thousands of odd elements must not flood the log.
-    for item in page.undecodable.iter().take(3) {
-        tracing::warn!(endpoint = %url.path(), "{item}");
-    }
-    if page.undecodable.len() > 3 {
-        let more = page.undecodable.len() - 3;
-        tracing::warn!(endpoint = %url.path(), "{more} more elements of page {number} are not records");
-    }
-    if query.on_undecodable == OnUndecodable::Fail
-        && let Some(item) = page.undecodable.drain(..).next()
-    {
-        return Err(Error::Undecodable { endpoint: url.path().to_owned(), item: Box::new(item) });
-    }
-    Ok(page)
+    inner.transport.get_json::<B>(&call).await
 }
 
 type PageResult<T> = Result<Page<T>, Error>;
@@ -178,16 +208,21 @@ struct Pager<T: Resource> {
     pages: u64,
     delivered: u64,
     finished: bool,
-    prefetched: Option<JoinHandle<PageResult<T>>>,
+    prefetched: Option<JoinHandle<Result<RawPage, Error>>>,
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
     /// Requests sent again after a transient failure, shared with the stream.
     retries: Arc<AtomicU64>,
+    /// The listing's span: a child of the span current when the stream was made, and the parent
+    /// of every request of the listing, prefetched or not.
+    span: tracing::Span,
+    items: PhantomData<fn() -> T>,
 }
 
 impl<T: Resource> Pager<T> {
     fn new(client: Client, query: ListQuery, retries: Arc<AtomicU64>) -> Self {
+        let span = telemetry::listing_span(client.inner().endpoint(T::PATH).path());
         let page_size = query.limit.unwrap_or(MAX_LIMIT);
         let cursor = query.cursor.clone();
         Pager {
@@ -204,6 +239,8 @@ impl<T: Resource> Pager<T> {
             not_before: None,
             deferred: None,
             retries,
+            span,
+            items: PhantomData,
         }
     }
 
@@ -211,27 +248,48 @@ impl<T: Resource> Pager<T> {
         self.query.max_items.map(|max| max.saturating_sub(self.delivered))
     }
 
-    /// Starts the request for the page at `self.cursor`, as a task of its own.
-    fn start_fetch(&mut self) -> JoinHandle<PageResult<T>> {
+    /// The page size of the next request, and when it may start; moves the pacing on.
+    fn next_request(&mut self) -> (u32, Option<Instant>) {
         let limit = match self.remaining() {
             Some(remaining) => self.page_size.min(u32::try_from(remaining).unwrap_or(u32::MAX)),
             None => self.page_size,
         };
+        let not_before = self.not_before;
+        if let Some(delay) = self.client.inner().page_delay {
+            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
+        }
+        (limit, not_before)
+    }
+
+    /// Requests the page at `self.cursor` in the listing's span, and decodes it whole: with no
+    /// request to overlap, one pass over the body is the fastest.
+    async fn fetch(&mut self) -> Result<Arrived<T>, Error> {
+        let (limit, not_before) = self.next_request();
+        if let Some(at) = not_before {
+            tokio::time::sleep_until(at).await;
+        }
+        let number = self.pages + 1;
+        fetch_page(&self.client, &self.query, Some(limit), self.cursor.as_ref(), Some(&self.retries), number)
+            .instrument(self.span.clone())
+            .await
+            .map(Arrived::Decoded)
+    }
+
+    /// Starts the request for the page at `self.cursor` as a task of its own, in the listing's
+    /// span.
+    fn prefetch(&mut self) -> JoinHandle<Result<RawPage, Error>> {
+        let (limit, not_before) = self.next_request();
         let client = self.client.clone();
         let query = self.query.clone();
         let cursor = self.cursor.clone();
-        let not_before = self.not_before;
         let retries = Arc::clone(&self.retries);
-        let number = self.pages + 1;
-        if let Some(delay) = client.inner().page_delay {
-            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
-        }
-        tokio::spawn(async move {
+        let request = async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_page(&client, &query, Some(limit), cursor.as_ref(), Some(&retries), number).await
-        })
+            fetch_raw_page::<T>(&client, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
+        };
+        tokio::spawn(request.instrument(self.span.clone()))
     }
 
     async fn next_page(&mut self) -> Option<PageResult<T>> {
@@ -245,13 +303,12 @@ impl<T: Resource> Pager<T> {
             self.finished = true;
             return None;
         }
-        let handle = match self.prefetched.take() {
-            Some(handle) => handle,
-            None => self.start_fetch(),
-        };
-        let result = match handle.await {
-            Ok(result) => result,
-            Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
+        let result = match self.prefetched.take() {
+            Some(handle) => match handle.await {
+                Ok(result) => result.map(Arrived::Raw),
+                Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
+            },
+            None => self.fetch().await,
         };
         let page = match result {
             Ok(page) => page,
@@ -262,6 +319,9 @@ impl<T: Resource> Pager<T> {
 
     fn fail(&mut self, error: Error) -> Error {
         self.finished = true;
+        if let Some(handle) = self.prefetched.take() {
+            handle.abort();
+        }
         match error {
             Error::Api(response)
                 if self.cursor.is_some()
@@ -273,15 +333,43 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Applies the pagination rules to a page that arrived, and starts the next request. A page
-    /// that breaks the contract is still delivered; the error follows it.
-    fn accept(&mut self, mut page: Page<T>) -> PageResult<T> {
+    /// Applies the pagination rules to a page that arrived and starts the next request; a
+    /// prefetched page's items are decoded after that, while the next request is under way. A
+    /// page that breaks the contract is still delivered; the error follows it.
+    fn accept(&mut self, arrived: Arrived<T>) -> PageResult<T> {
         self.pages += 1;
-        if let Some(remaining) = self.remaining() {
-            page = page.truncated(remaining);
-        }
-        self.delivered += page.data.len() as u64;
-        match self.advance(&page) {
+        let (rules, page) = match arrived {
+            Arrived::Raw(raw) if self.remaining().is_none() => {
+                let rules = self.advance(
+                    raw.pagination.has_more,
+                    raw.pagination.next_cursor.as_ref(),
+                    raw.is_empty(),
+                );
+                let page = match self.decode(raw) {
+                    Ok(page) => page,
+                    Err(error) => return Err(self.fail(error)),
+                };
+                self.delivered += page.data.len() as u64;
+                (rules, page)
+            }
+            // With a cap, the items are counted before deciding whether to ask for more.
+            arrived => {
+                let decoded = match arrived {
+                    Arrived::Raw(raw) => self.decode(raw),
+                    Arrived::Decoded(page) => Ok(page),
+                };
+                let mut page = match decoded {
+                    Ok(page) => page,
+                    Err(error) => return Err(self.fail(error)),
+                };
+                if let Some(remaining) = self.remaining() {
+                    page = page.truncated(remaining);
+                }
+                self.delivered += page.data.len() as u64;
+                (self.advance(page.has_more, page.next_cursor.as_ref(), page.data.is_empty()), page)
+            }
+        };
+        match rules {
             Ok(()) => Ok(page),
             Err(violation) => {
                 let error = self.fail(Error::Pagination(violation));
@@ -295,20 +383,37 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Moves to the page after `page`, or says which rule it broke.
-    fn advance(&mut self, page: &Page<T>) -> Result<(), PaginationError> {
-        if !page.has_more {
+    /// Decodes the items of the page just arrived (page number `self.pages`).
+    fn decode(&self, raw: RawPage) -> PageResult<T> {
+        let url = self.client.inner().endpoint(T::PATH);
+        let mut page = raw.decode(|| url.path().to_owned())?;
+        settle_undecodable(&mut page, self.pages, url.path(), self.query.on_undecodable)?;
+        Ok(page)
+    }
+
+    /// Moves to the page after one that says `has_more` and `next_cursor` (and holds no items
+    /// when `empty`), or says which rule it broke.
+    fn advance(
+        &mut self,
+        has_more: bool,
+        next_cursor: Option<&Cursor>,
+        empty: bool,
+    ) -> Result<(), PaginationError> {
+        if !has_more {
             self.finished = true;
             return Ok(());
         }
-        let next = page.next_cursor.clone().ok_or(PaginationError::MissingCursor { page: self.pages })?;
+        let next = next_cursor
+            .filter(|c| !c.as_str().is_empty())
+            .cloned()
+            .ok_or(PaginationError::MissingCursor { page: self.pages })?;
         if next.as_str().len() > MAX_CURSOR_BYTES {
             return Err(PaginationError::CursorTooLong { page: self.pages, bytes: next.as_str().len() });
         }
         if self.cursor.as_ref() == Some(&next) || !self.seen.insert(&next) {
             return Err(PaginationError::RepeatedCursor { page: self.pages });
         }
-        if page.data.is_empty() {
+        if empty {
             self.empty_in_a_row += 1;
             let bound = self.query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES);
             if self.empty_in_a_row > bound {
@@ -321,7 +426,7 @@ impl<T: Resource> Pager<T> {
         if self.remaining() == Some(0) {
             self.finished = true;
         } else if self.client.inner().prefetch {
-            self.prefetched = Some(self.start_fetch());
+            self.prefetched = Some(self.prefetch());
         }
         Ok(())
     }
@@ -349,6 +454,12 @@ impl<T: Resource> Drop for Pager<T> {
         if let Some(handle) = self.prefetched.take() {
             handle.abort();
         }
+        telemetry::record_listing(
+            &self.span,
+            self.pages,
+            self.delivered,
+            self.retries.load(Ordering::Relaxed),
+        );
     }
 }
 

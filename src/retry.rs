@@ -1,6 +1,8 @@
 //! Retries of transient failures: exponential backoff with full jitter, `Retry-After`, and
 //! limits on attempts and elapsed time.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -9,8 +11,9 @@ use crate::Error;
 
 /// When and how often a failed request is sent again.
 ///
-/// Retried: 429, 502, 503 and 504 answers, connection failures, timeouts and bodies cut off
-/// mid-way; never any other 4xx. Requests are GETs, so a retry repeats nothing; a page is
+/// Retried by default: 429, 502, 503 and 504 answers, connection failures, timeouts and bodies
+/// cut off mid-way ([`Error::is_retryable`]); never any other 4xx. [`retry_if`](Self::retry_if)
+/// sets other rules. Requests are GETs, so a retry repeats nothing; a page is
 /// retried at the same cursor and a listing never restarts. The wait before attempt n is drawn
 /// uniformly from zero to `initial_delay * 2^(n-2)` (capped at `max_delay`), or is the
 /// server's `Retry-After` when that is longer.
@@ -33,7 +36,27 @@ pub struct RetryPolicy {
     initial_delay: Duration,
     max_delay: Duration,
     max_elapsed: Duration,
+    classifier: Option<Classifier>,
 }
+
+/// A caller's rule for which failures to retry.
+#[derive(Clone)]
+struct Classifier(Arc<dyn Fn(&Error) -> bool + Send + Sync>);
+
+impl fmt::Debug for Classifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Classifier(..)")
+    }
+}
+
+/// Two policies are equal when they share the same rule, not when two rules agree.
+impl PartialEq for Classifier {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Classifier {}
 
 impl Default for RetryPolicy {
     /// 4 attempts, 200 ms initial delay, 10 s maximum delay, 60 s in all.
@@ -43,6 +66,7 @@ impl Default for RetryPolicy {
             initial_delay: Duration::from_millis(200),
             max_delay: Duration::from_secs(10),
             max_elapsed: Duration::from_secs(60),
+            classifier: None,
         }
     }
 }
@@ -78,6 +102,29 @@ impl RetryPolicy {
         self
     }
 
+    /// Which failures are retried: `retry` answers for each error, in place of
+    /// [`Error::is_retryable`] (the default). Backoff, `Retry-After` and the limits above still
+    /// apply, and only failures are classified: a success is never retried.
+    ///
+    /// Start from the default rule to widen or narrow it:
+    ///
+    /// ```
+    /// use business_records::{Error, RetryPolicy};
+    ///
+    /// // Also retry 500 answers, which this API sends for a brief overload.
+    /// let wider = RetryPolicy::default().retry_if(|e: &Error| e.is_retryable() || e.status() == Some(500));
+    /// // Never retry a 429: the caller paces itself.
+    /// let narrower = RetryPolicy::default().retry_if(|e: &Error| e.is_retryable() && e.status() != Some(429));
+    /// # let _ = (wider, narrower);
+    /// ```
+    pub fn retry_if<F>(mut self, retry: F) -> Self
+    where
+        F: Fn(&Error) -> bool + Send + Sync + 'static,
+    {
+        self.classifier = Some(Classifier(Arc::new(retry)));
+        self
+    }
+
     /// Attempts in all.
     pub fn attempts(&self) -> u32 {
         self.max_attempts
@@ -106,6 +153,14 @@ impl RetryPolicy {
         }
     }
 
+    /// Whether this policy retries `error` (attempts and time left aside).
+    pub fn should_retry(&self, error: &Error) -> bool {
+        match &self.classifier {
+            Some(Classifier(retry)) => retry(error),
+            None => error.is_retryable(),
+        }
+    }
+
     /// The ceilings of the waits before successive retries: `initial_delay`, doubling each
     /// time, capped at `max_delay`; one per retry the policy allows.
     pub(crate) fn ceilings(&self) -> Box<dyn Iterator<Item = Duration> + Send + Sync> {
@@ -124,14 +179,15 @@ impl RetryPolicy {
     }
 
     pub(crate) fn schedule(&self) -> RetrySchedule {
-        RetrySchedule { policy: self.clone(), ceilings: self.ceilings(), waited: Duration::ZERO, attempt: 1 }
+        RetrySchedule { policy: self.clone(), ceilings: None, waited: Duration::ZERO, attempt: 1 }
     }
 }
 
-/// The retry state of one request.
+/// The retry state of one request. The backoff is set up at the first failure, so a request
+/// that succeeds at once costs nothing more.
 pub(crate) struct RetrySchedule {
     policy: RetryPolicy,
-    ceilings: Box<dyn Iterator<Item = Duration> + Send + Sync>,
+    ceilings: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
     waited: Duration,
     attempt: u32,
 }
@@ -144,10 +200,10 @@ impl RetrySchedule {
 
     /// How long to wait before sending again after `error`, or `None` to give up.
     pub(crate) fn next_delay(&mut self, error: &Error) -> Option<Duration> {
-        if !error.is_retryable() {
+        if !self.policy.should_retry(error) {
             return None;
         }
-        let ceiling = self.ceilings.next()?;
+        let ceiling = self.ceilings.get_or_insert_with(|| self.policy.ceilings()).next()?;
         let jittered = ceiling.mul_f64(fastrand::f64());
         let delay = match error.retry_after() {
             Some(asked) if asked > self.policy.max_delay => return None,
@@ -164,7 +220,7 @@ impl RetrySchedule {
 
     /// Wraps the last error once retries are over, if any retry was made.
     pub(crate) fn give_up(&self, error: Error) -> Error {
-        if self.attempt > 1 && error.is_retryable() {
+        if self.attempt > 1 && self.policy.should_retry(&error) {
             Error::RetriesExhausted { attempts: self.attempt, last: Box::new(error) }
         } else {
             error
@@ -196,6 +252,25 @@ mod tests {
         for code in [400, 401, 403, 404, 409, 410, 500, 501] {
             assert!(RetryPolicy::default().schedule().next_delay(&status(code, None)).is_none(), "{code}");
         }
+    }
+
+    #[test]
+    fn a_classifier_replaces_the_default_rule() {
+        let wider = RetryPolicy::default().retry_if(|e| e.is_retryable() || e.status() == Some(500));
+        assert!(wider.schedule().next_delay(&status(500, None)).is_some());
+        assert!(wider.schedule().next_delay(&status(503, None)).is_some());
+        assert!(wider.schedule().next_delay(&status(404, None)).is_none());
+        let narrower = RetryPolicy::default().retry_if(|e| e.is_retryable() && e.status() != Some(429));
+        assert!(narrower.schedule().next_delay(&status(429, None)).is_none());
+        assert!(narrower.schedule().next_delay(&status(502, None)).is_some());
+
+        let mut schedule = wider.clone().max_attempts(2).schedule();
+        assert!(schedule.next_delay(&status(500, None)).is_some());
+        assert!(schedule.next_delay(&status(500, None)).is_none());
+        let last = schedule.give_up(status(500, None));
+        assert!(matches!(last, Error::RetriesExhausted { attempts: 2, .. }), "{last:?}");
+        assert_eq!(wider, wider.clone());
+        assert_ne!(wider, RetryPolicy::default());
     }
 
     #[test]

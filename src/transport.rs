@@ -1,10 +1,12 @@
 //! The one place requests are sent.
 //!
 //! [`HttpSender`] puts a request on the wire: one `tracing` span per request with
-//! OpenTelemetry's HTTP field names, the client's timeout, and no redirects followed.
+//! OpenTelemetry's HTTP field names (see [`telemetry`](crate::telemetry)), the caller's
+//! middleware layers, the client's timeout, and no redirects followed.
 //! [`Transport`] is the API pipeline on top of it: bearer token, `X-API-Preview`, the 401
 //! `invalid_token` refresh-and-resend, deprecation headers, error bodies and decoding.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -18,7 +20,10 @@ use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
 use crate::error::{ApiError, ErrorCode, HttpError};
 use crate::limits::{BodyKind, BodyLimit};
-use crate::{Error, Preview, RetryPolicy};
+use crate::{Error, Preview, RetryPolicy, telemetry};
+
+/// Middleware layers, in the order they run.
+pub(crate) type Layers = Vec<Arc<dyn reqwest_middleware::Middleware>>;
 
 /// The request header that asks for preview features (spec Part 9.6).
 pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
@@ -33,6 +38,8 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Debug, Clone)]
 pub(crate) struct HttpSender {
     http: reqwest::Client,
+    /// `http` behind the caller's middleware layers, when there are any.
+    layered: Option<reqwest_middleware::ClientWithMiddleware>,
     timeout: Option<Duration>,
     user_agent: HeaderValue,
     /// How token requests are retried (API calls carry their own policy).
@@ -43,12 +50,26 @@ pub(crate) struct HttpSender {
 
 impl HttpSender {
     pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
-        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default(), oauth_body: BodyKind::Token }
+        HttpSender {
+            http,
+            layered: None,
+            timeout,
+            user_agent,
+            retry: RetryPolicy::default(),
+            oauth_body: BodyKind::Token,
+        }
     }
 
     /// The same sender, for token introspection responses.
     pub(crate) fn for_introspection(mut self) -> Self {
         self.oauth_body = BodyKind::Introspection;
+        self
+    }
+
+    /// The same sender with every request passing through `layers` (none: straight to the wire).
+    pub(crate) fn with_middleware(mut self, layers: &Layers) -> Self {
+        self.layered = (!layers.is_empty())
+            .then(|| reqwest_middleware::ClientWithMiddleware::new(self.http.clone(), layers.clone()));
         self
     }
 
@@ -105,32 +126,31 @@ impl HttpSender {
         attempt: u32,
     ) -> Result<reqwest::Response, Error> {
         let path = request.url().path().to_owned();
-        let span = tracing::debug_span!(
-            "http_request",
-            "http.request.method" = %request.method(),
-            "url.path" = %path,
-            "http.response.status_code" = tracing::field::Empty,
-            attempt,
-        );
+        let span = telemetry::request_span(request.method(), request.url(), attempt);
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }
         if let Some(timeout) = self.timeout {
             request.timeout_mut().get_or_insert(timeout);
         }
-        let http = self.http.clone();
-        async move {
-            let response =
-                http.execute(request).await.map_err(|e| Error::Http(HttpError::from_reqwest(&path, e)))?;
-            let status = response.status();
-            tracing::Span::current().record("http.response.status_code", status.as_u16());
-            if status.is_redirection() {
-                return Err(Error::Http(HttpError::redirect(&path, status.as_u16())));
+        let sent = async {
+            match &self.layered {
+                Some(layered) => {
+                    layered.execute(request).await.map_err(|e| HttpError::from_middleware(&path, e))
+                }
+                None => self.http.execute(request).await.map_err(|e| HttpError::from_reqwest(&path, e)),
             }
-            Ok(response)
+        };
+        let outcome = sent.instrument(span.clone()).await.map_err(Error::Http);
+        match &outcome {
+            Ok(response) => telemetry::record_status(&span, response.status()),
+            Err(error) => telemetry::record_error(&span, error),
         }
-        .instrument(span)
-        .await
+        let response = outcome?;
+        if response.status().is_redirection() {
+            return Err(Error::Http(HttpError::redirect(&path, response.status().as_u16())));
+        }
+        Ok(response)
     }
 
     /// The HTTP client handed to the `oauth2` crate for token requests.
@@ -315,10 +335,13 @@ impl Transport {
         loop {
             let token = self.tokens.token(&self.sender).await?;
             let request = self.build_get(call, &token)?;
-            let response = self.sender.dispatch(request, attempt).await?;
+            // A resend with a new token counts as an attempt of its own on the request's span.
+            let response = self.sender.dispatch(request, attempt + u32::from(resent_for_token)).await?;
             let status = response.status();
-            let headers = response.headers().clone();
-            let deprecation = DeprecationNotice::from_headers(&http::Method::GET, call.url, &headers);
+            let deprecation =
+                DeprecationNotice::from_headers(&http::Method::GET, call.url, response.headers());
+            // Only an error answer needs its headers once the body is read.
+            let headers = if status.is_success() { HeaderMap::new() } else { response.headers().clone() };
             if let Some(notice) = &deprecation {
                 self.deprecation.report(notice);
             }

@@ -22,7 +22,7 @@ use super::pkce::{Pkce, constant_time_eq, random_value};
 use super::token_manager::clamp_lifetime;
 use super::{Claims, IdToken, PkceVerifier, RefreshToken, TokenSet, TokenVerifier, VerifyError};
 use crate::error::CallbackError;
-use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
+use crate::transport::{DEFAULT_TIMEOUT, HttpSender, Layers};
 use crate::{Error, ErrorCode, urls};
 
 /// Where the spec puts the endpoints, below `{auth_url}`.
@@ -95,6 +95,7 @@ struct FlowConfig {
     timeout: Duration,
     /// Clock-skew allowance of ID-token checks.
     id_token_leeway: Duration,
+    middleware: Layers,
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
     invalid: Option<(&'static str, String)>,
@@ -195,6 +196,7 @@ impl AuthorizationCodeFlow {
                 timeout: DEFAULT_TIMEOUT,
                 id_token_leeway: DEFAULT_ID_TOKEN_LEEWAY,
                 sender: HttpSender::standalone(DEFAULT_TIMEOUT)?,
+                middleware: Layers::new(),
                 invalid: None,
                 id_verifier: OnceLock::new(),
             }),
@@ -258,7 +260,10 @@ impl AuthorizationCodeFlow {
     ) -> Self {
         let config = self.config_mut();
         match crate::transport::http_client(configure) {
-            Ok(client) => config.sender = HttpSender::with_client(client, config.timeout),
+            Ok(client) => {
+                config.sender =
+                    HttpSender::with_client(client, config.timeout).with_middleware(&config.middleware);
+            }
             Err(Error::InvalidArgument { argument, message }) => {
                 config.invalid.get_or_insert((argument, message));
             }
@@ -274,6 +279,17 @@ impl AuthorizationCodeFlow {
     /// Default: 60 seconds.
     pub fn id_token_leeway(mut self, leeway: Duration) -> Self {
         self.config_mut().id_token_leeway = leeway;
+        self
+    }
+
+    /// Runs `layer` on every request of this flow, as
+    /// [`ClientBuilder::middleware`](crate::ClientBuilder::middleware) does for a client: the
+    /// code exchange and [`refresh`](Self::refresh). A [`Client`](crate::Client) built with
+    /// [`Auth::user`](crate::Auth::user) refreshes through its own layers. Default: none.
+    pub fn middleware(mut self, layer: impl reqwest_middleware::Middleware) -> Self {
+        let config = self.config_mut();
+        config.middleware.push(Arc::new(layer));
+        config.sender = config.sender.clone().with_middleware(&config.middleware);
         self
     }
 

@@ -14,6 +14,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::AccessToken;
 use crate::Error;
@@ -302,22 +303,26 @@ impl TokenManager {
         Next::Wait { flight, fallback }
     }
 
-    /// Starts a token request in a task of its own and returns its shared result.
+    /// Starts a token request in a task of its own and returns its shared result. The task runs
+    /// in the span of the caller that started it, so the token request appears in that trace.
     fn start(&self, sender: &HttpSender) -> Flight {
         let (answer, answered) = oneshot::channel();
         let inner = self.inner.clone();
         let sender = sender.clone();
-        tokio::spawn(async move {
-            let mut guard = FlightGuard { inner: Some(inner.clone()) };
-            let sent_at = Instant::now();
-            let result = inner.source.fetch(&sender).await;
-            guard.inner = None;
-            let fetched = result.is_ok();
-            let _ = answer.send(inner.finish(result, sent_at));
-            if fetched {
-                inner.source.after_fetch(&sender).await;
+        tokio::spawn(
+            async move {
+                let mut guard = FlightGuard { inner: Some(inner.clone()) };
+                let sent_at = Instant::now();
+                let result = inner.source.fetch(&sender).await;
+                guard.inner = None;
+                let fetched = result.is_ok();
+                let _ = answer.send(inner.finish(result, sent_at));
+                if fetched {
+                    inner.source.after_fetch(&sender).await;
+                }
             }
-        });
+            .in_current_span(),
+        );
         answered
             .map(|answer| {
                 answer.unwrap_or_else(|_| Err(Arc::new(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)))))

@@ -89,6 +89,7 @@ mod faults;
 mod jwt;
 mod odd;
 mod proxy;
+mod recorder;
 #[cfg(feature = "redis")]
 mod redis_server;
 mod users;
@@ -106,6 +107,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 pub use dataset::{COMPANY_STATUSES, Company, Contact, Dataset};
 pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter, TokenFaultCounts};
 pub use odd::{OddKind, OddRecords};
+pub use recorder::RecordedRequest;
 #[cfg(feature = "redis")]
 pub use redis_server::RedisServer;
 pub use versions::{DeprecationHeaders, Lifecycle};
@@ -381,6 +383,7 @@ pub struct ReferenceServerBuilder {
     odd_records: Option<OddRecords>,
     api_port: u16,
     auth_port: u16,
+    recorded_headers: Vec<String>,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -402,11 +405,24 @@ impl Default for ReferenceServerBuilder {
             odd_records: None,
             api_port: 0,
             auth_port: 0,
+            recorded_headers: Vec::new(),
         }
     }
 }
 
 impl ReferenceServerBuilder {
+    /// Records these headers of every request either server receives (API, token, JWKS,
+    /// discovery, ...), for [`ReferenceServer::recorded_requests`]. Default: none, and then
+    /// nothing is recorded.
+    pub fn record_headers<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.recorded_headers.extend(names.into_iter().map(Into::into));
+        self
+    }
+
     /// Number of companies. Default: 1,000.
     pub fn companies(mut self, n: usize) -> Self {
         self.companies = n;
@@ -568,6 +584,9 @@ impl ReferenceServerBuilder {
 
         let auth_server = listen(self.auth_port).await;
         let api_server = listen(self.api_port).await;
+        let recorder = recorder::Recorder::new(self.recorded_headers);
+        recorder.mount(&auth_server).await;
+        recorder.mount(&api_server).await;
         let replay_secret = crate::auth::pkce::random_value();
         let start_proxy =
             |server: &MockServer| match proxy::Proxy::start(*server.address(), replay_secret.clone()) {
@@ -640,6 +659,7 @@ impl ReferenceServerBuilder {
             dataset,
             shared,
             auth_settings,
+            recorder,
         }
     }
 }
@@ -679,6 +699,7 @@ pub struct ReferenceServer {
     dataset: Arc<Dataset>,
     shared: Arc<Shared>,
     auth_settings: auth::AuthSettings,
+    recorder: recorder::Recorder,
 }
 
 impl fmt::Debug for ReferenceServer {
@@ -781,9 +802,17 @@ impl ReferenceServer {
         log.iter().cloned().collect()
     }
 
+    /// Requests either server received, oldest first (the last 10,000), with the headers
+    /// named in [`record_headers`](ReferenceServerBuilder::record_headers); empty when none
+    /// were named.
+    pub fn recorded_requests(&self) -> Vec<RecordedRequest> {
+        self.recorder.requests()
+    }
+
     /// Sets the token and JWKS request counts to zero and clears the
-    /// request log.
+    /// request logs.
     pub fn reset_counters(&self) {
+        self.recorder.clear();
         self.shared.token_requests.store(0, Ordering::Relaxed);
         self.shared.jwks_requests.store(0, Ordering::Relaxed);
         self.shared.authorize_requests.store(0, Ordering::Relaxed);

@@ -26,6 +26,7 @@ mod secrets;
 mod shared_cache;
 #[cfg(feature = "redis")]
 mod shared_user_store;
+mod telemetry;
 mod token_chaos;
 mod verifier;
 mod version_signals;

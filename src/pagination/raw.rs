@@ -1,0 +1,105 @@
+//! Pages whose items are decoded after the next page has been requested.
+//!
+//! A prefetched page reaches its listing with the pagination fields decoded and the items still
+//! JSON: the listing applies the cursor rules, starts the next request, and only then decodes
+//! the items, so decoding overlaps the request.
+
+use std::sync::atomic::AtomicU64;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Cursor, Page, PageResult, request_page};
+use crate::deprecation::DeprecationNotice;
+use crate::envelope::{Data, PaginationMeta};
+use crate::resources::{ListQuery, Resource};
+use crate::{Client, Error};
+
+/// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
+pub(super) enum Arrived<T> {
+    Decoded(Page<T>),
+    Raw(RawPage),
+}
+
+/// A page as a listing receives it: the pagination fields decoded and the items still JSON, so
+/// that the next page can be requested before this one's items are decoded.
+pub(super) struct RawPage {
+    items: Box<RawValue>,
+    pub(super) pagination: PaginationMeta,
+    deprecation: Option<DeprecationNotice>,
+}
+
+/// The page envelope on the wire, items left undecoded.
+#[derive(Deserialize)]
+struct RawEnvelope {
+    data: Box<RawValue>,
+    pagination: PaginationMeta,
+}
+
+impl RawPage {
+    /// True when `data` is an empty array.
+    pub(super) fn is_empty(&self) -> bool {
+        let json = self.items.get().trim();
+        json.strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .is_some_and(|inner| inner.trim().is_empty())
+    }
+
+    /// Decodes the items as [`Page`]'s own decoding does: element by element, an element that
+    /// is not a record set aside.
+    pub(super) fn decode<T: Resource>(self, endpoint: impl FnOnce() -> String) -> PageResult<T> {
+        let data: Data<T> = serde_json::from_str(self.items.get()).map_err(|e| Error::Decode {
+            endpoint: endpoint(),
+            message: crate::text::server_text(&format!("data: {e}")),
+        })?;
+        Ok(Page { deprecation: self.deprecation, ..self.pagination.into_page(data) })
+    }
+}
+
+/// Requests one page of a listing, its items left undecoded.
+pub(super) async fn fetch_raw_page<T: Resource>(
+    client: &Client,
+    query: &ListQuery,
+    limit: Option<u32>,
+    cursor: Option<&Cursor>,
+    retries: Option<&AtomicU64>,
+) -> Result<RawPage, Error> {
+    let response = request_page::<T, RawEnvelope>(client, query, limit, cursor, retries).await?;
+    let RawEnvelope { data, pagination } = response.body;
+    Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Company;
+
+    fn raw(body: &str) -> RawPage {
+        let RawEnvelope { data, pagination } = serde_json::from_str(body).expect("an envelope");
+        RawPage { items: data, pagination, deprecation: None }
+    }
+
+    #[test]
+    fn emptiness_and_items_read_after_the_cursor() {
+        for data in ["[]", "[ ]", "[\n ]"] {
+            let page =
+                raw(&format!(r#"{{"data": {data}, "pagination": {{"hasMore": true, "nextCursor": "c"}}}}"#));
+            assert!(page.is_empty(), "{data}");
+        }
+        let body = r#"{"data": [{"id": "cmp_1", "name": "A", "status": "active",
+            "createdAt": "2024-01-02T03:04:05Z", "updatedAt": "2024-01-02T03:04:05Z", "tier": 2}],
+            "pagination": {"hasMore": false, "nextCursor": "", "totalCount": 1}}"#;
+        let page = raw(body);
+        assert!(!page.is_empty() && !page.pagination.has_more);
+        let decoded: Page<Company> = page.decode(|| "/v1/companies".into()).expect("a page");
+        let whole: Page<Company> = serde_json::from_str(body).expect("a page");
+        assert_eq!(decoded, whole, "both ways of decoding a page agree");
+
+        let broken = raw(r#"{"data": [{"id": 1}], "pagination": {"hasMore": false}}"#);
+        let error = broken.decode::<Company>(|| "/v1/companies".into()).expect_err("a bad item");
+        assert!(
+            matches!(error, Error::Decode { ref endpoint, .. } if endpoint == "/v1/companies"),
+            "{error:?}"
+        );
+    }
+}
