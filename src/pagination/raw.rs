@@ -95,8 +95,18 @@ mod tests {
         let whole: Page<Company> = serde_json::from_str(body).expect("a page");
         assert_eq!(decoded, whole, "both ways of decoding a page agree");
 
-        let broken = raw(r#"{"data": [{"id": 1}], "pagination": {"hasMore": false}}"#);
-        let error = broken.decode::<Company>(|| "/v1/companies".into()).expect_err("a bad item");
+        // An element that is not a record is set aside, as in a page decoded whole.
+        let odd =
+            r#"{"data": [{"id": 1}, 7, {"id": "cmp_2", "name": "B"}], "pagination": {"hasMore": false}}"#;
+        let decoded: Page<Company> = raw(odd).decode(|| "/v1/companies".into()).expect("a page");
+        let whole: Page<Company> = serde_json::from_str(odd).expect("a page");
+        assert_eq!(decoded, whole, "both ways of decoding a page with odd elements agree");
+        assert_eq!(decoded.data.len(), 1);
+        let positions: Vec<usize> = decoded.undecodable.iter().map(|u| u.position).collect();
+        assert_eq!(positions, [0, 1]);
+
+        let broken = raw(r#"{"data": {"id": 1}, "pagination": {"hasMore": false}}"#);
+        let error = broken.decode::<Company>(|| "/v1/companies".into()).expect_err("data is not an array");
         assert!(
             matches!(error, Error::Decode { ref endpoint, .. } if endpoint == "/v1/companies"),
             "{error:?}"
