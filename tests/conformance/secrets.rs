@@ -30,6 +30,21 @@ impl Write for Captured {
     }
 }
 
+/// Every event and span at TRACE level, as text, for the calling thread until the guard drops.
+/// On a test's one-thread runtime, the tasks it spawns log here too.
+pub fn capture_traces() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer({
+            let captured = captured.clone();
+            move || captured.clone()
+        })
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
 impl Captured {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
@@ -89,17 +104,7 @@ async fn no_secret_reaches_any_tracing_output() {
     else {
         return;
     };
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer({
-            let captured = captured.clone();
-            move || captured.clone()
-        })
-        .finish();
-    // This test's runtime has one thread: every task it spawns logs through this subscriber.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = capture_traces();
     let mut secrets: Vec<String> = vec![server.client_secret().to_owned(), "wrong-secret-value".to_owned()];
 
     // Client credentials: Basic, body, and a refused secret.

@@ -14,7 +14,7 @@ use business_records::reference_server::{RedisServer, ReferenceServer, Reference
 use business_records::{Auth, Client};
 use futures::future::join_all;
 
-use crate::secrets::Captured;
+use crate::secrets::capture_traces;
 use crate::support;
 
 /// A `redis-server` of the case's own, or `None` (reported) when it cannot run here.
@@ -243,17 +243,8 @@ async fn no_token_reaches_the_logs_and_an_outage_warns_once() {
     else {
         return;
     };
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer({
-            let captured = captured.clone();
-            move || captured.clone()
-        })
-        .finish();
-    // This test's runtime has one thread: the connection's tasks log through this subscriber.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // This test's runtime has one thread: the connection's tasks log through the capture.
+    let (captured, _guard) = capture_traces();
 
     let cache = connect(&redis).await.user_secret("the user secret");
     list_all(&[client_with(&server, cache.clone(), &["api/read"])]).await;
