@@ -135,6 +135,13 @@
 //! [`reqwest_middleware`] layers to every request, for example to send W3C `traceparent`, and
 //! [`RetryPolicy::retry_if`] chooses which failures are retried. No token or secret ever reaches
 //! a log line or an error message.
+//!
+//! ## Runtime
+//!
+//! The client runs on Tokio: token requests and prefetched pages run in tasks of their own
+//! (`tokio::spawn`), so requests and streams must be polled inside a Tokio runtime (the
+//! multi-threaded one, as `#[tokio::main]` starts it, or the current-thread one). Polling them
+//! elsewhere panics, as `tokio::spawn` does.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

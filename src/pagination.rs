@@ -122,6 +122,35 @@ pub struct Page<T> {
     pub deprecation: Option<DeprecationNotice>,
 }
 
+/// The page's items, in order.
+///
+/// ```
+/// use business_records::{Company, Page};
+/// let page: Page<Company> = serde_json::from_str(
+///     r#"{"data": [{"id": "cmp_1", "name": "Acme"}], "pagination": {"hasMore": false}}"#,
+/// )?;
+/// let names: Vec<String> = page.into_iter().map(|company| company.name).collect();
+/// assert_eq!(names, ["Acme"]);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+impl<T> IntoIterator for Page<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.data.into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Page<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.data.iter()
+    }
+}
+
 impl<T> Page<T> {
     /// Keeps at most `max` items; a page cut short reports `has_more` as the server sent it.
     pub(crate) fn truncated(mut self, max: u64) -> Self {
@@ -476,6 +505,7 @@ impl<T: Resource> Drop for Pager<T> {
 /// }
 /// # Ok(()) }
 /// ```
+#[must_use = "streams do nothing unless polled"]
 pub struct PageStream<T: Resource> {
     inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
     resume: ResumePoint,
@@ -606,6 +636,7 @@ impl<T: Resource> fmt::Debug for PageStream<T> {
 /// }
 /// # Ok(()) }
 /// ```
+#[must_use = "streams do nothing unless polled"]
 pub struct ItemStream<T: Resource> {
     pages: PageStream<T>,
     buffer: VecDeque<T>,
