@@ -259,8 +259,8 @@ impl Faults {
     /// `fault` for token request number `request` (the first is 1).
     ///
     /// At the token endpoint, [`Fault::RateLimited`], [`Fault::Status`], [`Fault::Html`],
-    /// [`Fault::Empty`], [`Fault::DropConnection`], [`Fault::Slow`], [`Fault::InvalidJson`],
-    /// [`Fault::Body`] and [`Fault::ExpireTokens`] apply; the page faults do not (they are not
+    /// [`Fault::Empty`], [`Fault::Reply`], [`Fault::DropConnection`], [`Fault::OversizedBody`],
+    /// [`Fault::Slow`], [`Fault::InvalidJson`], [`Fault::Body`] and [`Fault::ExpireTokens`] apply; the page faults do not (they are not
     /// counted as applied). Every one of them acts before the grant is processed.
     pub fn token_at(mut self, request: u64, fault: Fault) -> Self {
         self.token_rules.push(Rule::At { request, fault });
@@ -283,8 +283,9 @@ impl Faults {
     }
 
     /// `fault` for JWKS request number `request` (the first is 1). [`Fault::RateLimited`],
-    /// [`Fault::Status`], [`Fault::Html`], [`Fault::Empty`], [`Fault::DropConnection`],
-    /// [`Fault::Slow`], [`Fault::InvalidJson`] and [`Fault::Body`] apply.
+    /// [`Fault::Status`], [`Fault::Html`], [`Fault::Empty`], [`Fault::Reply`],
+    /// [`Fault::DropConnection`], [`Fault::OversizedBody`], [`Fault::Slow`],
+    /// [`Fault::InvalidJson`] and [`Fault::Body`] apply.
     pub fn jwks_at(mut self, request: u64, fault: Fault) -> Self {
         self.jwks_rules.push(Rule::At { request, fault });
         self
@@ -633,6 +634,8 @@ mod tests {
             (Fault::Html(502), 502),
             (Fault::Empty(504), 504),
             (Fault::DropConnection, 200),
+            (Fault::Reply(410, Vec::new()), 410),
+            (Fault::OversizedBody(1024), 200),
         ] {
             assert_eq!(state.stand_in(Target::Token, &fault).map(|(s, _)| s), Some(status), "{fault:?}");
         }
