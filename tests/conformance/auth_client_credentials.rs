@@ -7,7 +7,21 @@ use business_records::{Auth, Client, Error, ErrorCode};
 
 use crate::support::{self, Target};
 
-#[tokio::test]
+crate::cases! {
+    Anywhere:
+        basic_and_body_client_authentication_both_work,
+        a_wrong_secret_is_a_typed_invalid_client_error,
+        plain_http_is_refused_except_on_loopback [sync];
+    ServerControl:
+        concurrent_first_calls_share_one_token_request,
+        concurrent_calls_right_after_expiry_share_one_token_request,
+        tokens_are_fetched_again_before_they_expire,
+        expired_wrong_audience_wrong_issuer_and_unknown_key_tokens_are_invalid_token,
+        missing_scope_is_insufficient_scope_and_never_refreshes,
+        a_scope_the_client_may_not_have_is_invalid_scope,
+        a_rejected_token_is_replaced_and_the_request_sent_once_more;
+}
+
 async fn basic_and_body_client_authentication_both_work() {
     let target = Target::new().await;
     let basic = target.client().companies().limit(5).send().await.expect("basic auth works");
@@ -30,7 +44,6 @@ async fn basic_and_body_client_authentication_both_work() {
     );
 }
 
-#[tokio::test]
 async fn a_wrong_secret_is_a_typed_invalid_client_error() {
     let target = Target::new().await;
     let c = target.credentials();
@@ -57,27 +70,16 @@ async fn two_hundred_at_once(client: &Client) {
     }
 }
 
-#[tokio::test]
 async fn concurrent_first_calls_share_one_token_request() {
-    let Some(server) = support::reference_server("single-flight token", ReferenceServer::builder).await
-    else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     two_hundred_at_once(&client).await;
     assert_eq!(server.token_requests(), 1);
     assert_eq!(server.api_requests().len(), 200);
 }
 
-#[tokio::test]
 async fn concurrent_calls_right_after_expiry_share_one_token_request() {
-    let Some(server) = support::reference_server("single-flight token after expiry", || {
-        ReferenceServer::builder().token_lifetime(Duration::from_secs(1))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().token_lifetime(Duration::from_secs(1)).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     client.companies().limit(1).send().await.expect("first call");
     tokio::time::sleep(Duration::from_millis(1100)).await;
@@ -87,15 +89,8 @@ async fn concurrent_calls_right_after_expiry_share_one_token_request() {
     assert!(server.api_requests().iter().all(|r| r.status == 200));
 }
 
-#[tokio::test]
 async fn tokens_are_fetched_again_before_they_expire() {
-    let Some(server) = support::reference_server("token refresh", || {
-        ReferenceServer::builder().token_lifetime(Duration::from_secs(2))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().token_lifetime(Duration::from_secs(2)).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     client.companies().limit(1).send().await.expect("first call");
     client.companies().limit(1).send().await.expect("second call, same token");
@@ -119,11 +114,8 @@ async fn static_token_error(server: &ReferenceServer, token: String) -> Error {
     client.companies().send().await.expect_err("the token is refused")
 }
 
-#[tokio::test]
 async fn expired_wrong_audience_wrong_issuer_and_unknown_key_tokens_are_invalid_token() {
-    let Some(server) = support::reference_server("minted tokens", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let cases = [
         ("expired", TokenSpec::new().lifetime_secs(-60)),
         ("wrong audience", TokenSpec::new().audience("another-api")),
@@ -147,15 +139,8 @@ async fn expired_wrong_audience_wrong_issuer_and_unknown_key_tokens_are_invalid_
     client.companies().limit(1).send().await.expect("a valid minted token works");
 }
 
-#[tokio::test]
 async fn missing_scope_is_insufficient_scope_and_never_refreshes() {
-    let Some(server) = support::reference_server("scope check", || {
-        ReferenceServer::builder().client("writer", "writer-secret", ["api/write"])
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().client("writer", "writer-secret", ["api/write"]).start().await;
     let client = Client::builder()
         .base_url(server.base_url())
         .auth(Auth::client_credentials(server.auth_url(), "writer", "writer-secret").scopes(["api/write"]))
@@ -169,11 +154,8 @@ async fn missing_scope_is_insufficient_scope_and_never_refreshes() {
     assert_eq!(server.api_requests().len(), 1, "and must not be resent");
 }
 
-#[tokio::test]
 async fn a_scope_the_client_may_not_have_is_invalid_scope() {
-    let Some(server) = support::reference_server("scope grant", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let client = Client::builder()
         .base_url(server.base_url())
         .auth(
@@ -187,11 +169,8 @@ async fn a_scope_the_client_may_not_have_is_invalid_scope() {
     assert_eq!(server.api_requests().len(), 0, "no API request without a token");
 }
 
-#[tokio::test]
 async fn a_rejected_token_is_replaced_and_the_request_sent_once_more() {
-    let Some(server) = support::reference_server("token revocation", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     client.companies().limit(1).send().await.expect("first call");
     server.revoke_issued_tokens();
@@ -210,7 +189,6 @@ async fn a_rejected_token_is_replaced_and_the_request_sent_once_more() {
     assert_eq!(server.api_requests().len(), 1);
 }
 
-#[test]
 fn plain_http_is_refused_except_on_loopback() {
     let err = Client::builder()
         .base_url("http://api.example.com")

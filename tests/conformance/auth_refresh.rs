@@ -10,22 +10,25 @@ use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Auth, Client, Error};
 
 use crate::auth_user::sign_in;
-use crate::support::{self, eventually};
+use crate::support::eventually;
+
+crate::cases! {
+    ServerControl:
+        a_refresh_whose_caller_gave_up_still_lands_in_memory_and_in_the_store,
+        a_dropped_listing_does_not_cancel_the_refresh_it_started,
+        a_refreshed_id_token_that_fails_verification_is_dropped_and_the_new_tokens_kept;
+}
 
 /// A signed-in user's client with a memory store, against a reference server with `companies`,
 /// one-second tokens, rotation and the fault proxies.
-async fn signed_in_client(
-    case: &str,
-    companies: usize,
-) -> Option<(ReferenceServer, TokenSet, Client, MemoryTokenStore)> {
-    let server = support::reference_server(case, || {
-        ReferenceServer::builder()
-            .companies(companies)
-            .token_lifetime(Duration::from_secs(1))
-            .refresh_token_rotation(true)
-            .faults(Faults::new())
-    })
-    .await?;
+async fn signed_in_client(companies: usize) -> (ReferenceServer, TokenSet, Client, MemoryTokenStore) {
+    let server = ReferenceServer::builder()
+        .companies(companies)
+        .token_lifetime(Duration::from_secs(1))
+        .refresh_token_rotation(true)
+        .faults(Faults::new())
+        .start()
+        .await;
     let (flow, first) = sign_in(&server).await;
     let store = MemoryTokenStore::new();
     let client = Client::builder()
@@ -33,7 +36,7 @@ async fn signed_in_client(
         .auth(Auth::user(flow, first.clone()).store(store.clone()))
         .build()
         .expect("client");
-    Some((server, first, client, store))
+    (server, first, client, store)
 }
 
 /// The refresh token the server considers current for the test user.
@@ -45,11 +48,8 @@ fn refresh_token_of(tokens: &TokenSet) -> String {
     tokens.refresh_token.as_ref().expect("a refresh token").secret().to_owned()
 }
 
-#[tokio::test]
 async fn a_refresh_whose_caller_gave_up_still_lands_in_memory_and_in_the_store() {
-    let Some((server, first, client, store)) = signed_in_client("cancelled refresh", 5).await else {
-        return;
-    };
+    let (server, first, client, store) = signed_in_client(5).await;
     // The refresh is held for 400 ms before the server processes it.
     server.set_faults(Faults::new().token_at(1, Fault::Slow(Duration::from_millis(400))));
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -72,11 +72,8 @@ async fn a_refresh_whose_caller_gave_up_still_lands_in_memory_and_in_the_store()
     assert_eq!(current_refresh_token(&server), [refresh_token_of(&store.get().expect("saved"))]);
 }
 
-#[tokio::test]
 async fn a_dropped_listing_does_not_cancel_the_refresh_it_started() {
-    let Some((server, _, client, store)) = signed_in_client("dropped stream", 30).await else {
-        return;
-    };
+    let (server, _, client, store) = signed_in_client(30).await;
     let mut stream = client.companies().limit(10).stream();
     for _ in 0..10 {
         stream.try_next().await.expect("a company").expect("the first page");
@@ -98,18 +95,13 @@ async fn a_dropped_listing_does_not_cancel_the_refresh_it_started() {
     assert_eq!(server.refresh_token_reuses(), 0);
 }
 
-#[tokio::test]
 async fn a_refreshed_id_token_that_fails_verification_is_dropped_and_the_new_tokens_kept() {
-    let Some(server) = support::reference_server("bad id token", || {
-        ReferenceServer::builder()
-            .companies(5)
-            .token_lifetime(Duration::from_secs(1))
-            .refresh_token_rotation(true)
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(5)
+        .token_lifetime(Duration::from_secs(1))
+        .refresh_token_rotation(true)
+        .start()
+        .await;
     let (flow, first) = sign_in(&server).await;
     // A flow that expects another issuer: every ID token the server sends now fails.
     let strict = flow.clone().issuer("https://issuer.example");

@@ -14,6 +14,21 @@ use business_records::{Auth, Client, ClientBuilder, Error, ErrorCode, RetryPolic
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+crate::cases! {
+    Anywhere:
+        transient_token_endpoint_failures_of_any_body_are_retried_honouring_retry_after,
+        the_final_error_keeps_the_real_status_and_retry_after,
+        definitive_token_errors_are_not_retried,
+        concurrent_callers_share_one_failed_token_request_and_then_a_backoff,
+        a_hanging_token_endpoint_costs_each_caller_one_timeout,
+        an_absurd_expires_in_is_clamped_and_the_token_is_used,
+        a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in,
+        redirects_are_never_followed_whatever_the_http_settings,
+        a_proxy_set_in_http_config_carries_the_requests,
+        http_basic_is_form_encoded_by_default_and_literal_on_request,
+        sign_in_refresh_and_introspection_follow_no_redirect_either;
+}
+
 /// Answers with each template in turn, then with the last one forever.
 struct Script(Mutex<VecDeque<ResponseTemplate>>);
 
@@ -85,7 +100,6 @@ impl Setup {
     }
 }
 
-#[tokio::test]
 async fn transient_token_endpoint_failures_of_any_body_are_retried_honouring_retry_after() {
     let setup = Setup::new(|api| {
         vec![
@@ -106,7 +120,6 @@ async fn transient_token_endpoint_failures_of_any_body_are_retried_honouring_ret
     assert!(started.elapsed() >= Duration::from_secs(1), "the 429's Retry-After was waited out");
 }
 
-#[tokio::test]
 async fn the_final_error_keeps_the_real_status_and_retry_after() {
     let setup = Setup::new(|_| vec![html(503).insert_header("retry-after", "0")]).await;
     let client = setup.client().retry(RetryPolicy::default().max_attempts(3)).build().expect("client");
@@ -125,7 +138,6 @@ async fn the_final_error_keeps_the_real_status_and_retry_after() {
     assert_eq!(err.description(), Some("scripted server_error"));
 }
 
-#[tokio::test]
 async fn definitive_token_errors_are_not_retried() {
     let cases = [
         (401, "invalid_client", true),
@@ -147,7 +159,6 @@ async fn definitive_token_errors_are_not_retried() {
     }
 }
 
-#[tokio::test]
 async fn concurrent_callers_share_one_failed_token_request_and_then_a_backoff() {
     let setup =
         Setup::new(|_| vec![oauth_error(503, "temporarily_unavailable").insert_header("retry-after", "1")])
@@ -184,7 +195,6 @@ async fn concurrent_callers_share_one_failed_token_request_and_then_a_backoff() 
     assert_eq!(setup.token_requests().await, 1, "one request since the reset");
 }
 
-#[tokio::test]
 async fn a_hanging_token_endpoint_costs_each_caller_one_timeout() {
     let setup = Setup::new(|api| vec![token(api, 3600.into()).set_delay(Duration::from_secs(30))]).await;
     let client = setup
@@ -204,7 +214,6 @@ async fn a_hanging_token_endpoint_costs_each_caller_one_timeout() {
     assert_eq!(setup.token_requests().await, 1, "callers joined the one request, none queued behind it");
 }
 
-#[tokio::test]
 async fn an_absurd_expires_in_is_clamped_and_the_token_is_used() {
     let setup = Setup::new(|api| vec![token(api, u64::MAX.into())]).await;
     let client = setup.client().build().expect("client");
@@ -214,7 +223,6 @@ async fn an_absurd_expires_in_is_clamped_and_the_token_is_used() {
     assert_eq!(setup.token_requests().await, 1, "the token is cached, not refetched");
 }
 
-#[tokio::test]
 async fn a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in() {
     let setup = Setup::new(|api| {
         vec![ResponseTemplate::new(200).set_body_json(serde_json::json!({
@@ -232,7 +240,6 @@ async fn a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in() {
     assert_eq!(statuses, [401, 401], "sent once more, never twice");
 }
 
-#[tokio::test]
 async fn redirects_are_never_followed_whatever_the_http_settings() {
     let elsewhere = MockServer::builder().start().await;
     Mock::given(method("POST")).respond_with(ResponseTemplate::new(200)).mount(&elsewhere).await;
@@ -257,7 +264,6 @@ async fn redirects_are_never_followed_whatever_the_http_settings() {
     assert!(elsewhere.received_requests().await.unwrap_or_default().is_empty(), "the secret stayed home");
 }
 
-#[tokio::test]
 async fn a_proxy_set_in_http_config_carries_the_requests() {
     let api = ReferenceServer::builder().companies(4).start().await;
     let token = api.mint_token(TokenSpec::new().scopes(["api/read"]));
@@ -287,7 +293,6 @@ impl Respond for Recorder {
     }
 }
 
-#[tokio::test]
 async fn http_basic_is_form_encoded_by_default_and_literal_on_request() {
     const ID: &str = "my client";
     const SECRET: &str = "s3cr:t/+=";
@@ -347,7 +352,6 @@ impl Respond for Flag {
     }
 }
 
-#[tokio::test]
 async fn sign_in_refresh_and_introspection_follow_no_redirect_either() {
     use business_records::auth::{AuthorizationCodeFlow, TokenIntrospector, TokenSet};
     let elsewhere = MockServer::builder().start().await;

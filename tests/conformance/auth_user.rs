@@ -15,6 +15,23 @@ use futures::future::BoxFuture;
 
 use crate::support;
 
+crate::cases! {
+    ServerControl:
+        a_desktop_app_signs_in_through_the_loopback_redirect_and_lists_companies,
+        a_code_is_exchanged_once,
+        forged_foreign_and_denied_callbacks_fail_before_any_token_request,
+        tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use,
+        a_refresh_response_without_a_refresh_token_keeps_the_old_one,
+        a_revoked_refresh_token_is_a_typed_reauthentication_error,
+        a_rejected_user_token_is_refreshed_once_and_the_request_resent_once,
+        insufficient_scope_never_refreshes_a_user_token,
+        two_hundred_concurrent_requests_right_after_expiry_share_one_refresh,
+        a_stream_of_5000_companies_outlives_many_one_second_tokens,
+        a_failing_store_does_not_fail_the_call_and_the_save_is_retried_until_it_lands,
+        a_failed_refresh_keeps_a_token_that_still_works_and_the_next_try_waits_for_the_backoff,
+        discovery_and_introspection_against_the_reference_server;
+}
+
 /// Stands in for the user's browser: opens the authorization URL (the reference server signs
 /// the test user in at once) and follows its redirect to the application. Returns the page the
 /// application showed.
@@ -69,30 +86,20 @@ fn user_client_with(server: &ReferenceServer, auth: Auth) -> Client {
         .expect("client")
 }
 
-async fn server(case: &str, builder: impl FnOnce() -> ReferenceServerBuilder) -> Option<ReferenceServer> {
-    support::reference_server(case, builder).await
-}
-
 /// A small dataset and access tokens that live one second.
 fn one_second_tokens() -> ReferenceServerBuilder {
     ReferenceServer::builder().companies(5).token_lifetime(Duration::from_secs(1))
 }
 
 /// A reference server from `builder` and its test user, signed in.
-async fn signed_in(
-    case: &str,
-    builder: impl FnOnce() -> ReferenceServerBuilder,
-) -> Option<(ReferenceServer, AuthorizationCodeFlow, TokenSet)> {
-    let server = server(case, builder).await?;
+async fn signed_in(builder: ReferenceServerBuilder) -> (ReferenceServer, AuthorizationCodeFlow, TokenSet) {
+    let server = builder.start().await;
     let (flow, tokens) = sign_in(&server).await;
-    Some((server, flow, tokens))
+    (server, flow, tokens)
 }
 
-#[tokio::test]
 async fn a_desktop_app_signs_in_through_the_loopback_redirect_and_lists_companies() {
-    let Some(server) = server("user sign-in", || ReferenceServer::builder().companies(30)).await else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(30).start().await;
     let redirect = LoopbackRedirect::bind().await.expect("bind");
     assert!(redirect.redirect_uri().starts_with("http://127.0.0.1:"));
     let flow =
@@ -125,11 +132,8 @@ async fn a_desktop_app_signs_in_through_the_loopback_redirect_and_lists_companie
     assert_eq!(sub.expect("verifies again").as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
 }
 
-#[tokio::test]
 async fn a_code_is_exchanged_once() {
-    let Some(server) = server("code reuse", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let (flow, request, callback) = authorize(&server, &["openid", "api/read"]).await.expect("authorize");
     flow.exchange(request.clone(), &callback).await.expect("first exchange");
     let err = flow.exchange(request, &callback).await.expect_err("a replayed code");
@@ -137,11 +141,8 @@ async fn a_code_is_exchanged_once() {
     assert_eq!(err.code(), Some(&ErrorCode::InvalidGrant));
 }
 
-#[tokio::test]
 async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
-    let Some(server) = server("callback checks", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let flow = AuthorizationCodeFlow::new(
         server.auth_url(),
         server.public_client_id(),
@@ -166,13 +167,7 @@ async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
     assert_eq!(server.token_requests(), 0);
     flow.exchange(request, &location).await.expect("the untouched callback works");
 
-    let Some(denying) = support::reference_server("denied sign-in", || {
-        ReferenceServer::builder().companies(1).deny_authorization(true)
-    })
-    .await
-    else {
-        return;
-    };
+    let denying = ReferenceServer::builder().companies(1).deny_authorization(true).start().await;
     let redirect = LoopbackRedirect::bind().await.expect("bind");
     let flow =
         AuthorizationCodeFlow::new(denying.auth_url(), denying.public_client_id(), redirect.redirect_uri())
@@ -187,18 +182,14 @@ async fn forged_foreign_and_denied_callbacks_fail_before_any_token_request() {
     assert_eq!(denying.token_requests(), 0);
 }
 
-#[tokio::test]
 async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use() {
-    let Some((server, flow, first)) = signed_in("refresh rotation", || {
+    let (server, flow, first) = signed_in(
         ReferenceServer::builder()
             .companies(5)
             .token_lifetime(Duration::from_secs(2))
-            .refresh_token_rotation(true)
-    })
-    .await
-    else {
-        return;
-    };
+            .refresh_token_rotation(true),
+    )
+    .await;
     let store = MemoryTokenStore::new();
     let client =
         user_client_with(&server, Auth::user(flow.clone(), first.clone()).store(store.clone()).into());
@@ -230,18 +221,14 @@ async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use(
     assert!(err.needs_reauthentication());
 }
 
-#[tokio::test]
 async fn a_refresh_response_without_a_refresh_token_keeps_the_old_one() {
-    let Some((server, flow, first)) = signed_in("no rotation", || {
+    let (server, flow, first) = signed_in(
         ReferenceServer::builder()
             .companies(5)
             .token_lifetime(Duration::from_secs(1))
-            .refresh_token_rotation(false)
-    })
-    .await
-    else {
-        return;
-    };
+            .refresh_token_rotation(false),
+    )
+    .await;
     let store = MemoryTokenStore::new();
     let client = user_client_with(&server, Auth::user(flow, first.clone()).store(store.clone()).into());
     for _ in 0..2 {
@@ -253,11 +240,8 @@ async fn a_refresh_response_without_a_refresh_token_keeps_the_old_one() {
     assert_eq!(saved.refresh_token, first.refresh_token);
 }
 
-#[tokio::test]
 async fn a_revoked_refresh_token_is_a_typed_reauthentication_error() {
-    let Some((server, flow, tokens)) = signed_in("invalid_grant", one_second_tokens).await else {
-        return;
-    };
+    let (server, flow, tokens) = signed_in(one_second_tokens()).await;
     let client = user_client(&server, flow, tokens);
     server.revoke_refresh_tokens();
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -268,13 +252,8 @@ async fn a_revoked_refresh_token_is_a_typed_reauthentication_error() {
     assert_eq!(server.api_requests().len(), 0, "no API request without a valid token");
 }
 
-#[tokio::test]
 async fn a_rejected_user_token_is_refreshed_once_and_the_request_resent_once() {
-    let Some((server, flow, tokens)) =
-        signed_in("user token revocation", || ReferenceServer::builder().companies(5)).await
-    else {
-        return;
-    };
+    let (server, flow, tokens) = signed_in(ReferenceServer::builder().companies(5)).await;
     let client = user_client(&server, flow, tokens);
     client.companies().send().await.expect("first call");
     server.revoke_issued_tokens();
@@ -284,11 +263,8 @@ async fn a_rejected_user_token_is_refreshed_once_and_the_request_resent_once() {
     assert_eq!(statuses, [200, 401, 200]);
 }
 
-#[tokio::test]
 async fn insufficient_scope_never_refreshes_a_user_token() {
-    let Some(server) = server("user scope", || ReferenceServer::builder().companies(5)).await else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(5).start().await;
     let (flow, tokens) = sign_in_with(&server, &["openid", "api/write"]).await.expect("sign-in");
     let client = user_client(&server, flow, tokens);
     let err = client.companies().send().await.expect_err("api/read is missing");
@@ -298,11 +274,8 @@ async fn insufficient_scope_never_refreshes_a_user_token() {
     assert_eq!(server.api_requests().len(), 1, "and nothing is resent");
 }
 
-#[tokio::test]
 async fn two_hundred_concurrent_requests_right_after_expiry_share_one_refresh() {
-    let Some((server, flow, tokens)) = signed_in("single-flight refresh", one_second_tokens).await else {
-        return;
-    };
+    let (server, flow, tokens) = signed_in(one_second_tokens()).await;
     let store = MemoryTokenStore::new();
     let client = user_client_with(&server, Auth::user(flow, tokens).store(store.clone()).into());
     tokio::time::sleep(Duration::from_millis(1100)).await;
@@ -319,15 +292,9 @@ async fn two_hundred_concurrent_requests_right_after_expiry_share_one_refresh() 
     assert!(server.api_requests().iter().all(|r| r.status == 200));
 }
 
-#[tokio::test]
 async fn a_stream_of_5000_companies_outlives_many_one_second_tokens() {
-    let Some((server, flow, tokens)) = signed_in("long stream", || {
-        ReferenceServer::builder().companies(5_000).token_lifetime(Duration::from_secs(1))
-    })
-    .await
-    else {
-        return;
-    };
+    let (server, flow, tokens) =
+        signed_in(ReferenceServer::builder().companies(5_000).token_lifetime(Duration::from_secs(1))).await;
     let client = user_client(&server, flow, tokens);
     let started = Instant::now();
     let mut stream = client.companies().stream();
@@ -377,13 +344,8 @@ impl TokenStore for FlakyStore {
     }
 }
 
-#[tokio::test]
 async fn a_failing_store_does_not_fail_the_call_and_the_save_is_retried_until_it_lands() {
-    let Some((server, flow, first)) =
-        signed_in("store failure", || one_second_tokens().refresh_token_rotation(true)).await
-    else {
-        return;
-    };
+    let (server, flow, first) = signed_in(one_second_tokens().refresh_token_rotation(true)).await;
     let store = FlakyStore::default();
     let client = user_client_with(&server, Auth::user(flow, first.clone()).store(store.clone()).into());
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -402,19 +364,15 @@ async fn a_failing_store_does_not_fail_the_call_and_the_save_is_retried_until_it
     assert_ne!(store.inner.get().expect("saved").refresh_token, saved.refresh_token);
 }
 
-#[tokio::test]
 async fn a_failed_refresh_keeps_a_token_that_still_works_and_the_next_try_waits_for_the_backoff() {
-    let Some((server, flow, first)) = signed_in("failed refresh", || {
+    let (server, flow, first) = signed_in(
         ReferenceServer::builder()
             .companies(5)
             .token_lifetime(Duration::from_secs(4))
             .refresh_token_rotation(true)
-            .faults(Faults::new())
-    })
-    .await
-    else {
-        return;
-    };
+            .faults(Faults::new()),
+    )
+    .await;
     let store = MemoryTokenStore::new();
     let client = Client::builder()
         .base_url(server.base_url())
@@ -448,11 +406,8 @@ async fn a_failed_refresh_keeps_a_token_that_still_works_and_the_next_try_waits_
     assert!(server.api_requests().iter().all(|r| r.status == 200), "no expired token was ever sent");
 }
 
-#[tokio::test]
 async fn discovery_and_introspection_against_the_reference_server() {
-    let Some(server) = server("discovery", || ReferenceServer::builder().companies(1)).await else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(1).start().await;
     let metadata = AuthServerMetadata::discover(server.auth_url()).await.expect("discovery");
     assert_eq!(metadata.issuer, server.auth_url());
     assert_eq!(metadata.token_endpoint.as_ref().map(|u| u.as_str()), Some(server.token_url().as_str()));

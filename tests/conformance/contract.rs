@@ -12,6 +12,13 @@ use business_records::{
 
 use crate::auth_user::browse;
 
+crate::cases! {
+    Anywhere:
+        the_server_to_server_snippet_runs_as_written,
+        the_builder_takes_every_documented_setting,
+        the_sign_in_snippet_runs_as_written;
+}
+
 /// The server-to-server snippet, with the reference server's URLs and ids in place of the
 /// examples'.
 async fn server_to_server(
@@ -42,7 +49,6 @@ struct Summary {
     all: Vec<Company>,
 }
 
-#[tokio::test]
 async fn the_server_to_server_snippet_runs_as_written() {
     let server = ReferenceServer::builder().companies(1_200).contacts_per_company(3).start().await;
     let dataset = server.dataset();
@@ -66,7 +72,6 @@ async fn the_server_to_server_snippet_runs_as_written() {
     assert_eq!(all.len(), 1_000, "max_items caps the total, not the page size");
 }
 
-#[tokio::test]
 async fn the_builder_takes_every_documented_setting() {
     let server = ReferenceServer::start().await;
     let client = Client::builder()
@@ -93,7 +98,6 @@ async fn the_builder_takes_every_documented_setting() {
     assert!(error.to_string().contains("preview"), "{error}");
 }
 
-#[tokio::test]
 async fn the_sign_in_snippet_runs_as_written() {
     let server = ReferenceServer::builder()
         .token_lifetime(Duration::from_secs(1))

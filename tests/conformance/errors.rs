@@ -3,9 +3,16 @@
 use business_records::reference_server::ReferenceServer;
 use business_records::{ApiVersion, Auth, Client, Error, ErrorCode};
 
-use crate::support::{self, Target};
+use crate::support::Target;
 
-#[tokio::test]
+crate::cases! {
+    Anywhere:
+        an_unknown_version_segment_is_not_found,
+        connection_failures_are_typed_and_retryable;
+    ServerControl:
+        server_errors_carry_code_and_description;
+}
+
 async fn an_unknown_version_segment_is_not_found() {
     let target = Target::new().await;
     let client = target
@@ -19,9 +26,8 @@ async fn an_unknown_version_segment_is_not_found() {
     assert!(matches!(err, Error::Api(ref e) if e.endpoint == "/v9/companies"), "{err:?}");
 }
 
-#[tokio::test]
 async fn server_errors_carry_code_and_description() {
-    let Some(server) = support::reference_server("raw query", ReferenceServer::builder).await else { return };
+    let server = ReferenceServer::start().await;
     // The SDK never sends a bad limit, so ask with a client that sends the raw query.
     let http = reqwest_free_get(&server, "/v1/companies?limit=500").await;
     assert_eq!(http.0, 400);
@@ -49,7 +55,6 @@ async fn reqwest_free_get(server: &ReferenceServer, path_and_query: &str) -> (u1
     (status, serde_json::from_str(body).unwrap_or_default())
 }
 
-#[tokio::test]
 async fn connection_failures_are_typed_and_retryable() {
     // A port nobody listens on: bind, read the port, close.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

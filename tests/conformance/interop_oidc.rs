@@ -8,7 +8,7 @@
 //! `TokenVerifier` validates the provider's access tokens.
 //!
 //! The package is installed with npm into `target/tmp/oidc-interop` on first use. Without
-//! Node.js the test reports itself skipped, except with `CI=true`, where it fails.
+//! Node.js the runner reports the case ignored, except with `CI=true`, where it fails.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -23,6 +23,11 @@ use business_records::auth::{
 };
 use business_records::{Auth, Client, ErrorCode};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+crate::cases! {
+    Node:
+        the_sdk_interoperates_with_oidc_provider [multi_thread(2)];
+}
 
 /// The provider release the test pins.
 const OIDC_PROVIDER_VERSION: &str = "9.13.3";
@@ -50,14 +55,6 @@ impl Drop for Provider {
             eprintln!("oidc-provider log: {}", self.log.display());
         }
     }
-}
-
-/// Why the provider is not available.
-enum Unavailable {
-    /// No Node.js: skipped unless `CI=true`.
-    NoNode(String),
-    /// Node.js is there but the provider could not be installed or started.
-    Failed(String),
 }
 
 fn run(command: &mut Command) -> Result<String, String> {
@@ -106,42 +103,39 @@ impl Drop for InstallLock {
 }
 
 /// Installs the pinned `oidc-provider` (once) and starts it.
-fn start_provider() -> Result<Provider, Unavailable> {
-    let node = run(Command::new("node").arg("--version")).map_err(Unavailable::NoNode)?;
+fn start_provider() -> Result<Provider, String> {
+    let node = run(Command::new("node").arg("--version"))?;
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("oidc-interop");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Unavailable::Failed(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let installed = || {
         std::fs::read_to_string(dir.join("node_modules/oidc-provider/package.json"))
             .is_ok_and(|p| p.contains(&format!("\"version\": \"{OIDC_PROVIDER_VERSION}\"")))
     };
     if !installed() {
-        let _lock = InstallLock::acquire(&dir).map_err(Unavailable::Failed)?;
+        let _lock = InstallLock::acquire(&dir)?;
         if !installed() {
             println!("installing oidc-provider@{OIDC_PROVIDER_VERSION} with npm (node {node})");
             run(Command::new("npm")
                 .args(["install", "--prefix"])
                 .arg(&dir)
                 .args(["--no-audit", "--no-fund", "--loglevel=error"])
-                .arg(format!("oidc-provider@{OIDC_PROVIDER_VERSION}")))
-            .map_err(Unavailable::Failed)?;
+                .arg(format!("oidc-provider@{OIDC_PROVIDER_VERSION}")))?;
         }
     }
     // The script sits beside node_modules so its import resolves; one copy per process.
     let script = dir.join(format!("provider-{}.mjs", std::process::id()));
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/oidc/provider.mjs"), &script)
-        .map_err(|e| Unavailable::Failed(format!("cannot copy provider.mjs: {e}")))?;
+        .map_err(|e| format!("cannot copy provider.mjs: {e}"))?;
     let log = dir.join(format!("provider-{}.log", std::process::id()));
-    let stderr =
-        std::fs::File::create(&log).map_err(|e| Unavailable::Failed(format!("cannot create log: {e}")))?;
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("cannot create log: {e}"))?;
     let mut child = Command::new("node")
         .arg(&script)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
-        .map_err(|e| Unavailable::Failed(format!("cannot start node: {e}")))?;
-    let stdout = child.stdout.take().ok_or_else(|| Unavailable::Failed("no stdout".into()))?;
+        .map_err(|e| format!("cannot start node: {e}"))?;
+    let stdout = child.stdout.take().ok_or_else(|| "no stdout".to_owned())?;
     let (ready, line) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut stdout = BufReader::new(stdout);
@@ -152,12 +146,11 @@ fn start_provider() -> Result<Provider, Unavailable> {
         let _ = std::io::copy(&mut stdout, &mut std::io::sink());
     });
     let mut provider = Provider { child, issuer: String::new(), log };
-    let first = line.recv_timeout(Duration::from_secs(30)).map_err(|_| {
-        Unavailable::Failed(format!("the provider did not start; see {}", provider.log.display()))
-    })?;
-    let announced: serde_json::Value = serde_json::from_str(&first).map_err(|_| {
-        Unavailable::Failed(format!("unexpected output {first:?}; see {}", provider.log.display()))
-    })?;
+    let first = line
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| format!("the provider did not start; see {}", provider.log.display()))?;
+    let announced: serde_json::Value = serde_json::from_str(&first)
+        .map_err(|_| format!("unexpected output {first:?}; see {}", provider.log.display()))?;
     provider.issuer = announced["issuer"].as_str().unwrap_or_default().to_owned();
     let _ = std::fs::remove_file(&script);
     Ok(provider)
@@ -338,17 +331,11 @@ async fn slow_relay(upstream: std::net::SocketAddr, delay: Duration) -> std::net
     address
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sdk_interoperates_with_oidc_provider() {
-    let provider = match tokio::task::spawn_blocking(start_provider).await.expect("setup task") {
-        Ok(provider) => provider,
-        Err(Unavailable::NoNode(reason)) if std::env::var("CI").as_deref() != Ok("true") => {
-            println!("skipped: interop with oidc-provider: Node.js is not available ({reason})");
-            return;
-        }
-        Err(Unavailable::NoNode(reason)) => panic!("CI=true requires Node.js for the interop test: {reason}"),
-        Err(Unavailable::Failed(reason)) => panic!("oidc-provider is not available: {reason}"),
-    };
+    let provider = tokio::task::spawn_blocking(start_provider)
+        .await
+        .expect("setup task")
+        .unwrap_or_else(|reason| panic!("oidc-provider is not available: {reason}"));
     let issuer = provider.issuer.clone();
     let started = Instant::now();
 

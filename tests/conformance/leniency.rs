@@ -8,6 +8,14 @@ use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::support;
 
+crate::cases! {
+    ServerControl:
+        odd_records_one_in_seven_all_arrive_in_order,
+        an_element_that_is_not_a_record_ends_the_listing_when_asked,
+        an_unknown_sort_field_and_a_new_filter_reach_the_server_unchanged,
+        a_huge_error_description_with_control_characters_is_cut_and_escaped;
+}
+
 fn rfc3339(date: Option<DateTime<Utc>>) -> Option<String> {
     date.map(|d| d.to_rfc3339_opts(SecondsFormat::Secs, true))
 }
@@ -44,16 +52,14 @@ fn check(company: &Company, expected: &business_records::reference_server::Compa
     assert_eq!(company.extra["industry"], expected.industry.as_str(), "{id}");
 }
 
-#[tokio::test]
 async fn odd_records_one_in_seven_all_arrive_in_order() {
     let odd = OddRecords::every(7);
-    let Some(server) = support::reference_server("odd records", || {
-        ReferenceServer::builder().companies(2_000).contacts_per_company(0).odd_records(odd.clone())
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(2_000)
+        .contacts_per_company(0)
+        .odd_records(odd.clone())
+        .start()
+        .await;
     let client = support::client_for(&server).build().expect("valid client");
     let mut stream = client.companies().sort("name").stream();
     let mut companies = Vec::new();
@@ -97,16 +103,10 @@ async fn odd_records_one_in_seven_all_arrive_in_order() {
     }
 }
 
-#[tokio::test]
 async fn an_element_that_is_not_a_record_ends_the_listing_when_asked() {
     let odd = OddRecords::every(5).kinds([OddKind::NotAnObject]);
-    let Some(server) = support::reference_server("odd records", || {
-        ReferenceServer::builder().companies(20).contacts_per_company(0).odd_records(odd)
-    })
-    .await
-    else {
-        return;
-    };
+    let server =
+        ReferenceServer::builder().companies(20).contacts_per_company(0).odd_records(odd).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let mut stream = client.companies().on_undecodable(OnUndecodable::Fail).stream();
     let (ids, error) = support::drain(&mut stream).await;
@@ -126,15 +126,8 @@ async fn an_element_that_is_not_a_record_ends_the_listing_when_asked() {
     assert_eq!(positions, [(1, 4), (1, 10), (1, 16), (1, 22)]);
 }
 
-#[tokio::test]
 async fn an_unknown_sort_field_and_a_new_filter_reach_the_server_unchanged() {
-    let Some(server) = support::reference_server("request log", || {
-        ReferenceServer::builder().companies(60).contacts_per_company(0)
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(60).contacts_per_company(0).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let error = client
         .companies()
@@ -168,18 +161,11 @@ async fn an_unknown_sort_field_and_a_new_filter_reach_the_server_unchanged() {
     }
 }
 
-#[tokio::test]
 async fn a_huge_error_description_with_control_characters_is_cut_and_escaped() {
     let description = format!("line one\nline two\u{1b}[2J\r{}", "x".repeat(100 * 1024));
     let body = serde_json::json!({"error": "invalid_request", "error_description": description});
     let fault = Fault::Reply(400, body.to_string().into_bytes());
-    let Some(server) = support::reference_server("faults", || {
-        ReferenceServer::builder().companies(3).faults(Faults::new().every(1, fault))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(3).faults(Faults::new().every(1, fault)).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let error = client.companies().send().await.expect_err("the server refuses");
     let text = error.description().expect("a description").to_owned();

@@ -4,10 +4,17 @@
 use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{BodyKind, Error, PaginationError};
 
-use crate::support;
+use crate::{harness, support};
 
-/// Set in the child process of [`a_200_mib_page_is_refused_with_little_memory`].
-const CHILD: &str = "BUSINESS_RECORDS_OVERSIZED_PAGE_CHILD";
+crate::cases! {
+    (ServerControl, Proc):
+        a_200_mib_page_is_refused_with_little_memory;
+    ChildProcess:
+        oversized_page_child;
+    ServerControl:
+        the_page_limit_is_settable_and_announced_lengths_are_refused_unread,
+        a_cursor_longer_than_8_kib_ends_the_listing_after_its_page;
+}
 
 /// A 200 MiB page, streamed by the reference server's proxy without `Content-Length` and
 /// generated as it is written, fails with the page size error while the process's peak
@@ -17,21 +24,12 @@ const CHILD: &str = "BUSINESS_RECORDS_OVERSIZED_PAGE_CHILD";
 /// cannot be read there: the test runs the binary again as a child process with only
 /// [`oversized_page_child`] selected (`--exact --ignored`), and the child prints its own peak
 /// resident set (`VmHWM` from `/proc/self/status`, Linux only) after the listing failed.
-#[tokio::test]
 async fn a_200_mib_page_is_refused_with_little_memory() {
-    if support::live().is_some() {
-        println!("skipped: oversized page: needs control of the server");
-        return;
-    }
-    if !std::path::Path::new("/proc/self/status").exists() {
-        println!("skipped: oversized page: peak memory is read from /proc (Linux only)");
-        return;
-    }
     let exe = std::env::current_exe().expect("the test binary");
     let output = tokio::task::spawn_blocking(move || {
         std::process::Command::new(exe)
             .args(["--exact", "limits::oversized_page_child", "--ignored", "--nocapture", "--test-threads=1"])
-            .env(CHILD, "1")
+            .env(harness::CHILD, "1")
             .output()
     })
     .await
@@ -52,14 +50,9 @@ async fn a_200_mib_page_is_refused_with_little_memory() {
     assert!(peak_kib < 100 * 1024, "peak resident set {peak_kib} KiB");
 }
 
-/// The child half of [`a_200_mib_page_is_refused_with_little_memory`]; runs only there.
-#[tokio::test]
-#[ignore = "run by a_200_mib_page_is_refused_with_little_memory in a process of its own"]
+/// The child half of [`a_200_mib_page_is_refused_with_little_memory`]; runs only there (the
+/// runner reports it ignored anywhere else).
 async fn oversized_page_child() {
-    if std::env::var(CHILD).as_deref() != Ok("1") {
-        println!("skipped: oversized page child: runs only as a child of its parent test");
-        return;
-    }
     let server = ReferenceServer::builder()
         .companies(5)
         .contacts_per_company(0)
@@ -79,20 +72,17 @@ async fn oversized_page_child() {
     println!("peak_rss_kib={}", peak.trim().trim_end_matches("kB").trim());
 }
 
-#[tokio::test]
 async fn the_page_limit_is_settable_and_announced_lengths_are_refused_unread() {
     let page = serde_json::json!({
         "data": (0..100).map(|i| serde_json::json!({"id": format!("c{i}"), "name": "x".repeat(1000)})).collect::<Vec<_>>(),
         "pagination": {"hasMore": false},
     });
     let body = page.to_string().into_bytes();
-    let Some(server) = support::reference_server("faults", || {
-        ReferenceServer::builder().companies(3).faults(Faults::new().every(1, Fault::Body(body)))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(3)
+        .faults(Faults::new().every(1, Fault::Body(body)))
+        .start()
+        .await;
     let small = support::client_for(&server).max_page_bytes(64 * 1024).build().expect("valid client");
     let error = small.companies().send().await.expect_err("too large for 64 KiB");
     assert!(
@@ -105,22 +95,17 @@ async fn the_page_limit_is_settable_and_announced_lengths_are_refused_unread() {
     assert!(matches!(refused, Error::InvalidArgument { argument: "max_page_bytes", .. }));
 }
 
-#[tokio::test]
 async fn a_cursor_longer_than_8_kib_ends_the_listing_after_its_page() {
     let cursor = "c".repeat(8 * 1024 + 1);
     let body = serde_json::json!({
         "data": [{"id": "c1", "name": "One"}],
         "pagination": {"hasMore": true, "nextCursor": cursor},
     });
-    let Some(server) = support::reference_server("faults", || {
-        ReferenceServer::builder()
-            .companies(3)
-            .faults(Faults::new().every(1, Fault::Body(body.to_string().into_bytes())))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(3)
+        .faults(Faults::new().every(1, Fault::Body(body.to_string().into_bytes())))
+        .start()
+        .await;
     let client = support::client_for(&server).build().expect("valid client");
     let (ids, error) = support::drain(&mut client.companies().stream()).await;
     assert_eq!(ids, ["c1"]);

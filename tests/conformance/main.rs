@@ -3,8 +3,15 @@
 //! By default every case runs against the embedded reference server. With
 //! `BUSINESS_RECORDS_CONFORMANCE_BASE_URL`, `..._AUTH_URL`, `..._CLIENT_ID` and
 //! `..._CLIENT_SECRET` set, the read-only cases that need no server control run against that
-//! deployment instead, and the others report themselves skipped with the reason.
+//! deployment instead, and the others are reported ignored with the reason.
+//!
+//! Each module lists its cases with what they need in `crate::cases!` (see [`harness`]); this
+//! binary runs them with `libtest-mimic` (`harness = false`), so a case that cannot run here is
+//! reported ignored by the test runner, not passed. A new module gets a `mod` line below and its
+//! `CASES` in [`catalogue`].
 
+#[macro_use]
+mod harness;
 mod support;
 
 mod auth_client_credentials;
@@ -31,3 +38,46 @@ mod token_chaos;
 mod verifier;
 mod version_signals;
 mod versioning;
+
+/// Every case of every module, in the order they start: `resilience` first, whose first case
+/// waits out Retry-After for a minute and a half while the others run beside it.
+fn catalogue() -> Vec<harness::Case> {
+    [
+        resilience::CASES,
+        auth_client_credentials::CASES,
+        auth_refresh::CASES,
+        auth_token_endpoint::CASES,
+        auth_user::CASES,
+        contract::CASES,
+        errors::CASES,
+        interop_oidc::CASES,
+        leniency::CASES,
+        limits::CASES,
+        models::CASES,
+        openapi::CASES,
+        pagination::CASES,
+        pagination_guards::CASES,
+        secrets::CASES,
+        #[cfg(feature = "redis")]
+        shared_cache::CASES,
+        #[cfg(feature = "redis")]
+        shared_user_store::CASES,
+        telemetry::CASES,
+        token_chaos::CASES,
+        verifier::CASES,
+        version_signals::CASES,
+        versioning::CASES,
+    ]
+    .concat()
+}
+
+fn main() {
+    let mut args = libtest_mimic::Arguments::from_args();
+    // libtest reads RUST_TEST_THREADS when `--test-threads` is not given; so does this runner.
+    if args.test_threads.is_none() {
+        args.test_threads = std::env::var("RUST_TEST_THREADS").ok().and_then(|n| n.parse().ok());
+    }
+    let host = harness::Host::new();
+    let trials = catalogue().into_iter().map(|case| case.trial(&host)).collect();
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -5,13 +5,13 @@ use business_records::{Company, Contact};
 
 use crate::support;
 
-#[tokio::test]
+crate::cases! {
+    ServerControl:
+        companies_and_contacts_decode_with_unknown_fields_kept;
+}
+
 async fn companies_and_contacts_decode_with_unknown_fields_kept() {
-    let Some(server) =
-        support::reference_server("dataset comparison", || ReferenceServer::builder().companies(30)).await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(30).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let companies: Vec<Company> =
         client.companies().sort("createdAt").stream().try_collect().await.expect("companies");

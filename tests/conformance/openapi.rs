@@ -12,7 +12,17 @@ use serde_json::{Map, Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate, matchers};
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::support;
+crate::cases! {
+    Anywhere:
+        limit_bounds_and_default_are_the_crates [sync],
+        sort_values_are_the_crates_fields_in_both_directions [sync],
+        parameters_are_the_ones_the_sdk_sends [sync],
+        error_codes_are_known_to_the_sdk_and_cover_the_list_errors [sync],
+        schema_examples_decode_into_the_models_without_loss [sync],
+        the_sdk_decodes_every_response_example;
+    ServerControl:
+        the_reference_server_serves_the_document_with_its_own_addresses;
+}
 
 /// The list endpoints: path, the resource's sort fields, the filter parameter.
 const LISTS: [(&str, &[&str], &str); 2] =
@@ -132,7 +142,6 @@ fn examples(response: &Value) -> Vec<(&str, &Value)> {
         .collect()
 }
 
-#[test]
 fn limit_bounds_and_default_are_the_crates() {
     let doc = document();
     for (path, _, _) in LISTS {
@@ -144,7 +153,6 @@ fn limit_bounds_and_default_are_the_crates() {
     }
 }
 
-#[test]
 fn sort_values_are_the_crates_fields_in_both_directions() {
     let doc = document();
     for (path, fields, _) in LISTS {
@@ -155,7 +163,6 @@ fn sort_values_are_the_crates_fields_in_both_directions() {
     }
 }
 
-#[test]
 fn parameters_are_the_ones_the_sdk_sends() {
     let doc = document();
     for (path, _, filter) in LISTS {
@@ -174,7 +181,6 @@ fn parameters_are_the_ones_the_sdk_sends() {
     }
 }
 
-#[test]
 fn error_codes_are_known_to_the_sdk_and_cover_the_list_errors() {
     let doc = document();
     let schemas = &doc["components"]["schemas"];
@@ -212,7 +218,6 @@ fn error_codes_are_known_to_the_sdk_and_cover_the_list_errors() {
     assert!(api_codes.contains("not_found"), "unknown paths and versions are documented");
 }
 
-#[test]
 fn schema_examples_decode_into_the_models_without_loss() {
     let doc = document();
     let schemas = &doc["components"]["schemas"];
@@ -260,7 +265,6 @@ async fn fetch(path: &str, status: u16, body: &Value) -> Result<(Vec<Value>, Pag
     }
 }
 
-#[tokio::test]
 async fn the_sdk_decodes_every_response_example() {
     let doc = document();
     let mut decoded = 0;
@@ -292,13 +296,8 @@ async fn the_sdk_decodes_every_response_example() {
     assert!(decoded >= 15, "only {decoded} examples");
 }
 
-#[tokio::test]
 async fn the_reference_server_serves_the_document_with_its_own_addresses() {
-    let Some(server) =
-        support::reference_server("the served document", || ReferenceServer::builder().companies(5)).await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(5).start().await;
     assert_eq!(server.openapi_url(), format!("{}/openapi.yaml", server.base_url()));
     let response = reqwest::get(server.openapi_url()).await.expect("the document is served without a token");
     assert_eq!(response.status(), 200);

@@ -7,15 +7,27 @@ use business_records::{Company, CompanySort, ContactSort, Error, ErrorCode, Item
 
 use crate::support::{self, Target};
 
+crate::cases! {
+    ServerControl:
+        every_matching_company_exactly_once_in_the_requested_order_for_each_sort,
+        every_page_request_repeats_limit_sort_and_filters,
+        streams_ask_for_full_pages_and_send_uses_the_server_default,
+        max_items_is_a_total_cap_and_nothing_is_fetched_past_it,
+        prefetching_and_sequential_streams_deliver_the_same_items,
+        invalid_arguments_fail_before_any_request,
+        expired_cursors_say_how_much_was_delivered;
+    Anywhere:
+        the_order_is_the_order_of_the_sorted_field,
+        a_tampered_cursor_is_rejected,
+        a_cursor_is_bound_to_its_query,
+        streams_are_send_and_static_and_run_on_other_tasks,
+        sort_strings_parse_to_typed_sorts [sync];
+}
+
 const SORTS: [&str; 6] = ["name", "-name", "createdAt", "-createdAt", "updatedAt", "-updatedAt"];
 
-#[tokio::test]
 async fn every_matching_company_exactly_once_in_the_requested_order_for_each_sort() {
-    let Some(server) =
-        support::reference_server("dataset comparison", || ReferenceServer::builder().companies(1_000)).await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().companies(1_000).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     for sort in SORTS {
         let got: Vec<Company> =
@@ -30,7 +42,6 @@ async fn every_matching_company_exactly_once_in_the_requested_order_for_each_sor
     }
 }
 
-#[tokio::test]
 async fn the_order_is_the_order_of_the_sorted_field() {
     let target = Target::new().await;
     let client = target.client();
@@ -56,11 +67,8 @@ async fn the_order_is_the_order_of_the_sorted_field() {
     assert!(companies.windows(2).all(|w| w[0].name <= w[1].name));
 }
 
-#[tokio::test]
 async fn every_page_request_repeats_limit_sort_and_filters() {
-    let Some(server) = support::reference_server("request log", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let company = &server.dataset().companies[0].id;
     let pages = client
@@ -85,11 +93,8 @@ async fn every_page_request_repeats_limit_sort_and_filters() {
     }
 }
 
-#[tokio::test]
 async fn streams_ask_for_full_pages_and_send_uses_the_server_default() {
-    let Some(server) = support::reference_server("request log", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let page = client.companies().send().await.expect("one page");
     assert_eq!(page.data.len(), 20, "the spec's default page size");
@@ -105,11 +110,8 @@ async fn streams_ask_for_full_pages_and_send_uses_the_server_default() {
     assert!(requests.iter().all(|r| r.query_param("limit") == Some("100")));
 }
 
-#[tokio::test]
 async fn max_items_is_a_total_cap_and_nothing_is_fetched_past_it() {
-    let Some(server) = support::reference_server("request log", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     for prefetch in [true, false] {
         server.reset_counters();
         let client = support::client_for(&server).prefetch(prefetch).build().expect("valid client");
@@ -129,9 +131,8 @@ async fn max_items_is_a_total_cap_and_nothing_is_fetched_past_it() {
     assert_eq!(server.api_requests()[0].query_param("limit"), Some("3"));
 }
 
-#[tokio::test]
 async fn prefetching_and_sequential_streams_deliver_the_same_items() {
-    let Some(server) = support::reference_server("prefetch", ReferenceServer::builder).await else { return };
+    let server = ReferenceServer::start().await;
     let mut results = Vec::new();
     for prefetch in [true, false] {
         let client = support::client_for(&server).prefetch(prefetch).build().expect("valid client");
@@ -152,11 +153,8 @@ async fn prefetching_and_sequential_streams_deliver_the_same_items() {
     assert_eq!(results[0].len(), server.dataset().companies.len());
 }
 
-#[tokio::test]
 async fn invalid_arguments_fail_before_any_request() {
-    let Some(server) = support::reference_server("request log", ReferenceServer::builder).await else {
-        return;
-    };
+    let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let cases: Vec<(&str, Result<_, Error>)> = vec![
         ("limit", client.companies().limit(0).send().await.map(|_| ())),
@@ -180,7 +178,6 @@ async fn invalid_arguments_fail_before_any_request() {
     assert!(server.api_requests().is_empty());
 }
 
-#[tokio::test]
 async fn a_tampered_cursor_is_rejected() {
     let target = Target::new().await;
     let client = target.client();
@@ -201,7 +198,6 @@ async fn a_tampered_cursor_is_rejected() {
     assert!(stream.try_next().await.expect("the stream ended").is_none());
 }
 
-#[tokio::test]
 async fn a_cursor_is_bound_to_its_query() {
     let target = Target::new().await;
     let client = target.client();
@@ -229,15 +225,8 @@ async fn a_cursor_is_bound_to_its_query() {
     assert_eq!(next.data.len(), 5);
 }
 
-#[tokio::test]
 async fn expired_cursors_say_how_much_was_delivered() {
-    let Some(server) = support::reference_server("cursor ttl", || {
-        ReferenceServer::builder().cursor_ttl(std::time::Duration::from_millis(300))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder().cursor_ttl(std::time::Duration::from_millis(300)).start().await;
     let client = support::client_for(&server).prefetch(false).build().expect("valid client");
     let mut stream = client.companies().limit(10).stream();
     for _ in 0..10 {
@@ -252,7 +241,6 @@ async fn expired_cursors_say_how_much_was_delivered() {
     assert_eq!(err.items_delivered(), Some(10));
 }
 
-#[tokio::test]
 async fn streams_are_send_and_static_and_run_on_other_tasks() {
     fn assert_send_sync_static<T: Send + Sync + 'static>(_: &T) {}
     let target = Target::new().await;
@@ -268,7 +256,6 @@ async fn streams_are_send_and_static_and_run_on_other_tasks() {
     assert_eq!(pages.iter().map(|p| p.data.len()).sum::<usize>(), 150);
 }
 
-#[test]
 fn sort_strings_parse_to_typed_sorts() {
     assert_eq!("-createdAt".parse::<Sort>().ok(), Some(CompanySort::CreatedAt.desc().into()));
     assert_eq!("name".parse::<Sort>().ok(), Some(CompanySort::Name.asc().into()));

@@ -9,6 +9,16 @@ use business_records::{Auth, Client, Company, Error, PaginationError};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers};
 
+crate::cases! {
+    Anywhere:
+        empty_pages_with_has_more_do_not_end_the_listing,
+        endless_empty_pages_end_in_an_error_not_a_hang,
+        has_more_without_a_cursor_is_an_error_after_the_items_received,
+        a_repeated_cursor_is_an_error_not_an_endless_loop,
+        unknown_fields_in_the_envelope_and_items_are_tolerated,
+        a_body_that_is_not_a_page_is_a_decode_error;
+}
+
 /// Answers the n-th request with the n-th page, and records each request's query.
 struct Script {
     pages: Vec<Value>,
@@ -59,7 +69,6 @@ async fn collect_ids(client: &Client) -> (Vec<String>, Option<Error>) {
     crate::support::drain(&mut client.companies().stream()).await
 }
 
-#[tokio::test]
 async fn empty_pages_with_has_more_do_not_end_the_listing() {
     let (_server, client, served) = scripted(vec![
         page(0..3, true, Some("c1")),
@@ -74,7 +83,6 @@ async fn empty_pages_with_has_more_do_not_end_the_listing() {
     assert_eq!(served.load(Ordering::SeqCst), 4);
 }
 
-#[tokio::test]
 async fn endless_empty_pages_end_in_an_error_not_a_hang() {
     let pages = (0..40).map(|i| page(0..0, true, Some(&format!("c{i}")))).collect();
     let (_server, client, served) = scripted(pages).await;
@@ -87,7 +95,6 @@ async fn endless_empty_pages_end_in_an_error_not_a_hang() {
     assert!(served.load(Ordering::SeqCst) <= 27, "prefetch may have one more in flight");
 }
 
-#[tokio::test]
 async fn has_more_without_a_cursor_is_an_error_after_the_items_received() {
     let (_server, client, _) = scripted(vec![page(0..2, true, Some("c1")), page(2..4, true, None)]).await;
     let (ids, error) = collect_ids(&client).await;
@@ -98,7 +105,6 @@ async fn has_more_without_a_cursor_is_an_error_after_the_items_received() {
     );
 }
 
-#[tokio::test]
 async fn a_repeated_cursor_is_an_error_not_an_endless_loop() {
     let (_server, client, served) = scripted(vec![
         page(0..1, true, Some("same")),
@@ -116,7 +122,6 @@ async fn a_repeated_cursor_is_an_error_not_an_endless_loop() {
     assert_eq!(served.load(Ordering::SeqCst), 3, "nothing is requested with the repeated cursor");
 }
 
-#[tokio::test]
 async fn unknown_fields_in_the_envelope_and_items_are_tolerated() {
     let mut first = page(0..2, false, None);
     first["pagination"]["pageNumber"] = json!(1);
@@ -127,7 +132,6 @@ async fn unknown_fields_in_the_envelope_and_items_are_tolerated() {
     assert_eq!(companies[0].extra["newField"], json!({"nested": [1, 2]}));
 }
 
-#[tokio::test]
 async fn a_body_that_is_not_a_page_is_a_decode_error() {
     let (_server, client, _) = scripted(vec![json!({"data": "nope"})]).await;
     let err = client.companies().send().await.expect_err("not a page");

@@ -13,7 +13,13 @@ use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client};
 
 use crate::auth_user::authorize;
-use crate::support;
+
+crate::cases! {
+    Anywhere:
+        debug_of_every_secret_type_is_redacted [sync];
+    ServerControl:
+        no_secret_reaches_any_tracing_output;
+}
 
 /// Everything the subscriber writes, shared with the test.
 #[derive(Clone, Default)]
@@ -51,7 +57,6 @@ impl Captured {
     }
 }
 
-#[test]
 fn debug_of_every_secret_type_is_redacted() {
     let cases: [(String, &str); 6] = [
         (format!("{:?}", AccessToken::new("s-access")), "AccessToken([redacted])"),
@@ -92,18 +97,13 @@ fn debug_of_every_secret_type_is_redacted() {
 
 /// Runs the whole authentication surface with a TRACE subscriber writing into a buffer, then
 /// looks for every secret the run handled.
-#[tokio::test]
 async fn no_secret_reaches_any_tracing_output() {
-    let Some(server) = support::reference_server("trace capture", || {
-        ReferenceServer::builder()
-            .companies(20)
-            .token_lifetime(Duration::from_secs(1))
-            .refresh_token_rotation(true)
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(20)
+        .token_lifetime(Duration::from_secs(1))
+        .refresh_token_rotation(true)
+        .start()
+        .await;
     let (captured, _guard) = capture_traces();
     let mut secrets: Vec<String> = vec![server.client_secret().to_owned(), "wrong-secret-value".to_owned()];
 

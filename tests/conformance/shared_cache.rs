@@ -3,7 +3,7 @@
 //! values, and the fallback while Redis is down. Each client here has its own token manager and
 //! its own Redis connection, as separate processes would.
 //!
-//! Without `redis-server` on `PATH` the cases report themselves skipped, except with `CI=true`,
+//! Without `redis-server` on `PATH` the runner reports the cases ignored, except with `CI=true`,
 //! where they fail.
 
 use std::process::Command;
@@ -17,28 +17,25 @@ use futures::future::join_all;
 use crate::secrets::capture_traces;
 use crate::support;
 
-/// A `redis-server` of the case's own, or `None` (reported) when it cannot run here.
-pub fn redis(case: &str) -> Option<RedisServer> {
-    match RedisServer::start() {
-        Ok(server) => Some(server),
-        Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{case}: redis-server is required in CI: {reason}")
-        }
-        Err(reason) => {
-            println!("skipped: {case}: {reason}");
-            None
-        }
-    }
+crate::cases! {
+    (ServerControl, Redis):
+        a_fleet_makes_one_token_request_per_credentials_and_scopes,
+        the_fleet_renews_an_expiring_token_once,
+        a_rejected_token_is_removed_only_while_redis_still_holds_it,
+        what_redis_holds_is_sealed_and_named_by_hashes,
+        without_redis_each_process_goes_its_own_way_and_shares_again_when_it_is_back,
+        a_redis_that_hangs_costs_a_timeout_not_a_failure,
+        no_token_reaches_the_logs_and_an_outage_warns_once;
 }
 
-/// A reference server and a Redis, or `None` when either is unavailable (reported).
-pub async fn servers(
-    case: &str,
-    builder: impl FnOnce() -> ReferenceServerBuilder,
-) -> Option<(ReferenceServer, RedisServer)> {
-    let redis = redis(case)?;
-    let server = support::reference_server(case, builder).await?;
-    Some((server, redis))
+/// A `redis-server` of the case's own (the runner ignores these cases where there is none).
+pub fn redis() -> RedisServer {
+    RedisServer::start().unwrap_or_else(|reason| panic!("{reason}"))
+}
+
+/// A reference server and a Redis.
+pub async fn servers(builder: ReferenceServerBuilder) -> (ReferenceServer, RedisServer) {
+    (builder.start().await, redis())
 }
 
 pub async fn connect(redis: &RedisServer) -> RedisTokenCache {
@@ -90,13 +87,8 @@ fn redis_cli(redis: &RedisServer, args: &[&str]) -> Vec<u8> {
     output.stdout
 }
 
-#[tokio::test]
 async fn a_fleet_makes_one_token_request_per_credentials_and_scopes() {
-    let Some((server, redis)) =
-        servers("one token for the fleet", || ReferenceServer::builder().companies(3)).await
-    else {
-        return;
-    };
+    let (server, redis) = servers(ReferenceServer::builder().companies(3)).await;
     let fleet = join_all((0..8).map(|_| process(&server, &redis, &["api/read"]))).await;
     list_all(&fleet).await;
     assert_eq!(server.token_requests(), 1, "eight clients, one token request");
@@ -110,15 +102,9 @@ async fn a_fleet_makes_one_token_request_per_credentials_and_scopes() {
     assert_eq!(server.token_requests(), 2, "another scope set, one more token for all of its clients");
 }
 
-#[tokio::test]
 async fn the_fleet_renews_an_expiring_token_once() {
-    let Some((server, redis)) = servers("renewed once for the fleet", || {
-        ReferenceServer::builder().companies(3).token_lifetime(Duration::from_secs(1))
-    })
-    .await
-    else {
-        return;
-    };
+    let (server, redis) =
+        servers(ReferenceServer::builder().companies(3).token_lifetime(Duration::from_secs(1))).await;
     let fleet = join_all((0..5).map(|_| process(&server, &redis, &["api/read"]))).await;
     list_all(&fleet).await;
     assert_eq!(server.token_requests(), 1);
@@ -128,13 +114,8 @@ async fn the_fleet_renews_an_expiring_token_once() {
     assert_eq!(server.token_requests(), 2, "one renewal for five clients");
 }
 
-#[tokio::test]
 async fn a_rejected_token_is_removed_only_while_redis_still_holds_it() {
-    let Some((server, redis)) =
-        servers("compare-and-delete of a rejected token", || ReferenceServer::builder().companies(3)).await
-    else {
-        return;
-    };
+    let (server, redis) = servers(ReferenceServer::builder().companies(3)).await;
     let first = process(&server, &redis, &["api/read"]).await;
     let second = process(&server, &redis, &["api/read"]).await;
     list_all(&[first.clone(), second.clone()]).await;
@@ -149,12 +130,8 @@ async fn a_rejected_token_is_removed_only_while_redis_still_holds_it() {
     assert_eq!(server.token_requests(), 2, "one revoked token does not loop the fleet");
 }
 
-#[tokio::test]
 async fn what_redis_holds_is_sealed_and_named_by_hashes() {
-    let Some((server, redis)) = servers("sealed at rest", || ReferenceServer::builder().companies(3)).await
-    else {
-        return;
-    };
+    let (server, redis) = servers(ReferenceServer::builder().companies(3)).await;
     let client = process(&server, &redis, &["api/read"]).await;
     list_all(std::slice::from_ref(&client)).await;
 
@@ -175,13 +152,8 @@ async fn what_redis_holds_is_sealed_and_named_by_hashes() {
     assert!(!format!("{client:?}").contains("eyJ"));
 }
 
-#[tokio::test]
 async fn without_redis_each_process_goes_its_own_way_and_shares_again_when_it_is_back() {
-    let Some((server, mut redis)) =
-        servers("redis stopped and restarted", || ReferenceServer::builder().companies(3)).await
-    else {
-        return;
-    };
+    let (server, mut redis) = servers(ReferenceServer::builder().companies(3)).await;
     let cache = connect(&redis).await;
     let before = client_with(&server, cache.clone(), &["api/read"]);
     list_all(std::slice::from_ref(&before)).await;
@@ -204,12 +176,8 @@ async fn without_redis_each_process_goes_its_own_way_and_shares_again_when_it_is
     assert_eq!(server.token_requests(), 4, "four new processes, one token request");
 }
 
-#[tokio::test]
 async fn a_redis_that_hangs_costs_a_timeout_not_a_failure() {
-    let Some((server, redis)) = servers("redis hangs", || ReferenceServer::builder().companies(3)).await
-    else {
-        return;
-    };
+    let (server, redis) = servers(ReferenceServer::builder().companies(3)).await;
     let cache = RedisTokenCache::connect_with_timeout(&redis.url(), Duration::from_millis(200))
         .await
         .expect("a redis URL");
@@ -234,15 +202,9 @@ async fn a_redis_that_hangs_costs_a_timeout_not_a_failure() {
     assert_eq!(server.token_requests(), 3, "back on the shared token");
 }
 
-#[tokio::test]
 async fn no_token_reaches_the_logs_and_an_outage_warns_once() {
-    let Some((server, mut redis)) = servers("redis path under a trace subscriber", || {
-        ReferenceServer::builder().companies(3).refresh_token_rotation(true)
-    })
-    .await
-    else {
-        return;
-    };
+    let (server, mut redis) =
+        servers(ReferenceServer::builder().companies(3).refresh_token_rotation(true)).await;
     // This test's runtime has one thread: the connection's tasks log through the capture.
     let (captured, _guard) = capture_traces();
 

@@ -11,7 +11,17 @@ use business_records::{Auth, Client, Error};
 use futures::future::{BoxFuture, join_all};
 
 use crate::auth_user::sign_in;
-use crate::shared_cache::{connect, servers};
+use crate::shared_cache::{connect, redis, servers};
+
+crate::cases! {
+    (ServerControl, Redis):
+        a_rotating_refresh_token_is_presented_once_across_processes,
+        without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in;
+    Redis:
+        a_refresh_lock_whose_holder_died_expires,
+        a_user_store_without_a_user_secret_says_so,
+        a_late_save_never_replaces_a_newer_set;
+}
 
 const USER_SECRET: &str = "a secret every process of the fleet has";
 
@@ -59,15 +69,8 @@ impl TokenStore for NoFleetLock {
     }
 }
 
-#[tokio::test]
 async fn a_rotating_refresh_token_is_presented_once_across_processes() {
-    let Some((server, redis)) = servers("fleet-wide refresh of one user", || {
-        ReferenceServer::builder().companies(3).refresh_token_rotation(true)
-    })
-    .await
-    else {
-        return;
-    };
+    let (server, redis) = servers(ReferenceServer::builder().companies(3).refresh_token_rotation(true)).await;
     let (flow, tokens) = sign_in(&server).await;
     store(&redis).await.save(&tokens).await.expect("first save");
     let fleet = join_all((0..6).map(|_| process(&server, &redis, &flow))).await;
@@ -86,15 +89,8 @@ async fn a_rotating_refresh_token_is_presented_once_across_processes() {
     assert_eq!(server.token_requests(), before);
 }
 
-#[tokio::test]
 async fn without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in() {
-    let Some((server, redis)) = servers("refresh without the fleet lock", || {
-        ReferenceServer::builder().companies(3).refresh_token_rotation(true)
-    })
-    .await
-    else {
-        return;
-    };
+    let (server, redis) = servers(ReferenceServer::builder().companies(3).refresh_token_rotation(true)).await;
     let (flow, tokens) = sign_in(&server).await;
     store(&redis).await.save(&tokens).await.expect("first save");
     let fleet = join_all(
@@ -108,11 +104,8 @@ async fn without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in() {
     );
 }
 
-#[tokio::test]
 async fn a_refresh_lock_whose_holder_died_expires() {
-    let Some(redis) = crate::shared_cache::redis("refresh lock of a dead holder") else {
-        return;
-    };
+    let redis = redis();
     let short = |cache: RedisTokenCache| cache.lock_ttl(Duration::from_millis(300)).user_secret(USER_SECRET);
     let dead = short(connect(&redis).await).user_store("user-7");
     let alive = short(connect(&redis).await).user_store("user-7");
@@ -126,21 +119,15 @@ async fn a_refresh_lock_whose_holder_died_expires() {
     assert!(next.is_locked(), "the lock expired and the next process took it");
 }
 
-#[tokio::test]
 async fn a_user_store_without_a_user_secret_says_so() {
-    let Some(redis) = crate::shared_cache::redis("user store without a secret") else {
-        return;
-    };
+    let redis = redis();
     let store = connect(&redis).await.user_store("user-42");
     let err = store.load().await.expect_err("no user secret");
     assert!(err.to_string().contains("user_secret"), "{err}");
 }
 
-#[tokio::test]
 async fn a_late_save_never_replaces_a_newer_set() {
-    let Some(redis) = crate::shared_cache::redis("late save") else {
-        return;
-    };
+    let redis = redis();
     let first = store(&redis).await;
     let second = store(&redis).await;
     first.save(&TokenSet::new("access-1").with_refresh_token("refresh-1")).await.expect("save");

@@ -76,19 +76,6 @@ impl Target {
     }
 }
 
-/// A case that needs control of the server: the reference server, or `None` (with the skip
-/// reported) against a live deployment.
-pub async fn reference_server(
-    case: &str,
-    builder: impl FnOnce() -> business_records::reference_server::ReferenceServerBuilder,
-) -> Option<ReferenceServer> {
-    if live().is_some() {
-        println!("skipped: {case}: needs control of the server, not available against a live deployment");
-        return None;
-    }
-    Some(builder().start().await)
-}
-
 /// A client-credentials client for the reference server.
 pub fn client_for(server: &ReferenceServer) -> ClientBuilder {
     Client::builder()

@@ -17,6 +17,12 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::support;
 
+crate::cases! {
+    ServerControl:
+        every_page_of_a_prefetched_listing_is_traced_inside_the_callers_span,
+        a_middleware_header_reaches_api_token_and_jwks_requests;
+}
+
 /// A span as the capturing subscriber saw it: name, fields and the names of its ancestors'
 /// spans, nearest first.
 #[derive(Debug, Clone, Default)]
@@ -85,16 +91,13 @@ async fn traced<F: Future>(work: F) -> (F::Output, Capture) {
     (output, capture)
 }
 
-#[tokio::test]
 async fn every_page_of_a_prefetched_listing_is_traced_inside_the_callers_span() {
     // The second request of the API (the second page) fails once with a 503.
-    let Some(server) = support::reference_server("request spans", || {
-        ReferenceServer::builder().companies(250).faults(Faults::new().at(2, Fault::Status(503)))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(250)
+        .faults(Faults::new().at(2, Fault::Status(503)))
+        .start()
+        .await;
     let client = support::client_for(&server)
         .prefetch(true)
         .retry(RetryPolicy::default().initial_delay(Duration::from_millis(1)))
@@ -184,15 +187,12 @@ fn sent_by_sdk(requests: &[RecordedRequest]) -> Vec<&RecordedRequest> {
         .collect()
 }
 
-#[tokio::test]
 async fn a_middleware_header_reaches_api_token_and_jwks_requests() {
-    let Some(server) = support::reference_server("middleware headers", || {
-        ReferenceServer::builder().companies(5).record_headers(["x-trace-origin", "user-agent"])
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(5)
+        .record_headers(["x-trace-origin", "user-agent"])
+        .start()
+        .await;
 
     // A backend: client credentials.
     let backend = support::client_for(&server).middleware(Origin).build().expect("client");

@@ -18,7 +18,11 @@ use business_records::reference_server::{Fault, Faults, ReferenceServer, RetryAf
 use business_records::{Auth, Client, CompanySort, Error, RetryPolicy};
 
 use crate::auth_user::sign_in;
-use crate::support;
+
+crate::cases! {
+    ServerControl:
+        two_hundred_and_forty_listings_under_token_and_api_faults_lose_nothing [multi_thread(2)];
+}
 
 /// Listings per token lifetime; two lifetimes make the run.
 const LISTINGS: usize = 120;
@@ -119,18 +123,14 @@ async fn listing(client: &Client, expected: &[String], rng: &mut fastrand::Rng, 
 
 async fn run(lifetime: Duration, seed: u64) {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let Some(server) = support::reference_server("token chaos", || {
-        ReferenceServer::builder()
-            .companies(COMPANIES)
-            .seed(seed)
-            .token_lifetime(lifetime)
-            .refresh_token_rotation(true)
-            .faults(Faults::new())
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(COMPANIES)
+        .seed(seed)
+        .token_lifetime(lifetime)
+        .refresh_token_rotation(true)
+        .faults(Faults::new())
+        .start()
+        .await;
     let (flow, tokens) = sign_in(&server).await;
     server.set_faults(
         Faults::new().token_sequence(token_faults(&mut rng, 2_000)).sequence(api_faults(&mut rng, 20_000)),
@@ -208,7 +208,6 @@ async fn run(lifetime: Duration, seed: u64) {
     assert!(err.is_none(), "{err:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_and_forty_listings_under_token_and_api_faults_lose_nothing() {
     let seed = seed();
     run(Duration::from_secs(1), seed).await;

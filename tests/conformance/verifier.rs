@@ -7,7 +7,13 @@ use std::time::Duration;
 use business_records::auth::{AuthorizationCodeFlow, IdToken, TokenVerifier, VerifyError};
 use business_records::reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder, TokenSpec};
 
-use crate::support;
+crate::cases! {
+    ServerControl:
+        a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_age,
+        a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive,
+        an_outage_after_the_max_age_keeps_the_cached_keys_in_use,
+        id_tokens_from_a_clock_a_few_seconds_ahead_verify_within_the_default_leeway;
+}
 
 /// A second RSA key for rotations (test data only).
 const ROTATED_KEY_PEM: &str = include_str!("fixtures/rotated_signing_key.pem");
@@ -20,11 +26,8 @@ fn verifier(server: &ReferenceServer) -> TokenVerifier {
     TokenVerifier::new(server.jwks_url(), server.auth_url(), server.audience()).expect("a valid verifier")
 }
 
-#[tokio::test]
 async fn a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_age() {
-    let Some(server) = support::reference_server("jwks max age", small).await else {
-        return;
-    };
+    let server = small().start().await;
     let max_age = Duration::from_millis(600);
     let verifier = verifier(&server).max_age(max_age);
     let signed_before = server.mint_token(TokenSpec::new());
@@ -46,12 +49,8 @@ async fn a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_
     assert_eq!(server.jwks_requests(), 2);
 }
 
-#[tokio::test]
 async fn a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive() {
-    let Some(server) = support::reference_server("jwks outage", || small().faults(Faults::none())).await
-    else {
-        return;
-    };
+    let server = small().faults(Faults::none()).start().await;
     server.set_faults(Faults::new().jwks_sequence([
         Some(Fault::Status(503)),
         Some(Fault::Html(502)),
@@ -84,13 +83,8 @@ async fn a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive() {
     assert_eq!(server.fault_counts().jwks.total(), 3);
 }
 
-#[tokio::test]
 async fn an_outage_after_the_max_age_keeps_the_cached_keys_in_use() {
-    let Some(server) =
-        support::reference_server("jwks outage after max age", || small().faults(Faults::none())).await
-    else {
-        return;
-    };
+    let server = small().faults(Faults::none()).start().await;
     let max_age = Duration::from_millis(300);
     let verifier =
         verifier(&server).max_age(max_age).fetch_backoff(Duration::from_secs(5), Duration::from_secs(5));
@@ -104,11 +98,8 @@ async fn an_outage_after_the_max_age_keeps_the_cached_keys_in_use() {
     assert_eq!((server.jwks_requests(), server.fault_counts().jwks.get("html_503")), (2, 1));
 }
 
-#[tokio::test]
 async fn id_tokens_from_a_clock_a_few_seconds_ahead_verify_within_the_default_leeway() {
-    let Some(server) = support::reference_server("id token leeway", small).await else {
-        return;
-    };
+    let server = small().start().await;
     let flow =
         AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), "http://127.0.0.1:8400/cb")
             .expect("a valid flow");

@@ -11,17 +11,21 @@ use chrono::{TimeZone, Utc};
 
 use crate::support;
 
+crate::cases! {
+    ServerControl:
+        deprecation_false_means_not_deprecated,
+        any_410_is_a_sunset_with_what_the_headers_give,
+        a_transient_failure_after_the_sunset_date_stays_retryable;
+}
+
 const COMPANIES: &str = "/v1/companies";
 
-#[tokio::test]
 async fn deprecation_false_means_not_deprecated() {
-    let Some(server) = support::reference_server("deprecation headers", || {
-        ReferenceServer::builder().companies(30).deprecated(COMPANIES, DeprecationHeaders::not_deprecated())
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(30)
+        .deprecated(COMPANIES, DeprecationHeaders::not_deprecated())
+        .start()
+        .await;
     let notices = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&notices);
     let client = support::client_for(&server)
@@ -39,15 +43,12 @@ async fn deprecation_false_means_not_deprecated() {
     assert!(!sent.is_empty());
 }
 
-#[tokio::test]
 async fn any_410_is_a_sunset_with_what_the_headers_give() {
-    let Some(server) = support::reference_server("faults", || {
-        ReferenceServer::builder().companies(3).faults(Faults::new().every(1, Fault::Reply(410, Vec::new())))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(3)
+        .faults(Faults::new().every(1, Fault::Reply(410, Vec::new())))
+        .start()
+        .await;
     let client = support::client_for(&server).build().expect("valid client");
     let error = client.companies().send().await.expect_err("gone");
     match &error {
@@ -73,19 +74,13 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
     }
 }
 
-#[tokio::test]
 async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
     let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
     let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
     let faults =
         Faults::new().sequence([Some(Fault::Status(503)), Some(Fault::RateLimited(RetryAfter::Seconds(0)))]);
-    let Some(server) = support::reference_server("faults", || {
-        ReferenceServer::builder().companies(3).deprecated(COMPANIES, headers).faults(faults)
-    })
-    .await
-    else {
-        return;
-    };
+    let server =
+        ReferenceServer::builder().companies(3).deprecated(COMPANIES, headers).faults(faults).start().await;
     let quick =
         RetryPolicy::default().initial_delay(Duration::from_millis(1)).max_delay(Duration::from_millis(5));
     let client = support::client_for(&server).retry(quick).build().expect("valid client");

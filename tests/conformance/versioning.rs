@@ -15,6 +15,23 @@ use url::Url;
 
 use crate::support;
 
+crate::cases! {
+    ServerControl:
+        deprecation_true_with_several_links_is_on_every_page,
+        deprecation_as_a_structured_date_with_sunset_and_links,
+        every_deprecation_and_sunset_form_is_read_over_http,
+        a_sunset_earlier_than_the_deprecation_is_diagnosed,
+        fifty_pages_log_one_warning_and_call_the_callback_fifty_times,
+        a_near_or_past_sunset_is_logged_as_an_error_once_per_endpoint,
+        the_fail_policy_turns_deprecated_responses_into_errors,
+        a_sunset_endpoint_is_a_typed_error_with_its_date_and_successor,
+        a_sunset_answer_with_only_a_link_still_names_the_successor,
+        any_error_response_past_its_sunset_date_is_a_sunset_error,
+        an_endpoint_reaching_its_sunset_mid_listing_ends_the_stream_with_a_sunset_error,
+        api_version_switches_the_url_segment,
+        preview_labels_are_sent_per_client_and_per_request;
+}
+
 const COMPANIES: &str = "/v1/companies";
 
 fn date(year: i32, month: u32, day: u32) -> DateTime<Utc> {
@@ -23,14 +40,12 @@ fn date(year: i32, month: u32, day: u32) -> DateTime<Utc> {
 
 /// A server with `companies` companies and `/v1/companies` deprecated with `headers`; `v2` is
 /// served too.
-fn deprecated(companies: usize, headers: DeprecationHeaders) -> impl FnOnce() -> ReferenceServerBuilder {
-    move || {
-        ReferenceServer::builder()
-            .companies(companies)
-            .contacts_per_company(1)
-            .serve_version(2)
-            .deprecated(COMPANIES, headers)
-    }
+fn deprecated(companies: usize, headers: DeprecationHeaders) -> ReferenceServerBuilder {
+    ReferenceServer::builder()
+        .companies(companies)
+        .contacts_per_company(1)
+        .serve_version(2)
+        .deprecated(COMPANIES, headers)
 }
 
 /// A client that counts the notices its callback receives.
@@ -48,16 +63,13 @@ fn at_server(server: &ReferenceServer, path: &str) -> Url {
     Url::parse(&server.base_url()).and_then(|base| base.join(path)).expect("a valid URL")
 }
 
-#[tokio::test]
 async fn deprecation_true_with_several_links_is_on_every_page() {
     let headers = DeprecationHeaders::deprecated()
         .successor("/v2/companies")
         .link("/v3/companies", "latest-version")
         .link_line(r#"<https://docs.example.com/deprecations/v1>; rel="deprecation"; title="v1; retired, see the guide""#)
         .link_line("<https://docs.example.com/sunset-policy>; REL=\"alternate sunset\"");
-    let Some(server) = support::reference_server("deprecation headers", deprecated(30, headers)).await else {
-        return;
-    };
+    let server = deprecated(30, headers).start().await;
     let (builder, calls) = counting(&server);
     let pages = builder.build().expect("valid client").companies().limit(10).pages().try_collect().await;
     let pages = pages.expect("a deprecated endpoint still answers");
@@ -82,7 +94,6 @@ async fn deprecation_true_with_several_links_is_on_every_page() {
     }
 }
 
-#[tokio::test]
 async fn deprecation_as_a_structured_date_with_sunset_and_links() {
     let headers = DeprecationHeaders::since(date(2026, 1, 1))
         .sunset(date(2100, 1, 1))
@@ -90,9 +101,7 @@ async fn deprecation_as_a_structured_date_with_sunset_and_links() {
         .link("https://docs.example.com/deprecations/v1", "deprecation")
         .link_line("</v2>; rel=latest-version");
     assert_eq!(headers.deprecation_value(), Some("@1767225600"));
-    let Some(server) = support::reference_server("deprecation headers", deprecated(30, headers)).await else {
-        return;
-    };
+    let server = deprecated(30, headers).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let page = client.companies().send().await.expect("a page");
     let notice = page.deprecation.expect("a notice");
@@ -113,14 +122,8 @@ async fn deprecation_as_a_structured_date_with_sunset_and_links() {
     assert_eq!(contacts.deprecation, None);
 }
 
-#[tokio::test]
 async fn every_deprecation_and_sunset_form_is_read_over_http() {
-    let Some(server) =
-        support::reference_server("deprecation headers", deprecated(5, DeprecationHeaders::deprecated()))
-            .await
-    else {
-        return;
-    };
+    let server = deprecated(5, DeprecationHeaders::deprecated()).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let rfc_example = Utc.timestamp_opt(784_111_777, 0).single();
     let since_2026 = Some(Deprecation::Since(date(2026, 1, 1)));
@@ -169,12 +172,9 @@ async fn every_deprecation_and_sunset_form_is_read_over_http() {
     }
 }
 
-#[tokio::test]
 async fn a_sunset_earlier_than_the_deprecation_is_diagnosed() {
     let headers = DeprecationHeaders::since(date(2027, 1, 1)).sunset(date(2026, 1, 1));
-    let Some(server) = support::reference_server("deprecation headers", deprecated(5, headers)).await else {
-        return;
-    };
+    let server = deprecated(5, headers).start().await;
     let page = support::client_for(&server).build().expect("valid client").companies().send().await;
     let notice = page.expect("a page").deprecation.expect("a notice");
     assert_eq!(notice.diagnostic.as_deref(), Some("sunset is earlier than deprecation"));
@@ -224,14 +224,10 @@ impl Logs {
     }
 }
 
-#[tokio::test]
 async fn fifty_pages_log_one_warning_and_call_the_callback_fifty_times() {
     let headers =
         DeprecationHeaders::since(date(2026, 1, 1)).sunset(date(2100, 1, 1)).successor("/v2/companies");
-    let Some(server) = support::reference_server("deprecation headers", deprecated(100, headers)).await
-    else {
-        return;
-    };
+    let server = deprecated(100, headers).start().await;
     let (logs, _guard) = Logs::capture();
 
     let (builder, calls) = counting(&server);
@@ -261,18 +257,13 @@ async fn fifty_pages_log_one_warning_and_call_the_callback_fifty_times() {
     }
 }
 
-#[tokio::test]
 async fn a_near_or_past_sunset_is_logged_as_an_error_once_per_endpoint() {
     let soon = Utc::now() + TimeDelta::days(10);
     let headers = DeprecationHeaders::deprecated().sunset(soon);
-    let Some(server) = support::reference_server("deprecation headers", || {
-        deprecated(30, headers)()
-            .deprecated("/v1/contacts", DeprecationHeaders::deprecated().sunset(date(2020, 1, 1)))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = deprecated(30, headers)
+        .deprecated("/v1/contacts", DeprecationHeaders::deprecated().sunset(date(2020, 1, 1)))
+        .start()
+        .await;
     let (logs, _guard) = Logs::capture();
     let client = support::client_for(&server).build().expect("valid client");
     client.companies().limit(10).stream().try_collect().await.expect("listing");
@@ -290,12 +281,9 @@ async fn a_near_or_past_sunset_is_logged_as_an_error_once_per_endpoint() {
     assert!(lines[1].contains(r#"endpoint="/v1/contacts""#), "{}", lines[1]);
 }
 
-#[tokio::test]
 async fn the_fail_policy_turns_deprecated_responses_into_errors() {
     let headers = DeprecationHeaders::deprecated().successor("/v2/companies");
-    let Some(server) = support::reference_server("deprecation headers", deprecated(30, headers)).await else {
-        return;
-    };
+    let server = deprecated(30, headers).start().await;
     let (builder, calls) = counting(&server);
     let client = builder.deprecation_policy(DeprecationPolicy::Fail).build().expect("valid client");
     let mut stream = client.companies().stream();
@@ -315,18 +303,13 @@ async fn the_fail_policy_turns_deprecated_responses_into_errors() {
     assert_eq!(client.contacts().limit(5).send().await.expect("a page").data.len(), 5);
 }
 
-#[tokio::test]
 async fn a_sunset_endpoint_is_a_typed_error_with_its_date_and_successor() {
-    let Some(server) = support::reference_server("sunset", || {
-        ReferenceServer::builder()
-            .companies(30)
-            .serve_version(2)
-            .sunset(COMPANIES, DeprecationHeaders::new().sunset(date(2026, 1, 1)).successor("/v2/companies"))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(30)
+        .serve_version(2)
+        .sunset(COMPANIES, DeprecationHeaders::new().sunset(date(2026, 1, 1)).successor("/v2/companies"))
+        .start()
+        .await;
     let (builder, calls) = counting(&server);
     let client = builder.build().expect("valid client");
     let error = client.companies().stream().try_collect().await.expect_err("sunset");
@@ -354,17 +337,12 @@ async fn a_sunset_endpoint_is_a_typed_error_with_its_date_and_successor() {
     assert_eq!(v2_client.companies().stream().try_collect().await.expect("listing").len(), 30);
 }
 
-#[tokio::test]
 async fn a_sunset_answer_with_only_a_link_still_names_the_successor() {
-    let Some(server) = support::reference_server("sunset", || {
-        ReferenceServer::builder()
-            .companies(5)
-            .sunset(COMPANIES, DeprecationHeaders::new().successor("/v2/companies"))
-    })
-    .await
-    else {
-        return;
-    };
+    let server = ReferenceServer::builder()
+        .companies(5)
+        .sunset(COMPANIES, DeprecationHeaders::new().successor("/v2/companies"))
+        .start()
+        .await;
     let client = support::client_for(&server).build().expect("valid client");
     let error = client.companies().send().await.expect_err("sunset");
     assert!(matches!(error, Error::Sunset { sunset: None, .. }), "{error:?}");
@@ -372,12 +350,9 @@ async fn a_sunset_answer_with_only_a_link_still_names_the_successor() {
     assert_eq!(successor.as_ref(), Some(&at_server(&server, "/v2/companies")));
 }
 
-#[tokio::test]
 async fn any_error_response_past_its_sunset_date_is_a_sunset_error() {
     let past = DeprecationHeaders::deprecated().sunset(date(2020, 1, 1)).successor("/v2/companies");
-    let Some(server) = support::reference_server("deprecation headers", deprecated(30, past)).await else {
-        return;
-    };
+    let server = deprecated(30, past).start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let error = client.companies().cursor("not-a-cursor").send().await.expect_err("a bad cursor");
     assert!(matches!(error, Error::Sunset { sunset: Some(_), successor: Some(_), .. }), "{error:?}");
@@ -391,12 +366,9 @@ async fn any_error_response_past_its_sunset_date_is_a_sunset_error() {
     assert_eq!(error.deprecation().and_then(|n| n.sunset), Some(date(2100, 1, 1)));
 }
 
-#[tokio::test]
 async fn an_endpoint_reaching_its_sunset_mid_listing_ends_the_stream_with_a_sunset_error() {
     let headers = DeprecationHeaders::deprecated().sunset(date(2100, 1, 1));
-    let Some(server) = support::reference_server("lifecycle change", deprecated(30, headers)).await else {
-        return;
-    };
+    let server = deprecated(30, headers).start().await;
     let client = support::client_for(&server).prefetch(false).build().expect("valid client");
     let mut stream = client.companies().limit(10).stream();
     for _ in 0..10 {
@@ -408,10 +380,9 @@ async fn an_endpoint_reaching_its_sunset_mid_listing_ends_the_stream_with_a_suns
     assert!(matches!(stream.try_next().await, Ok(None)));
 }
 
-#[tokio::test]
 async fn api_version_switches_the_url_segment() {
     let headers = DeprecationHeaders::deprecated().successor("/v2/companies");
-    let Some(server) = support::reference_server("versions", deprecated(30, headers)).await else { return };
+    let server = deprecated(30, headers).start().await;
     let v1 = support::client_for(&server).build().expect("valid client");
     let v2 = support::client_for(&server)
         .api_version("v2".parse().expect("a valid version"))
@@ -441,15 +412,9 @@ async fn api_version_switches_the_url_segment() {
     assert_eq!((error.status(), error.code()), (Some(404), Some(&ErrorCode::NotFound)));
 }
 
-#[tokio::test]
 async fn preview_labels_are_sent_per_client_and_per_request() {
-    let Some(server) = support::reference_server("preview labels", || {
-        ReferenceServer::builder().companies(30).preview_feature("2026-03", "previewFeature")
-    })
-    .await
-    else {
-        return;
-    };
+    let server =
+        ReferenceServer::builder().companies(30).preview_feature("2026-03", "previewFeature").start().await;
     let plain = support::client_for(&server).build().expect("valid client");
     let page = plain.companies().limit(5).send().await.expect("a page");
     assert!(page.data.iter().all(|c| !c.extra.contains_key("previewFeature")));
