@@ -128,7 +128,7 @@ impl Host {
         let found = cell.get_or_init(|| match Command::new(program).arg("--version").output() {
             Ok(output) if output.status.success() => Ok(()),
             Ok(output) => Err(format!("`{program} --version` failed ({})", output.status)),
-            Err(e) => Err(format!("{program} is not available ({e})")),
+            Err(e) => Err(format!("no {program} on PATH: {e}")),
         });
         match found {
             Ok(()) => Ok(()),
@@ -169,8 +169,14 @@ impl Case {
         let name = self.full_name();
         match self.needs.iter().try_for_each(|&need| host.check(need)) {
             // A child case is selected only by its parent's explicit `--ignored`.
-            Ok(()) => Trial::test(name, move || {
-                self.body.run();
+            Ok(()) => Trial::test(name.clone(), move || {
+                // As under libtest: a thread of its own named after the case, so that nothing a
+                // case leaves in thread-local state (a tracing default, a runtime context)
+                // reaches the next one, and a panic message names its case.
+                let thread = std::thread::Builder::new().name(name).spawn(move || self.body.run());
+                let outcome =
+                    thread.map_err(|e| Failed::from(format!("no thread for the case: {e}")))?.join();
+                outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
                 Ok(())
             })
             .with_ignored_flag(self.needs.contains(&Need::ChildProcess)),

@@ -77,6 +77,11 @@ fn main() {
     if args.test_threads.is_none() {
         args.test_threads = std::env::var("RUST_TEST_THREADS").ok().and_then(|n| n.parse().ok());
     }
+    // While only one dispatcher is registered, tracing-core 0.1 caches a callsite's interest
+    // from the default of whichever thread reaches it first (tokio-rs/tracing#3611): a case that
+    // captures traces on its own thread would lose the events of a callsite another case's
+    // thread reached first. A second dispatcher, alive for the whole run, avoids that path.
+    let _second_dispatcher = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
     let host = harness::Host::new();
     let trials = catalogue().into_iter().map(|case| case.trial(&host)).collect();
     libtest_mimic::run(&args, trials).exit();

@@ -15,7 +15,6 @@ use business_records::{Auth, Client};
 use futures::future::join_all;
 
 use crate::secrets::capture_traces;
-use crate::support;
 
 crate::cases! {
     (ServerControl, Redis):
