@@ -12,11 +12,12 @@ use crate::auth::{Auth, AuthKind};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::resources::companies::ListCompanies;
 use crate::resources::contacts::ListContacts;
-use crate::transport::{HttpSender, Layers, Transport};
+use crate::transport::Transport;
+use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 
 /// Default timeout of one HTTP request.
-pub const DEFAULT_TIMEOUT: Duration = crate::transport::DEFAULT_TIMEOUT;
+pub const DEFAULT_TIMEOUT: Duration = crate::wire::DEFAULT_TIMEOUT;
 
 /// The business-records API client.
 ///
@@ -191,7 +192,7 @@ impl ClientBuilder {
         mut self,
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Self {
-        match crate::transport::http_client(configure) {
+        match crate::wire::http_client(configure) {
             Ok(http) => {
                 self.http = Some(http);
                 self
@@ -330,10 +331,10 @@ impl ClientBuilder {
 
         let http = match self.http {
             Some(http) => http,
-            None => crate::transport::http_client(|builder| builder)?,
+            None => crate::wire::http_client(|builder| builder)?,
         };
         let retry = self.retry.unwrap_or_default();
-        let user_agent = self.user_agent.unwrap_or_else(|| crate::transport::DEFAULT_USER_AGENT.to_owned());
+        let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
         let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent)

@@ -160,6 +160,7 @@ mod timestamp;
 mod transport;
 mod urls;
 mod version;
+mod wire;
 
 #[cfg(feature = "reference-server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reference-server")))]
