@@ -10,8 +10,9 @@ use url::Url;
 use crate::auth::token_manager::TokenManager;
 use crate::auth::{Auth, AuthKind};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
-use crate::resources::companies::ListCompanies;
-use crate::resources::contacts::ListContacts;
+use crate::list::{ListCompanies, ListContacts};
+use crate::model::{Company, Contact, Resource};
+use crate::pagination::{Paging, Source};
 use crate::transport::Transport;
 use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
@@ -38,19 +39,11 @@ pub struct Client {
     inner: Arc<ClientInner>,
 }
 
-pub(crate) struct ClientInner {
-    pub(crate) transport: Transport,
+struct ClientInner {
+    transport: Arc<Transport>,
     api_root: Url,
     api_version: ApiVersion,
-    pub(crate) prefetch: bool,
-    pub(crate) page_delay: Option<Duration>,
-}
-
-impl ClientInner {
-    /// The URL of a resource below the versioned root: `https://api.example.com/v1/companies`.
-    pub(crate) fn endpoint(&self, path: &str) -> Url {
-        urls::join_path(&self.api_root, path)
-    }
+    paging: Paging,
 }
 
 impl fmt::Debug for Client {
@@ -68,18 +61,24 @@ impl Client {
         ClientBuilder::default()
     }
 
-    pub(crate) fn inner(&self) -> &ClientInner {
-        &self.inner
+    /// What a listing of `T` needs: the pipeline, the endpoint below the versioned root
+    /// (`https://api.example.com/v1/companies`) and the paging settings.
+    fn source<T: Resource>(&self) -> Source {
+        Source {
+            transport: Arc::clone(&self.inner.transport),
+            url: Arc::new(urls::join_path(&self.inner.api_root, T::PATH)),
+            paging: self.inner.paging,
+        }
     }
 
     /// Lists companies: `GET {base_url}/v1/companies`.
     pub fn companies(&self) -> ListCompanies {
-        ListCompanies::new(self.clone())
+        ListCompanies::new(self.source::<Company>())
     }
 
     /// Lists contacts: `GET {base_url}/v1/contacts`.
     pub fn contacts(&self) -> ListContacts {
-        ListContacts::new(self.clone())
+        ListContacts::new(self.source::<Contact>())
     }
 
     /// The versioned API root every request goes below (`https://api.example.com/v1/`).
@@ -356,11 +355,13 @@ impl ClientBuilder {
             .with_max_page_bytes(self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES));
         Ok(Client {
             inner: Arc::new(ClientInner {
-                transport,
+                transport: Arc::new(transport),
                 api_root,
                 api_version: self.api_version,
-                prefetch: self.prefetch.unwrap_or(true),
-                page_delay: self.page_delay.filter(|d| !d.is_zero()),
+                paging: Paging {
+                    prefetch: self.prefetch.unwrap_or(true),
+                    page_delay: self.page_delay.filter(|d| !d.is_zero()),
+                },
             }),
         })
     }
@@ -413,7 +414,7 @@ mod tests {
             .auth(Auth::static_token("t"))
             .build()
             .expect("valid client");
-        assert_eq!(client.inner().endpoint("companies").as_str(), "https://api.example.com/v1/companies");
+        assert_eq!(client.source::<crate::Company>().url.as_str(), "https://api.example.com/v1/companies");
         let v2 = Client::builder()
             .base_url("https://api.example.com")
             .api_version(ApiVersion::new(2).expect("valid version"))

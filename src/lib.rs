@@ -67,7 +67,7 @@
 //! # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
 //! let page = client.contacts().company_id("cmp_1").limit(50).send().await?;
 //! println!("{} of {:?} contacts", page.data.len(), page.total_count);
-//! let first_thousand = client.companies().max_items(1_000).stream().try_collect().await?;
+//! let first_thousand: Vec<_> = client.companies().max_items(1_000).stream().try_collect().await?;
 //! # let _ = first_thousand;
 //! # Ok(()) }
 //! ```
@@ -148,11 +148,11 @@
 pub mod auth;
 mod client;
 pub mod deprecation;
-mod envelope;
 mod error;
 pub mod limits;
+mod list;
+mod model;
 mod pagination;
-pub mod resources;
 mod retry;
 mod telemetry;
 mod text;
@@ -170,14 +170,15 @@ pub use auth::Auth;
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
-pub use limits::BodyKind;
-pub use pagination::{Cursor, ItemStream, MAX_CURSOR_BYTES, OnUndecodable, Page, PageStream, Undecodable};
+pub use list::{List, ListCompanies, ListContacts};
+pub use model::{
+    Company, CompanySort, CompanyStatus, Contact, ContactSort, Extra, IntoSort, Resource, Sort, SortField,
+    SortOrder,
+};
+pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Undecodable};
 /// The middleware crate whose layers [`ClientBuilder::middleware`] takes, at the version this
 /// crate uses.
 pub use reqwest_middleware;
-pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
-pub use resources::contacts::{Contact, ContactSort, ListContacts};
-pub use resources::{Extra, IntoSort, List, Resource, Sort, SortField, SortOrder};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
 
