@@ -17,9 +17,6 @@ use crate::transport::Transport;
 use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 
-/// Default timeout of one HTTP request.
-pub const DEFAULT_TIMEOUT: Duration = crate::wire::DEFAULT_TIMEOUT;
-
 /// The business-records API client.
 ///
 /// `Client` is cheap to clone: clones share one connection pool and one token cache, so there
@@ -127,6 +124,8 @@ impl fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// Timeout of one HTTP request unless [`timeout`](ClientBuilder::timeout) sets another: 30 s.
+    pub const DEFAULT_TIMEOUT: Duration = crate::wire::DEFAULT_TIMEOUT;
     fn fail(mut self, error: Error) -> Self {
         self.error.get_or_insert(error);
         self
@@ -336,7 +335,7 @@ impl ClientBuilder {
         let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
-        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent)
+        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT)), user_agent)
             .with_retry(retry.clone())
             .with_middleware(&self.middleware);
 

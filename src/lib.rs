@@ -167,7 +167,7 @@ mod wire;
 pub mod reference_server;
 
 pub use auth::Auth;
-pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
+pub use client::{Client, ClientBuilder};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
 pub use list::{List, ListCompanies, ListContacts};
@@ -176,11 +176,22 @@ pub use model::{
     SortOrder,
 };
 pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Undecodable};
-/// The middleware crate whose layers [`ClientBuilder::middleware`] takes, at the version this
-/// crate uses.
-pub use reqwest_middleware;
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
+
+// The crates whose types appear in this crate's signatures, at the versions it uses: name them
+// through these paths and a version bump here never leaves two copies in your build.
+/// Dates and times: [`Company::created_at`], [`auth::TokenSet::expires_at`], sunset dates.
+pub use chrono;
+/// The HTTP client: [`ClientBuilder::http_config`] and the `http_config` of the sign-in flows
+/// configure a [`reqwest::ClientBuilder`].
+pub use reqwest;
+/// The middleware crate whose layers [`ClientBuilder::middleware`] takes.
+pub use reqwest_middleware;
+/// JSON values: the fields the spec does not name, in [`Extra`].
+pub use serde_json;
+/// URLs: [`Client::api_root`], [`DeprecationNotice`] links, sunset successors.
+pub use url::{self, Url};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

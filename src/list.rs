@@ -72,7 +72,7 @@ impl<T: Resource> List<T> {
     }
 
     /// The sort order. Takes this resource's typed field (`CompanySort::CreatedAt.desc()`), or
-    /// any field in the wire form (`"-createdAt"`, `"employeeCount"`) or as a [`Sort`]: the
+    /// any field in the wire form (`"-createdAt"`, `"employeeCount"`) or as a [`Sort`](crate::Sort): the
     /// spec names only the common fields, so other names are sent as given and the server
     /// decides. A name with spaces or commas, or an empty one, is refused. Default: the
     /// server's order.

@@ -55,6 +55,9 @@ macro_rules! sort_fields {
             }
         }
 
+        impl $crate::model::sealed::IntoSortOf<$resource> for $name {}
+        impl $crate::model::sealed::IntoSortOf<$resource> for $crate::model::SortOrder<$name> {}
+
         impl $crate::model::IntoSort<$resource> for $name {
             fn into_sort(self) -> Result<$crate::Sort, $crate::Error> {
                 Ok(self.into())
@@ -85,7 +88,7 @@ pub use sort::{IntoSort, Sort, SortField, SortOrder};
 pub trait Resource: DeserializeOwned + record::Record + Send + Sync + 'static + sealed::Sealed {
     /// The path below the versioned API root (`companies`).
     const PATH: &'static str;
-    /// The sort fields the spec names; [`List::sort`] takes any other field name too.
+    /// The sort fields the spec names; [`List::sort`](crate::List::sort) takes any other field name too.
     const SORT_FIELDS: &'static [&'static str];
 }
 
@@ -96,4 +99,7 @@ pub(crate) mod sealed {
 
     /// Implemented by the typed sort fields only.
     pub trait SortFieldOf {}
+
+    /// Implemented by what `IntoSort<R>` takes, and nothing else.
+    pub trait IntoSortOf<R> {}
 }

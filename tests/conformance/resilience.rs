@@ -323,8 +323,9 @@ async fn page_delay_paces_page_requests() {
     assert_eq!(requests.len(), 5);
     for pair in requests.windows(2) {
         let gap = pair[1].received_at.duration_since(pair[0].received_at).unwrap_or_default();
-        // Arrival times, not send times: allow for a little difference in transit.
-        assert!(gap + Duration::from_millis(15) >= delay, "{gap:?}");
+        // Arrival times, not send times: allow for a difference in transit on a busy machine
+        // (without pacing, the gaps are a few milliseconds).
+        assert!(gap + Duration::from_millis(40) >= delay, "{gap:?}");
     }
 }
 
