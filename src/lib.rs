@@ -141,7 +141,31 @@
 //! The client runs on Tokio: token requests and prefetched pages run in tasks of their own
 //! (`tokio::spawn`), so requests and streams must be polled inside a Tokio runtime (the
 //! multi-threaded one, as `#[tokio::main]` starts it, or the current-thread one). Polling them
-//! elsewhere panics, as `tokio::spawn` does.
+//! elsewhere panics, as `tokio::spawn` does.//!
+//! ## Public dependencies
+//!
+//! Types of these crates appear in the API and are re-exported at the versions this crate
+//! uses: [`reqwest`] (the `http_config` closures), [`reqwest_middleware`]
+//! ([`ClientBuilder::middleware`]), [`url`] and [`Url`], [`chrono`] (dates) and [`serde_json`]
+//! ([`Extra`]). Naming them through `business_records::` keeps one copy in your build.
+//!
+//! ## Architecture
+//!
+//! The modules form layers; each one uses only the layers below it (its `use crate::` lines
+//! name nothing above), so the module graph has no cycle:
+//!
+//! | Layer | Modules | May use |
+//! |---|---|---|
+//! | foundation | `text`, `timestamp`, `limits`, `version`, `deprecation` (header parsing), `error` | each other, downwards in this order |
+//! | records and policies | `model` (companies, contacts, extra fields, sorts), `retry`, `telemetry`, `urls` | the foundation |
+//! | wire | `wire`: `HttpSender`, the one place requests are sent; bodies read under their limits; error responses | records and policies, the foundation |
+//! | authentication | `auth`: token sources, flows, stores, verification, shared caches | the wire and below |
+//! | API pipeline | `transport`: bearer tokens, preview header, 401 resend, deprecation, sunset | auth, the wire and below |
+//! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings), then `list` (the builder) | the pipeline, `model` and below |
+//! | client | `client`: builds everything and hands each listing its `Source` | everything |
+//!
+//! `reference_server` (feature `reference-server`) sits beside the client and uses the crate
+//! only through `auth`'s public verifier.
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
