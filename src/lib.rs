@@ -167,6 +167,9 @@
 //! `reference_server` (feature `reference-server`) sits beside the client and uses the crate
 //! only through `auth`'s public verifier.
 #![deny(missing_docs)]
+// Library code never unwraps: what comes from the network or the caller gets an error instead.
+// (Tests may; the lint table in Cargo.toml holds the rest of the crate's lints.)
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;

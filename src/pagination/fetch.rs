@@ -19,7 +19,7 @@ pub(crate) async fn fetch_page<T: Resource>(
     retries: Option<&AtomicU64>,
     number: u64,
 ) -> Result<Page<T>, Error> {
-    let response = request_page::<T, Page<T>>(source, query, limit, cursor, retries).await?;
+    let response = request_page::<Page<T>>(source, query, limit, cursor, retries).await?;
     let mut page = Page { deprecation: response.deprecation, ..response.body };
     settle_undecodable(&mut page, number, source.url.path(), query.on_undecodable)?;
     Ok(page)
@@ -53,7 +53,7 @@ pub(super) fn settle_undecodable<T>(
 }
 
 /// Sends the request for a page of `T` and decodes the body as `B`.
-pub(super) async fn request_page<T: Resource, B: DeserializeOwned>(
+pub(super) async fn request_page<B: DeserializeOwned>(
     source: &Source,
     query: &ListQuery,
     limit: Option<u32>,

@@ -99,7 +99,7 @@ impl<T: Resource> Pager<T> {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_raw_page::<T>(&source, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
+            fetch_raw_page(&source, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
         };
         tokio::spawn(request.instrument(self.span.clone()))
     }

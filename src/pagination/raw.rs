@@ -58,14 +58,14 @@ impl RawPage {
 }
 
 /// Requests one page of a listing, its items left undecoded.
-pub(super) async fn fetch_raw_page<T: Resource>(
+pub(super) async fn fetch_raw_page(
     source: &Source,
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     retries: Option<&AtomicU64>,
 ) -> Result<RawPage, Error> {
-    let response = request_page::<T, RawEnvelope>(source, query, limit, cursor, retries).await?;
+    let response = request_page::<RawEnvelope>(source, query, limit, cursor, retries).await?;
     let RawEnvelope { data, pagination } = response.body;
     Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
 }
