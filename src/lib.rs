@@ -147,7 +147,7 @@
 
 pub mod auth;
 mod client;
-pub mod deprecation;
+mod deprecation;
 mod envelope;
 mod error;
 pub mod limits;
@@ -167,7 +167,7 @@ pub mod reference_server;
 
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
-pub use deprecation::{DeprecationNotice, DeprecationPolicy};
+pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};
 pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
 pub use limits::BodyKind;
 pub use pagination::{Cursor, ItemStream, MAX_CURSOR_BYTES, OnUndecodable, Page, PageStream, Undecodable};

@@ -28,12 +28,14 @@
 //! request and sends it again once the delay is over.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
+use chrono::DateTime;
 use wiremock::ResponseTemplate;
 
 use super::ErrorReply;
 use super::jwt::unix_now_ms;
+use crate::timestamp::http_date::format_http_date;
 
 /// The response header by which the API server asks the proxy to break a connection.
 pub(crate) const MARKER_HEADER: &str = "x-reference-fault";
@@ -539,8 +541,8 @@ fn retry_after_value(retry_after: RetryAfter) -> Option<(String, u64)> {
             let ahead_ms = u64::try_from(ahead.as_millis()).unwrap_or(u64::MAX);
             // An HTTP-date has whole seconds: round up so the date is never early.
             let at_secs = now.saturating_add(ahead_ms).div_ceil(1000);
-            let at = SystemTime::UNIX_EPOCH + Duration::from_secs(at_secs);
-            Some((httpdate::fmt_http_date(at), at_secs.saturating_mul(1000)))
+            let at = i64::try_from(at_secs).ok().and_then(|secs| DateTime::from_timestamp(secs, 0))?;
+            Some((format_http_date(at), at_secs.saturating_mul(1000)))
         }
     }
 }
@@ -664,8 +666,8 @@ mod tests {
         let before = unix_now_ms();
         let (value, until) = retry_after_value(RetryAfter::Date(Duration::from_millis(1500))).unwrap();
         assert!(until >= before + 1500 && until % 1000 == 0, "{until}");
-        let parsed = httpdate::parse_http_date(&value).unwrap();
-        assert_eq!(parsed, SystemTime::UNIX_EPOCH + Duration::from_millis(until));
+        let parsed = crate::timestamp::parse_http_date(&value).map(|date| date.timestamp_millis());
+        assert_eq!(parsed, i64::try_from(until).ok());
         assert_eq!(retry_after_value(RetryAfter::Seconds(2)).unwrap().0, "2");
         assert_eq!(retry_after_value(RetryAfter::Absent), None);
     }
