@@ -11,8 +11,8 @@ use crate::timestamp::parse_http_date;
 /// The value of a `Deprecation` response header.
 ///
 /// Whatever the form, a response that carries the header is deprecated, except with the value
-/// `false` (or `?0`), which [`DeprecationNotice::from_headers`](super::DeprecationNotice::from_headers)
-/// reads as no header at all: the variants only tell what is known about when it happened.
+/// `false` (or `?0`), which the client reads as no header at all: the variants only tell what
+/// is known about when it happened.
 ///
 /// ```
 /// use business_records::{Deprecation, DeprecationNotice};
