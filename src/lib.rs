@@ -101,7 +101,8 @@
 //!
 //! [`ClientBuilder::api_version`] picks the URL segment ([`ApiVersion::V1`] by default) and
 //! [`ClientBuilder::preview`] sends `X-API-Preview`. Deprecated endpoints produce a
-//! [`DeprecationNotice`] on every [`Page`]; by default one `tracing` warning per endpoint, with
+//! [`DeprecationNotice`] (with the `Deprecation` header read into a [`Deprecation`]) on every
+//! [`Page`]; by default one `tracing` warning per endpoint, with
 //! [`ClientBuilder::on_deprecation`] and [`DeprecationPolicy`] to do more. A version past its
 //! sunset is [`Error::Sunset`], with the date and the successor.
 //!

@@ -44,7 +44,7 @@ impl Deprecation {
     /// The instant the resource was deprecated, when the header gave one.
     ///
     /// ```
-    /// use business_records::deprecation::Deprecation;
+    /// use business_records::Deprecation;
     ///
     /// assert_eq!(Deprecation::Deprecated.since(), None);
     /// ```
