@@ -528,7 +528,7 @@ pub enum PaginationError {
         count: u32,
     },
     /// The server sent a `nextCursor` longer than
-    /// [`MAX_CURSOR_BYTES`](crate::MAX_CURSOR_BYTES).
+    /// [`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES).
     CursorTooLong {
         /// Pages received so far in this listing, this one included.
         page: u64,
@@ -553,7 +553,7 @@ impl fmt::Display for PaginationError {
                 write!(
                     f,
                     "page {page} has a `nextCursor` of {bytes} bytes, more than the {} allowed",
-                    crate::MAX_CURSOR_BYTES
+                    crate::limits::MAX_CURSOR_BYTES
                 )
             }
         }

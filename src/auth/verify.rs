@@ -37,7 +37,7 @@ use serde_json::Value;
 
 use self::jwks::{FetchPolicy, JwksSource, KeyCache, KeyMap, parse_jwks};
 use crate::RetryPolicy;
-use crate::transport::HttpSender;
+use crate::wire::HttpSender;
 
 /// Default minimum pause between two JWKS fetches triggered by unknown key ids.
 const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
@@ -361,7 +361,7 @@ impl TokenVerifier {
         self,
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Result<Self, VerifyError> {
-        let client = crate::transport::http_client(configure)
+        let client = crate::wire::http_client(configure)
             .map_err(|e| VerifyError::InvalidConfig { message: e.to_string() })?;
         Ok(self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT)))
     }

@@ -9,11 +9,12 @@ use std::sync::atomic::AtomicU64;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{Cursor, Page, PageResult, request_page};
+use super::envelope::{Data, PaginationMeta};
+use super::fetch::{PageResult, request_page};
+use super::{Cursor, ListQuery, Page, Source};
+use crate::Error;
 use crate::deprecation::DeprecationNotice;
-use crate::envelope::{Data, PaginationMeta};
-use crate::resources::{ListQuery, Resource};
-use crate::{Client, Error};
+use crate::model::Resource;
 
 /// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
 pub(super) enum Arrived<T> {
@@ -58,13 +59,13 @@ impl RawPage {
 
 /// Requests one page of a listing, its items left undecoded.
 pub(super) async fn fetch_raw_page<T: Resource>(
-    client: &Client,
+    source: &Source,
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     retries: Option<&AtomicU64>,
 ) -> Result<RawPage, Error> {
-    let response = request_page::<T, RawEnvelope>(client, query, limit, cursor, retries).await?;
+    let response = request_page::<T, RawEnvelope>(source, query, limit, cursor, retries).await?;
     let RawEnvelope { data, pagination } = response.body;
     Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
 }

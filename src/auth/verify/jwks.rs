@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::{VerifyError, unknown_key};
 use crate::RetryPolicy;
 use crate::limits::BodyKind;
-use crate::transport::HttpSender;
+use crate::wire::HttpSender;
 
 /// Keys by `kid`.
 pub(super) type KeyMap = HashMap<String, Arc<DecodingKey>>;
@@ -194,7 +194,7 @@ async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, VerifyError> {
     if !status.is_success() {
         return Err(jwks_error(format!("endpoint returned status {}", status.as_u16())));
     }
-    let body = crate::transport::read_body(source.url.path(), response, BodyKind::Jwks.into())
+    let body = crate::wire::read_body(source.url.path(), response, BodyKind::Jwks.into())
         .await
         .map_err(|e| jwks_error(e.to_string()))?;
     parse_jwks(&body)

@@ -8,9 +8,9 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::pagination::{Cursor, Page};
-use crate::resources::Resource;
-use crate::resources::record::{Unread, Wire, WireVisitor};
+use super::{Cursor, Page};
+use crate::model::Resource;
+use crate::model::record::{Unread, Wire, WireVisitor};
 
 /// An element of a page's `data` that is not a record: not a JSON object, or an object
 /// without a field the model requires (a company's `id` or `name`).
