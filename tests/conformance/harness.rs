@@ -8,6 +8,7 @@
 
 use std::cell::OnceCell;
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::process::Command;
 
@@ -53,6 +54,31 @@ macro_rules! cases {
     (@body $case:ident sync) => {
         $crate::harness::Body::Sync($case)
     };
+}
+
+crate::cases! {
+    Anywhere: no_case_is_marked_the_libtest_way [sync];
+}
+
+/// `#[test]` and `#[tokio::test]` functions are compiled out of this binary (`harness = false`),
+/// so a case marked that way would silently never run: every case is listed in `crate::cases!`.
+fn no_case_is_marked_the_libtest_way() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let mut marked = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("the catalogue's directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_none_or(|extension| extension != "rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("a module of the catalogue");
+        for (number, line) in source.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("#[test]") || line.starts_with("#[tokio::test") {
+                marked.push(format!("{}:{}", path.display(), number + 1));
+            }
+        }
+    }
+    assert!(marked.is_empty(), "cases that never run here; list them in `crate::cases!` instead: {marked:?}");
 }
 
 /// What a case needs besides this process.

@@ -8,7 +8,7 @@
 //! Each module lists its cases with what they need in `crate::cases!` (see [`harness`]); this
 //! binary runs them with `libtest-mimic` (`harness = false`), so a case that cannot run here is
 //! reported ignored by the test runner, not passed. A new module gets a `mod` line below and its
-//! `CASES` in [`catalogue`].
+//! `CASES` in [`catalogue`]; `#[test]` and `#[tokio::test]` do not work here (a case checks).
 
 #![allow(
     unreachable_pub,
@@ -48,6 +48,7 @@ mod versioning;
 fn catalogue() -> Vec<harness::Case> {
     [
         resilience::CASES,
+        harness::CASES,
         auth_client_credentials::CASES,
         auth_refresh::CASES,
         auth_token_endpoint::CASES,
