@@ -91,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Lifecycle::Sunset(DeprecationHeaders::new().sunset(now).successor("/v2/companies")),
     );
     match client.companies().send().await {
-        Err(error @ Error::Sunset { .. }) => println!("after the sunset: {error}"),
+        Err(error @ Error::Sunset(_)) => println!("after the sunset: {error}"),
         other => return Err(format!("expected a sunset error, got {other:?}").into()),
     }
     Ok(())

@@ -168,9 +168,13 @@ pub mod reference_server;
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
-pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
-pub use limits::BodyKind;
-pub use pagination::{Cursor, ItemStream, MAX_CURSOR_BYTES, OnUndecodable, Page, PageStream, Undecodable};
+pub use error::{
+    ApiError, AuthorizationError, CallbackError, CursorRejected, DecodeError, DeprecatedError, Error,
+    ErrorCode, HttpError, InvalidArgument, PaginationError, ReauthenticationRequired, ResponseTooLarge,
+    RetriesExhausted, SunsetError, Undecodable, UndecodableError,
+};
+pub use limits::{BodyKind, MAX_CURSOR_BYTES};
+pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream};
 /// The middleware crate whose layers [`ClientBuilder::middleware`] takes, at the version this
 /// crate uses.
 pub use reqwest_middleware;
@@ -203,3 +207,6 @@ const _: () = {
     assert_send_sync::<auth::MemoryTokenStore>();
     assert_send_sync::<auth::TokenIntrospector>();
 };
+
+// An `Error` stays small: every context lives behind an `Arc`, so results stay cheap to move.
+const _: () = assert!(std::mem::size_of::<Error>() <= 24);

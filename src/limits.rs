@@ -16,6 +16,9 @@
 
 use std::fmt;
 
+/// The longest cursor accepted, from the server or the caller: 8 KiB.
+pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
+
 /// The default limit of a page body: 32 MiB (a page holds at most 100 records).
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 

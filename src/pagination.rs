@@ -29,8 +29,8 @@ use tracing::Instrument;
 
 use crate::deprecation::DeprecationNotice;
 use crate::envelope::Envelope;
-pub use crate::envelope::{OnUndecodable, Undecodable};
-use crate::error::{ErrorCode, PaginationError};
+pub use crate::envelope::OnUndecodable;
+use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError, Undecodable, UndecodableError};
 use crate::resources::{ListQuery, MAX_LIMIT, Resource};
 use crate::transport::{ApiRequest, ApiResponse};
 use crate::{Client, Error, telemetry};
@@ -42,8 +42,7 @@ use raw::{Arrived, RawPage, fetch_raw_page};
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
 
-/// The longest cursor accepted, from the server or the caller: 8 KiB.
-pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
+pub(crate) use crate::limits::MAX_CURSOR_BYTES;
 
 /// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
 /// ones are still counted.
@@ -197,7 +196,7 @@ fn settle_undecodable<T>(
     if on_undecodable == OnUndecodable::Fail
         && let Some(item) = page.undecodable.drain(..).next()
     {
-        return Err(Error::Undecodable { endpoint: endpoint.to_owned(), item: Box::new(item) });
+        return Err(Error::Undecodable(UndecodableError::new(endpoint, item)));
     }
     Ok(())
 }
@@ -335,7 +334,10 @@ impl<T: Resource> Pager<T> {
         let result = match self.prefetched.take() {
             Some(handle) => match handle.await {
                 Ok(result) => result.map(Arrived::Raw),
-                Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
+                Err(join) => {
+                    let endpoint = self.client.inner().endpoint(T::PATH);
+                    Err(Error::Http(HttpError::task_failed(endpoint.path(), join)))
+                }
             },
             None => self.fetch().await,
         };
@@ -352,12 +354,12 @@ impl<T: Resource> Pager<T> {
             handle.abort();
         }
         match error {
-            Error::Api(response)
-                if self.cursor.is_some()
-                    && matches!(response.code, ErrorCode::CursorExpired | ErrorCode::InvalidCursor) =>
-            {
-                Error::CursorRejected { code: response.code.clone(), delivered: self.delivered, response }
-            }
+            Error::Api(response) if self.cursor.is_some() => match response.code() {
+                Some(code @ (ErrorCode::CursorExpired | ErrorCode::InvalidCursor)) => {
+                    Error::CursorRejected(CursorRejected::new(code.clone(), self.delivered, response))
+                }
+                _ => Error::Api(response),
+            },
             other => other,
         }
     }
@@ -401,7 +403,7 @@ impl<T: Resource> Pager<T> {
         match rules {
             Ok(()) => Ok(page),
             Err(violation) => {
-                let error = self.fail(Error::Pagination(violation));
+                let error = self.fail(violation.into());
                 if page.data.is_empty() {
                     Err(error)
                 } else {

@@ -18,7 +18,9 @@ use url::Url;
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
-use crate::error::{ApiError, ErrorCode, HttpError};
+use crate::error::{
+    ApiError, DecodeError, DeprecatedError, ErrorCode, HttpError, ResponseTooLarge, SunsetError,
+};
 use crate::limits::{BodyKind, BodyLimit};
 use crate::{Error, Preview, RetryPolicy, telemetry};
 
@@ -113,7 +115,7 @@ impl HttpSender {
         let kind = if status.is_success() { BodyKind::Discovery } else { BodyKind::Error };
         let body = read_body(&path, response, kind.into()).await?;
         if !status.is_success() {
-            return Err(Error::Api(Box::new(api_error(status.as_u16(), &headers, &body, &path, None))));
+            return Err(Error::Api(api_error(status.as_u16(), &headers, &body, &path, None)));
         }
         decode(&path, &body)
     }
@@ -187,13 +189,13 @@ impl HttpSender {
         let kind = if status.is_success() { self.oauth_body } else { BodyKind::Error };
         let body = read_body(path, response, kind.into()).await?;
         if !status.is_success() {
-            return Err(Error::Auth(Box::new(api_error(status.as_u16(), &headers, &body, path, None))));
+            return Err(Error::Auth(api_error(status.as_u16(), &headers, &body, path, None)));
         }
         let mut builder = http::Response::builder().status(status);
         if let Some(target) = builder.headers_mut() {
             *target = headers;
         }
-        builder.body(body).map_err(|e| Error::Decode { endpoint: path.to_owned(), message: e.to_string() })
+        builder.body(body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
     }
 }
 
@@ -237,8 +239,7 @@ pub(crate) async fn read_body(
     mut response: reqwest::Response,
     limit: BodyLimit,
 ) -> Result<Vec<u8>, Error> {
-    let too_large =
-        || Error::ResponseTooLarge { endpoint: endpoint.to_owned(), body: limit.kind, limit: limit.bytes };
+    let too_large = || Error::ResponseTooLarge(ResponseTooLarge::new(endpoint, limit.kind, limit.bytes));
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
         return Err(too_large());
@@ -352,7 +353,7 @@ impl Transport {
                 // An error body past its limit is ignored: the status and headers still say
                 // what happened, and whether to retry.
                 match read_body(endpoint, response, BodyKind::Error.into()).await {
-                    Err(Error::ResponseTooLarge { .. }) => Vec::new(),
+                    Err(Error::ResponseTooLarge(_)) => Vec::new(),
                     other => other?,
                 }
             };
@@ -361,14 +362,14 @@ impl Transport {
                 if let Some(notice) =
                     deprecation.as_ref().filter(|_| self.deprecation.policy() == DeprecationPolicy::Fail)
                 {
-                    return Err(Error::Deprecated(Box::new(notice.clone())));
+                    return Err(Error::Deprecated(DeprecatedError::new(notice.clone())));
                 }
                 return decode(endpoint, &body).map(|body| ApiResponse { body, deprecation });
             }
 
             let error = api_error(status.as_u16(), &headers, &body, endpoint, deprecation);
             if status.as_u16() == 401
-                && error.code == ErrorCode::InvalidToken
+                && error.code() == Some(&ErrorCode::InvalidToken)
                 && !resent_for_token
                 && self.tokens.invalidate(&token)
             {
@@ -387,9 +388,10 @@ impl Transport {
         }
         let mut request = reqwest::Request::new(reqwest::Method::GET, url);
         let headers = request.headers_mut();
-        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", token.secret())).map_err(|_| {
-            Error::invalid("auth", "the access token holds characters not allowed in a header")
-        })?;
+        // Tokens are checked where they come in (`build()`, token responses); one that still
+        // cannot be sent came from the authorization server.
+        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", token.secret()))
+            .map_err(|_| AccessToken::unsendable("the token endpoint"))?;
         bearer.set_sensitive(true);
         headers.insert(AUTHORIZATION, bearer);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -404,11 +406,7 @@ impl Transport {
 }
 
 fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode {
-        endpoint: endpoint.to_owned(),
-        // serde's messages quote the values they could not read: server text.
-        message: crate::text::server_text(&e.to_string()),
-    })
+    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
 }
 
 /// The wire shape of an error body (spec Part 7).
@@ -428,22 +426,16 @@ pub(crate) fn api_error(
 ) -> ApiError {
     let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
     let (code, description) = match parsed {
-        Some(ErrorBody { error: Some(code), error_description }) => {
-            (ErrorCode::parse(&code), error_description)
+        Some(ErrorBody { error, error_description }) => {
+            (error.map(|code| ErrorCode::parse(&code)), error_description)
         }
-        Some(ErrorBody { error: None, error_description }) => (ErrorCode::Unknown, error_description),
-        None => (ErrorCode::Unknown, None),
+        None => (None, None),
     };
-    let code =
-        if code == ErrorCode::Unknown { www_authenticate_error(headers).unwrap_or(code) } else { code };
-    ApiError {
-        status,
-        code,
-        description: description.map(crate::text::server_text_owned),
-        endpoint: endpoint.to_owned(),
-        retry_after: headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after),
-        deprecation: deprecation.map(Box::new),
-    }
+    let code = code.or_else(|| www_authenticate_error(headers));
+    ApiError::new(status, code, endpoint)
+        .with_description(description.map(crate::text::server_text_owned))
+        .with_retry_after(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after))
+        .with_deprecation(deprecation)
 }
 
 /// The `error="..."` parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 3).
@@ -472,16 +464,16 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
 /// too, except a transient one (429, 5xx): that stays retryable and carries the notice.
 fn classify(error: ApiError, headers: &HeaderMap, url: &Url) -> Error {
     let sunset_passed =
-        error.deprecation.as_ref().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
-    let gone = error.status == 410 || error.code == ErrorCode::VersionSunset;
-    let transient = error.status == 429 || error.status >= 500 || error.is_transient();
+        error.deprecation().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
+    let gone = error.status() == 410 || error.code() == Some(&ErrorCode::VersionSunset);
+    let transient = error.status() == 429 || error.status() >= 500 || error.is_transient();
     if gone || (sunset_passed && !transient) {
-        let notice = error.deprecation.as_deref();
+        let notice = error.deprecation();
         let sunset = notice.and_then(|n| n.sunset);
         let successor = notice.and_then(|n| n.successor.clone()).or_else(|| successor_link(headers, url));
-        return Error::Sunset { sunset, successor, response: Box::new(error) };
+        return Error::Sunset(SunsetError::new(sunset, successor, error));
     }
-    Error::Api(Box::new(error))
+    Error::Api(error)
 }
 
 /// The first `rel="successor-version"` link of a response.
@@ -529,16 +521,13 @@ mod tests {
         let (bare_gone, headers) = response(410, "", None);
         assert!(matches!(
             classify(bare_gone, &headers, &url),
-            Error::Sunset { sunset: None, successor: None, .. }
+            Error::Sunset(ref e) if e.sunset().is_none() && e.successor().is_none()
         ));
         let (gone, headers) = response(410, "gone", Some(past));
         match classify(gone, &headers, &url) {
-            Error::Sunset { sunset, successor, .. } => {
-                assert!(sunset.is_some());
-                assert_eq!(
-                    successor.map(String::from).as_deref(),
-                    Some("https://api.example.com/v2/companies")
-                );
+            Error::Sunset(e) => {
+                assert!(e.sunset().is_some());
+                assert_eq!(e.successor().map(|u| u.as_str()), Some("https://api.example.com/v2/companies"));
             }
             other => panic!("expected a sunset, got {other:?}"),
         }
@@ -549,7 +538,7 @@ mod tests {
             assert!(error.deprecation().is_some_and(|n| n.sunset.is_some()), "{status}");
         }
         let (refused, headers) = response(403, "forbidden", Some(past));
-        assert!(matches!(classify(refused, &headers, &url), Error::Sunset { .. }));
+        assert!(matches!(classify(refused, &headers, &url), Error::Sunset(_)));
     }
 
     #[test]
@@ -557,13 +546,14 @@ mod tests {
         let description = format!("line one\nline two\u{1b}[31m{}", "x".repeat(100 * 1024));
         let body = serde_json::json!({"error": format!("weird\n{}", "c".repeat(5000)), "error_description": description});
         let e = api_error(400, &HeaderMap::new(), body.to_string().as_bytes(), "/v1/companies", None);
-        let text = e.description.unwrap_or_default();
+        let text = e.description().unwrap_or_default();
         assert!(
             text.starts_with("line one\\nline two\\u{1b}[31mxxx") && text.len() <= 1027,
             "{}",
             text.len()
         );
-        assert!(e.code.as_str().starts_with("weird\\n") && e.code.as_str().len() <= 1027);
+        let code = e.code().map(ErrorCode::as_str).unwrap_or_default();
+        assert!(code.starts_with("weird\\n") && code.len() <= 1027);
     }
 
     #[test]
@@ -576,15 +566,15 @@ mod tests {
             "/v1/companies",
             None,
         );
-        assert_eq!((e.code, e.description.as_deref()), (ErrorCode::InvalidCursor, Some("bad")));
+        assert_eq!((e.code(), e.description()), (Some(&ErrorCode::InvalidCursor), Some("bad")));
         let e = api_error(502, &headers, b"<html>bad gateway</html>", "/v1/companies", None);
-        assert_eq!((e.status, e.code, e.description), (502, ErrorCode::Unknown, None));
+        assert_eq!((e.status(), e.code(), e.description()), (502, None, None));
         let mut headers = HeaderMap::new();
         headers.insert(
             http::header::WWW_AUTHENTICATE,
             HeaderValue::from_static(r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#),
         );
         let e = api_error(403, &headers, b"", "/v1/companies", None);
-        assert_eq!(e.code, ErrorCode::InsufficientScope);
+        assert_eq!(e.code(), Some(&ErrorCode::InsufficientScope));
     }
 }
