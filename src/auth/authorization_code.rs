@@ -1,6 +1,7 @@
 //! User sign-in: the authorization-code flow with PKCE (spec Parts 4.2, 5.2 and 5.3;
 //! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
 
+mod id_token;
 mod request;
 mod tokens;
 
@@ -17,15 +18,15 @@ use oauth2::{
 use url::Url;
 
 pub use self::request::AuthorizationRequest;
-use self::request::CallbackParams;
+use self::request::{CallbackParams, parse_redirect_uri};
 pub(crate) use self::tokens::Refreshed;
 use self::tokens::{OidcTokenResponse, token_set};
 use super::client_credentials::token_error;
 use super::discovery::{AuthServerMetadata, missing_endpoint};
 use super::pkce::{Pkce, constant_time_eq, random_value};
 use super::token_manager::clamp_lifetime;
-use super::{Claims, IdToken, TokenSet, TokenVerifier};
-use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired, VerifyError};
+use super::{TokenSet, TokenVerifier};
+use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
 use crate::transport::{DEFAULT_TIMEOUT, HttpSender, Layers};
 use crate::{Error, ErrorCode, urls};
 
@@ -478,59 +479,6 @@ impl AuthorizationCodeFlow {
         };
         Ok(Refreshed { tokens: next, expires_in: response.expires_in().map(clamp_lifetime), new_id_token })
     }
-
-    /// Verifies an ID token: RS256 signature with a key from the JWKS (selected by `kid`),
-    /// `iss` equal to the issuer, `aud` containing the client id, `exp` in the future and
-    /// `nbf` and `iat` not, each within the [`id_token_leeway`](Self::id_token_leeway). The
-    /// JWKS requests go through the flow's HTTP client.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::TokenVerification`] naming the first failed check.
-    pub async fn verify_id_token(&self, id_token: &IdToken) -> Result<Claims, Error> {
-        let verifier = self.id_verifier()?;
-        Ok(verifier.verify(id_token.secret()).await?)
-    }
-
-    async fn verify_id_token_nonce(&self, id_token: &IdToken, nonce: Option<&str>) -> Result<Claims, Error> {
-        let claims = self.verify_id_token(id_token).await?;
-        if let Some(expected) = nonce {
-            let got = claims.extra.get("nonce").and_then(serde_json::Value::as_str);
-            if !got.is_some_and(|got| constant_time_eq(got.as_bytes(), expected.as_bytes())) {
-                return Err(VerifyError::InvalidNonce.into());
-            }
-        }
-        Ok(claims)
-    }
-
-    fn id_verifier(&self) -> Result<&TokenVerifier, Error> {
-        let c = &self.config;
-        if let Some(verifier) = c.id_verifier.get() {
-            return Ok(verifier);
-        }
-        let verifier = TokenVerifier::new(c.jwks_url.as_str(), c.issuer.clone(), c.client_id.clone())?
-            .with_sender(c.sender.clone())
-            .leeway(c.id_token_leeway);
-        Ok(c.id_verifier.get_or_init(|| verifier))
-    }
-}
-
-/// A redirect URI: absolute, no fragment, and plain http only on loopback (RFC 8252).
-fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid("redirect_uri", format!("expected an absolute URL, got {raw:?} ({e})"))
-    })?;
-    if url.fragment().is_some() {
-        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
-    }
-    if url.scheme() == "http" && !urls::is_loopback(&url) {
-        return Err(Error::invalid(
-            "redirect_uri",
-            "expected https, a loopback http URL or an app's own scheme",
-        ));
-    }
-    RedirectUrl::new(raw.trim().to_owned())
-        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
 }
 
 #[cfg(test)]

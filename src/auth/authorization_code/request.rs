@@ -3,11 +3,13 @@
 
 use std::fmt;
 
+use oauth2::RedirectUrl;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::super::PkceVerifier;
 use crate::error::CallbackError;
+use crate::{Error, urls};
 
 /// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
 /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange) checks the callback against. Made by
@@ -87,4 +89,22 @@ impl CallbackParams {
         }
         Ok(params)
     }
+}
+
+/// A redirect URI: absolute, no fragment, and plain http only on loopback (RFC 8252).
+pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        Error::invalid("redirect_uri", format!("expected an absolute URL, got {raw:?} ({e})"))
+    })?;
+    if url.fragment().is_some() {
+        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
+    }
+    if url.scheme() == "http" && !urls::is_loopback(&url) {
+        return Err(Error::invalid(
+            "redirect_uri",
+            "expected https, a loopback http URL or an app's own scheme",
+        ));
+    }
+    RedirectUrl::new(raw.trim().to_owned())
+        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
 }
