@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         })
         .build()?;
-    let companies = client.companies().stream().try_collect().await?;
+    let companies: Vec<_> = client.companies().stream().try_collect().await?;
     println!(
         "v1: {} companies; the callback saw {} notices, the log above has {} warning",
         companies.len(),

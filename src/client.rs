@@ -10,13 +10,12 @@ use url::Url;
 use crate::auth::token_manager::TokenManager;
 use crate::auth::{Auth, AuthKind};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
-use crate::resources::companies::ListCompanies;
-use crate::resources::contacts::ListContacts;
-use crate::transport::{HttpSender, Layers, Transport};
+use crate::list::{ListCompanies, ListContacts};
+use crate::model::{Company, Contact, Resource};
+use crate::pagination::{Paging, Source};
+use crate::transport::Transport;
+use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
-
-/// Default timeout of one HTTP request.
-pub const DEFAULT_TIMEOUT: Duration = crate::transport::DEFAULT_TIMEOUT;
 
 /// The business-records API client.
 ///
@@ -37,19 +36,11 @@ pub struct Client {
     inner: Arc<ClientInner>,
 }
 
-pub(crate) struct ClientInner {
-    pub(crate) transport: Transport,
+struct ClientInner {
+    transport: Arc<Transport>,
     api_root: Url,
     api_version: ApiVersion,
-    pub(crate) prefetch: bool,
-    pub(crate) page_delay: Option<Duration>,
-}
-
-impl ClientInner {
-    /// The URL of a resource below the versioned root: `https://api.example.com/v1/companies`.
-    pub(crate) fn endpoint(&self, path: &str) -> Url {
-        urls::join_path(&self.api_root, path)
-    }
+    paging: Paging,
 }
 
 impl fmt::Debug for Client {
@@ -67,18 +58,24 @@ impl Client {
         ClientBuilder::default()
     }
 
-    pub(crate) fn inner(&self) -> &ClientInner {
-        &self.inner
+    /// What a listing of `T` needs: the pipeline, the endpoint below the versioned root
+    /// (`https://api.example.com/v1/companies`) and the paging settings.
+    fn source<T: Resource>(&self) -> Source {
+        Source {
+            transport: Arc::clone(&self.inner.transport),
+            url: Arc::new(urls::join_path(&self.inner.api_root, T::PATH)),
+            paging: self.inner.paging,
+        }
     }
 
     /// Lists companies: `GET {base_url}/v1/companies`.
     pub fn companies(&self) -> ListCompanies {
-        ListCompanies::new(self.clone())
+        ListCompanies::new(self.source::<Company>())
     }
 
     /// Lists contacts: `GET {base_url}/v1/contacts`.
     pub fn contacts(&self) -> ListContacts {
-        ListContacts::new(self.clone())
+        ListContacts::new(self.source::<Contact>())
     }
 
     /// The versioned API root every request goes below (`https://api.example.com/v1/`).
@@ -127,6 +124,8 @@ impl fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
+    /// Timeout of one HTTP request unless [`timeout`](ClientBuilder::timeout) sets another: 30 s.
+    pub const DEFAULT_TIMEOUT: Duration = crate::wire::DEFAULT_TIMEOUT;
     fn fail(mut self, error: Error) -> Self {
         self.error.get_or_insert(error);
         self
@@ -191,7 +190,7 @@ impl ClientBuilder {
         mut self,
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Self {
-        match crate::transport::http_client(configure) {
+        match crate::wire::http_client(configure) {
             Ok(http) => {
                 self.http = Some(http);
                 self
@@ -330,13 +329,13 @@ impl ClientBuilder {
 
         let http = match self.http {
             Some(http) => http,
-            None => crate::transport::http_client(|builder| builder)?,
+            None => crate::wire::http_client(|builder| builder)?,
         };
         let retry = self.retry.unwrap_or_default();
-        let user_agent = self.user_agent.unwrap_or_else(|| crate::transport::DEFAULT_USER_AGENT.to_owned());
+        let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
-        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)), user_agent)
+        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT)), user_agent)
             .with_retry(retry.clone())
             .with_middleware(&self.middleware);
 
@@ -361,11 +360,13 @@ impl ClientBuilder {
             .with_max_page_bytes(self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES));
         Ok(Client {
             inner: Arc::new(ClientInner {
-                transport,
+                transport: Arc::new(transport),
                 api_root,
                 api_version: self.api_version,
-                prefetch: self.prefetch.unwrap_or(true),
-                page_delay: self.page_delay.filter(|d| !d.is_zero()),
+                paging: Paging {
+                    prefetch: self.prefetch.unwrap_or(true),
+                    page_delay: self.page_delay.filter(|d| !d.is_zero()),
+                },
             }),
         })
     }
@@ -418,7 +419,7 @@ mod tests {
             .auth(Auth::static_token("t"))
             .build()
             .expect("valid client");
-        assert_eq!(client.inner().endpoint("companies").as_str(), "https://api.example.com/v1/companies");
+        assert_eq!(client.source::<crate::Company>().url.as_str(), "https://api.example.com/v1/companies");
         let v2 = Client::builder()
             .base_url("https://api.example.com")
             .api_version(ApiVersion::new(2).expect("valid version"))

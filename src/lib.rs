@@ -67,7 +67,7 @@
 //! # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
 //! let page = client.contacts().company_id("cmp_1").limit(50).send().await?;
 //! println!("{} of {:?} contacts", page.data.len(), page.total_count);
-//! let first_thousand = client.companies().max_items(1_000).stream().try_collect().await?;
+//! let first_thousand: Vec<_> = client.companies().max_items(1_000).stream().try_collect().await?;
 //! # let _ = first_thousand;
 //! # Ok(()) }
 //! ```
@@ -88,6 +88,15 @@
 //! [`description`](Error::description), [`retry_after`](Error::retry_after),
 //! [`is_retryable`](Error::is_retryable), [`needs_reauthentication`](Error::needs_reauthentication).
 //! Invalid arguments fail before any request is sent, naming the argument.
+//!
+//! Each variant holds one context value read through accessors: [`InvalidArgument`],
+//! [`ApiError`] (with its [`ErrorCode`]), [`AuthorizationError`], [`CallbackError`],
+//! [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`],
+//! [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`],
+//! [`ResponseTooLarge`], [`RetriesExhausted`]; [`auth::TokenStoreError`] and
+//! [`auth::VerifyError`] come from the token store and the verifier. A cause (the JSON parser's
+//! error, an I/O error, the last attempt) is the [`source`](std::error::Error::source), never
+//! repeated in the message. An `Error` is at most 24 bytes and cheap to clone.
 //!
 //! ### Retry, pace and resume
 //!
@@ -141,18 +150,45 @@
 //! The client runs on Tokio: token requests and prefetched pages run in tasks of their own
 //! (`tokio::spawn`), so requests and streams must be polled inside a Tokio runtime (the
 //! multi-threaded one, as `#[tokio::main]` starts it, or the current-thread one). Polling them
-//! elsewhere panics, as `tokio::spawn` does.
+//! elsewhere panics, as `tokio::spawn` does.//!
+//! ## Public dependencies
+//!
+//! Types of these crates appear in the API and are re-exported at the versions this crate
+//! uses: [`reqwest`] (the `http_config` closures), [`reqwest_middleware`]
+//! ([`ClientBuilder::middleware`]), [`url`] and [`Url`], [`chrono`] (dates) and [`serde_json`]
+//! ([`Extra`]). Naming them through `business_records::` keeps one copy in your build.
+//!
+//! ## Architecture
+//!
+//! The modules form layers; each one uses only the layers below it (its `use crate::` lines
+//! name nothing above), so the module graph has no cycle:
+//!
+//! | Layer | Modules | May use |
+//! |---|---|---|
+//! | foundation | `text`, `timestamp`, `limits`, `version`, `deprecation` (header parsing), `error` | each other, downwards in this order |
+//! | records and policies | `model` (companies, contacts, extra fields, sorts), `retry`, `telemetry`, `urls` | the foundation |
+//! | wire | `wire`: `HttpSender`, the one place requests are sent; bodies read under their limits; error responses | records and policies, the foundation |
+//! | authentication | `auth`: token sources, flows, stores, verification, shared caches | the wire and below |
+//! | API pipeline | `transport`: bearer tokens, preview header, 401 resend, deprecation, sunset | auth, the wire and below |
+//! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings), then `list` (the builder) | the pipeline, `model` and below |
+//! | client | `client`: builds everything and hands each listing its `Source` | everything |
+//!
+//! `reference_server` (feature `reference-server`) sits beside the client and uses the crate
+//! only through `auth`'s public verifier.
 #![deny(missing_docs)]
+// Library code never unwraps: what comes from the network or the caller gets an error instead.
+// (Tests may; the lint table in Cargo.toml holds the rest of the crate's lints.)
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
 mod client;
 pub mod deprecation;
-mod envelope;
 mod error;
 pub mod limits;
+mod list;
+mod model;
 mod pagination;
-pub mod resources;
 mod retry;
 mod telemetry;
 mod text;
@@ -160,29 +196,42 @@ mod timestamp;
 mod transport;
 mod urls;
 mod version;
+mod wire;
 
 #[cfg(feature = "reference-server")]
 #[cfg_attr(docsrs, doc(cfg(feature = "reference-server")))]
 pub mod reference_server;
 
 pub use auth::Auth;
-pub use client::{Client, ClientBuilder, DEFAULT_TIMEOUT};
+pub use client::{Client, ClientBuilder};
 pub use deprecation::{DeprecationNotice, DeprecationPolicy};
 pub use error::{
     ApiError, AuthorizationError, CallbackError, CursorRejected, DecodeError, DeprecatedError, Error,
     ErrorCode, HttpError, InvalidArgument, PaginationError, ReauthenticationRequired, ResponseTooLarge,
     RetriesExhausted, SunsetError, Undecodable, UndecodableError,
 };
-pub use limits::{BodyKind, MAX_CURSOR_BYTES};
+pub use list::{List, ListCompanies, ListContacts};
+pub use model::{
+    Company, CompanySort, CompanyStatus, Contact, ContactSort, Extra, IntoSort, Resource, Sort, SortField,
+    SortOrder,
+};
 pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream};
-/// The middleware crate whose layers [`ClientBuilder::middleware`] takes, at the version this
-/// crate uses.
-pub use reqwest_middleware;
-pub use resources::companies::{Company, CompanySort, CompanyStatus, ListCompanies};
-pub use resources::contacts::{Contact, ContactSort, ListContacts};
-pub use resources::{Extra, IntoSort, List, Resource, Sort, SortField, SortOrder};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
+
+// The crates whose types appear in this crate's signatures, at the versions it uses: name them
+// through these paths and a version bump here never leaves two copies in your build.
+/// Dates and times: [`Company::created_at`], [`auth::TokenSet::expires_at`], sunset dates.
+pub use chrono;
+/// The HTTP client: [`ClientBuilder::http_config`] and the `http_config` of the sign-in flows
+/// configure a [`reqwest::ClientBuilder`].
+pub use reqwest;
+/// The middleware crate whose layers [`ClientBuilder::middleware`] takes.
+pub use reqwest_middleware;
+/// JSON values: the fields the spec does not name, in [`Extra`].
+pub use serde_json;
+/// URLs: [`Client::api_root`], [`DeprecationNotice`] links, sunset successors.
+pub use url::{self, Url};
 
 /// The README's examples, compiled as doctests.
 #[cfg(doctest)]

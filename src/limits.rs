@@ -16,6 +16,13 @@
 
 use std::fmt;
 
+/// Largest page size the API accepts (spec Part 8): [`List::limit`](crate::List::limit) takes
+/// 1 to this.
+pub const MAX_LIMIT: u32 = 100;
+
+/// Page size the API uses when a request gives none (spec Part 8).
+pub const DEFAULT_LIMIT: u32 = 20;
+
 /// The longest cursor accepted, from the server or the caller: 8 KiB.
 pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
 

@@ -7,7 +7,7 @@ use serde::Deserialize;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
-pub struct PlainCompany {
+pub(crate) struct PlainCompany {
     id: String,
     name: String,
     status: String,
@@ -21,13 +21,13 @@ pub struct PlainCompany {
 /// A page of [`PlainCompany`].
 #[derive(Deserialize)]
 #[allow(dead_code)]
-pub struct PlainPage {
+pub(crate) struct PlainPage {
     pub data: Vec<PlainCompany>,
     pagination: serde_json::Value,
 }
 
 /// A page of 100 generated companies, as the API sends it.
-pub fn page_body() -> Vec<u8> {
+pub(crate) fn page_body() -> Vec<u8> {
     let dataset = Dataset::generate(100, 0, 7);
     let body = serde_json::json!({
         "data": dataset.companies,

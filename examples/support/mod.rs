@@ -8,7 +8,7 @@ use business_records::reference_server::{ReferenceServer, ReferenceServerBuilder
 use business_records::{Auth, Client, ClientBuilder};
 
 /// Addresses and client credentials of the API the example talks to.
-pub struct Target {
+pub(crate) struct Target {
     pub base_url: String,
     pub auth_url: String,
     pub client_id: String,
@@ -19,12 +19,12 @@ pub struct Target {
 
 impl Target {
     /// The deployment from the environment, or a reference server with default settings.
-    pub async fn from_env() -> Target {
+    pub(crate) async fn from_env() -> Target {
         Target::from_env_or(ReferenceServer::builder()).await
     }
 
     /// The deployment from the environment, or a reference server built from `builder`.
-    pub async fn from_env_or(builder: ReferenceServerBuilder) -> Target {
+    pub(crate) async fn from_env_or(builder: ReferenceServerBuilder) -> Target {
         let var =
             |name: &str| std::env::var(format!("BUSINESS_RECORDS_{name}")).ok().filter(|v| !v.is_empty());
         if let (Some(base_url), Some(auth_url), Some(client_id), Some(client_secret)) =
@@ -51,7 +51,7 @@ impl Target {
 
 impl Target {
     /// A client builder for the target, signed in with its client credentials for `api/read`.
-    pub fn client_builder(&self) -> ClientBuilder {
+    pub(crate) fn client_builder(&self) -> ClientBuilder {
         Client::builder().base_url(self.base_url.as_str()).auth(
             Auth::client_credentials(
                 self.auth_url.as_str(),

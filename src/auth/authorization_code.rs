@@ -27,7 +27,7 @@ use super::pkce::{Pkce, constant_time_eq, random_value};
 use super::token_manager::clamp_lifetime;
 use super::{TokenSet, TokenVerifier};
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
-use crate::transport::{DEFAULT_TIMEOUT, HttpSender, Layers};
+use crate::wire::{DEFAULT_TIMEOUT, HttpSender, Layers};
 use crate::{Error, ErrorCode, urls};
 
 /// Where the spec puts the endpoints, below `{auth_url}`.
@@ -252,7 +252,7 @@ impl AuthorizationCodeFlow {
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Self {
         let config = self.config_mut();
-        match crate::transport::http_client(configure) {
+        match crate::wire::http_client(configure) {
             Ok(client) => {
                 config.sender =
                     HttpSender::with_client(client, config.timeout).with_middleware(&config.middleware);

@@ -10,8 +10,8 @@ use super::ClientSecret;
 use super::token_manager::{IssuedToken, TokenSource};
 use crate::Error;
 use crate::error::{ApiError, DecodeError, ErrorCode};
-use crate::transport::HttpSender;
 use crate::urls;
+use crate::wire::HttpSender;
 
 /// Settings for the client credentials grant; made by
 /// [`Auth::client_credentials`](crate::Auth::client_credentials).

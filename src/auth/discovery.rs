@@ -13,7 +13,7 @@ use url::Url;
 use super::ClientSecret;
 use super::client_credentials::token_error;
 use crate::error::DecodeError;
-use crate::transport::{DEFAULT_TIMEOUT, HttpSender, http_client};
+use crate::wire::{DEFAULT_TIMEOUT, HttpSender, http_client};
 use crate::{Error, urls};
 
 /// Where the discovery document is, below `{auth_url}`.

@@ -86,7 +86,7 @@ mod secret;
 mod store;
 pub(crate) mod token_manager;
 mod user;
-pub mod verify;
+pub(crate) mod verify;
 
 pub use crate::error::{TokenStoreError, VerifyError};
 pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
@@ -96,7 +96,7 @@ pub use loopback::LoopbackRedirect;
 #[cfg(feature = "redis")]
 pub use redis::{RedisTokenCache, RedisUserStore};
 pub use refresh_turn::{RefreshLock, RefreshTurn};
-pub use secret::{AccessToken, AuthorizationCode, ClientSecret, IdToken, PkceVerifier, RefreshToken};
+pub use secret::{AccessToken, ClientSecret, IdToken, PkceVerifier, RefreshToken};
 pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore};
 pub use user::UserAuth;
 pub use verify::{Claims, TokenVerifier};

@@ -108,17 +108,6 @@ secret_type! {
 }
 
 secret_type! {
-    /// An authorization code from the redirect back to the application (spec Part 5.3); it is
-    /// exchanged once for tokens.
-    ///
-    /// ```
-    /// use business_records::auth::AuthorizationCode;
-    /// assert_eq!(format!("{:?}", AuthorizationCode::new("c")), "AuthorizationCode([redacted])");
-    /// ```
-    AuthorizationCode
-}
-
-secret_type! {
     /// A PKCE code verifier (spec Part 5.2): 43 to 128 characters, sent only in the token
     /// request.
     ///

@@ -19,7 +19,7 @@ use tracing::Instrument;
 use super::AccessToken;
 use crate::Error;
 use crate::error::{HttpError, ReauthenticationRequired};
-use crate::transport::{DEFAULT_TIMEOUT, HttpSender};
+use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
 
 /// Refresh no later than this long before expiry...
 const MAX_REFRESH_BUFFER: Duration = Duration::from_secs(300);

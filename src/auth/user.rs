@@ -11,7 +11,7 @@ use tokio::sync::Mutex;
 use super::token_manager::{IssuedToken, TokenManager, TokenSource};
 use super::{AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
-use crate::transport::HttpSender;
+use crate::wire::HttpSender;
 
 /// Authentication as a signed-in user; made by [`Auth::user`](crate::Auth::user).
 ///

@@ -39,7 +39,7 @@ pub use self::claims::Claims;
 use self::header::{map_jwt_error, parse_header, unknown_key};
 use self::jwks::{FetchPolicy, JwksSource, KeyCache, KeyMap, parse_jwks};
 use crate::error::{Error, VerifyError};
-use crate::transport::HttpSender;
+use crate::wire::HttpSender;
 use crate::{RetryPolicy, urls};
 
 /// Default minimum pause between two JWKS fetches triggered by unknown key ids.
@@ -224,7 +224,7 @@ impl TokenVerifier {
         self,
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Result<Self, Error> {
-        let client = crate::transport::http_client(configure)?;
+        let client = crate::wire::http_client(configure)?;
         Ok(self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT)))
     }
 

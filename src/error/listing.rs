@@ -29,7 +29,7 @@ pub enum PaginationError {
         count: u32,
     },
     /// The server sent a `nextCursor` longer than
-    /// [`MAX_CURSOR_BYTES`](crate::MAX_CURSOR_BYTES).
+    /// [`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES).
     #[non_exhaustive]
     CursorTooLong {
         /// Pages received so far in this listing, this one included.

@@ -9,12 +9,13 @@ use std::sync::atomic::AtomicU64;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{Cursor, Page, PageResult, request_page};
+use super::envelope::{Data, PaginationMeta};
+use super::fetch::{PageResult, request_page};
+use super::{Cursor, ListQuery, Page, Source};
+use crate::Error;
 use crate::deprecation::DeprecationNotice;
-use crate::envelope::{Data, PaginationMeta};
 use crate::error::DecodeError;
-use crate::resources::{ListQuery, Resource};
-use crate::{Client, Error};
+use crate::model::Resource;
 
 /// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
 pub(super) enum Arrived<T> {
@@ -56,14 +57,14 @@ impl RawPage {
 }
 
 /// Requests one page of a listing, its items left undecoded.
-pub(super) async fn fetch_raw_page<T: Resource>(
-    client: &Client,
+pub(super) async fn fetch_raw_page(
+    source: &Source,
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     retries: Option<&AtomicU64>,
 ) -> Result<RawPage, Error> {
-    let response = request_page::<T, RawEnvelope>(client, query, limit, cursor, retries).await?;
+    let response = request_page::<RawEnvelope>(source, query, limit, cursor, retries).await?;
     let RawEnvelope { data, pagination } = response.body;
     Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
 }

@@ -1,8 +1,9 @@
 //! Bounds against a hostile server, over real HTTP: page bodies past their limit, cursors past
 //! theirs.
 
+use business_records::limits::BodyKind;
 use business_records::reference_server::{Fault, Faults, ReferenceServer};
-use business_records::{BodyKind, Error, PaginationError};
+use business_records::{Error, PaginationError};
 
 use crate::support;
 

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use business_records::limits::{DEFAULT_LIMIT, MAX_LIMIT};
 use business_records::reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
-use business_records::resources::{DEFAULT_LIMIT, MAX_LIMIT};
 use business_records::{Auth, Client, Company, Contact, Error, ErrorCode, Page, Resource, RetryPolicy};
 use serde::Serialize;
 use serde_json::{Map, Value, json};

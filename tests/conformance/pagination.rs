@@ -69,7 +69,7 @@ async fn every_page_request_repeats_limit_sort_and_filters() {
         .sort(ContactSort::Name.desc())
         .limit(1)
         .pages()
-        .try_collect()
+        .try_collect::<Vec<_>>()
         .await
         .expect("listing");
     let expected = server.dataset().contacts_of(company).count();
@@ -98,7 +98,7 @@ async fn streams_ask_for_full_pages_and_send_uses_the_server_default() {
     assert_eq!(server.api_requests()[0].query_param("limit"), None);
 
     server.reset_counters();
-    let all = client.companies().stream().try_collect().await.expect("listing");
+    let all = client.companies().stream().try_collect::<Vec<_>>().await.expect("listing");
     assert_eq!(all.len(), server.dataset().companies.len());
     let requests = server.api_requests();
     assert_eq!(requests.len(), server.dataset().companies.len().div_ceil(100));
@@ -113,7 +113,14 @@ async fn max_items_is_a_total_cap_and_nothing_is_fetched_past_it() {
     for prefetch in [true, false] {
         server.reset_counters();
         let client = support::client_for(&server).prefetch(prefetch).build().expect("valid client");
-        let got = client.companies().limit(40).max_items(100).stream().try_collect().await.expect("listing");
+        let got = client
+            .companies()
+            .limit(40)
+            .max_items(100)
+            .stream()
+            .try_collect::<Vec<_>>()
+            .await
+            .expect("listing");
         assert_eq!(got.len(), 100);
         let limits: Vec<String> = server
             .api_requests()
@@ -140,7 +147,7 @@ async fn prefetching_and_sequential_streams_deliver_the_same_items() {
             .sort("-updatedAt")
             .limit(33)
             .stream()
-            .try_collect()
+            .try_collect::<Vec<_>>()
             .await
             .expect("listing")
             .into_iter()
@@ -160,9 +167,9 @@ async fn invalid_arguments_fail_before_any_request() {
     let client = support::client_for(&server).build().expect("valid client");
     let cases: Vec<(&str, Result<_, Error>)> = vec![
         ("limit", client.companies().limit(0).send().await.map(|_| ())),
-        ("limit", client.companies().limit(101).stream().try_collect().await.map(|_| ())),
+        ("limit", client.companies().limit(101).stream().try_collect::<Vec<_>>().await.map(|_| ())),
         ("sort", client.companies().sort("name,email").send().await.map(|_| ())),
-        ("sort", client.contacts().sort("-company id").pages().try_collect().await.map(|_| ())),
+        ("sort", client.contacts().sort("-company id").pages().try_collect::<Vec<_>>().await.map(|_| ())),
         ("filter", client.contacts().filter("cursor", "abc").send().await.map(|_| ())),
         ("status", client.companies().status("").send().await.map(|_| ())),
         ("companyId", client.contacts().company_id(" ").send().await.map(|_| ())),
@@ -262,9 +269,9 @@ async fn streams_are_send_and_static_and_run_on_other_tasks() {
     assert_send_sync_static(&stream);
     assert_send_sync_static(&pages);
     assert_send_sync_static(&client);
-    let items = tokio::spawn(stream.try_collect()).await.expect("task ran").expect("listing");
+    let items = tokio::spawn(stream.try_collect::<Vec<_>>()).await.expect("task ran").expect("listing");
     assert_eq!(items.len(), 150);
-    let pages = tokio::spawn(pages.try_collect()).await.expect("task ran").expect("listing");
+    let pages = tokio::spawn(pages.try_collect::<Vec<_>>()).await.expect("task ran").expect("listing");
     assert_eq!(pages.iter().map(|p| p.data.len()).sum::<usize>(), 150);
 }
 

@@ -298,11 +298,13 @@ async fn a_server_slower_than_the_timeout_gives_a_timeout_error_not_a_hang() {
     assert!(matches!(error, Error::Http(ref e) if e.is_timeout()), "{error:?}");
 
     let policy = RetryPolicy::none().max_attempts(2).initial_delay(Duration::from_millis(1));
-    let error =
-        tokio::time::timeout(Duration::from_secs(4), build(policy).companies().stream().try_collect())
-            .await
-            .expect("no hang")
-            .expect_err("too slow, twice");
+    let error = tokio::time::timeout(
+        Duration::from_secs(4),
+        build(policy).companies().stream().try_collect::<Vec<_>>(),
+    )
+    .await
+    .expect("no hang")
+    .expect_err("too slow, twice");
     assert!(matches!(error, Error::RetriesExhausted(ref e) if e.attempts() == 2), "{error:?}");
     assert!(error.is_timeout() && error.is_retryable(), "{error:?}");
     assert!(started.elapsed() < Duration::from_secs(5), "the slow answers were not waited for");
@@ -315,14 +317,15 @@ async fn page_delay_paces_page_requests() {
     };
     let delay = Duration::from_millis(120);
     let client = support::client_for(&server).page_delay(delay).build().expect("valid client");
-    let all = client.companies().limit(10).stream().try_collect().await.expect("listing");
+    let all = client.companies().limit(10).stream().try_collect::<Vec<_>>().await.expect("listing");
     assert_eq!(all.len(), 50);
     let requests = server.api_requests();
     assert_eq!(requests.len(), 5);
     for pair in requests.windows(2) {
         let gap = pair[1].received_at.duration_since(pair[0].received_at).unwrap_or_default();
-        // Arrival times, not send times: allow for a little difference in transit.
-        assert!(gap + Duration::from_millis(15) >= delay, "{gap:?}");
+        // Arrival times, not send times: allow for a difference in transit on a busy machine
+        // (without pacing, the gaps are a few milliseconds).
+        assert!(gap + Duration::from_millis(40) >= delay, "{gap:?}");
     }
 }
 

@@ -78,7 +78,7 @@ async fn listing(client: &Client, expected: &[String], rng: &mut fastrand::Rng, 
     let list = || client.companies().sort(CompanySort::CreatedAt.asc()).limit(PAGE);
     match rng.u32(0..3) {
         0 => {
-            let all = list().stream().try_collect().await;
+            let all = list().stream().try_collect::<Vec<_>>().await;
             let ids: Vec<String> =
                 all.unwrap_or_else(|e| panic!("a listing failed: {e:?}")).into_iter().map(|c| c.id).collect();
             assert_eq!(ids, expected, "every company exactly once, in order");

@@ -31,7 +31,13 @@ async fn deprecation_false_means_not_deprecated() {
         })
         .build()
         .expect("valid client");
-    let pages = client.companies().limit(10).pages().try_collect().await.expect("not refused by the policy");
+    let pages = client
+        .companies()
+        .limit(10)
+        .pages()
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("not refused by the policy");
     assert_eq!(pages.len(), 3);
     assert!(pages.iter().all(|p| p.deprecation.is_none()));
     assert_eq!(notices.load(Ordering::SeqCst), 0);

@@ -59,7 +59,8 @@ async fn deprecation_true_with_several_links_is_on_every_page() {
         return;
     };
     let (builder, calls) = counting(&server);
-    let pages = builder.build().expect("valid client").companies().limit(10).pages().try_collect().await;
+    let pages =
+        builder.build().expect("valid client").companies().limit(10).pages().try_collect::<Vec<_>>().await;
     let pages = pages.expect("a deprecated endpoint still answers");
     assert_eq!(pages.len(), 3);
     assert_eq!(calls.load(Ordering::SeqCst), 3, "the callback sees every notice");
@@ -236,7 +237,7 @@ async fn fifty_pages_log_one_warning_and_call_the_callback_fifty_times() {
 
     let (builder, calls) = counting(&server);
     let client = builder.build().expect("valid client");
-    let pages = client.companies().limit(2).pages().try_collect().await.expect("listing");
+    let pages = client.companies().limit(2).pages().try_collect::<Vec<_>>().await.expect("listing");
     assert_eq!(pages.len(), 50);
     assert!(pages.iter().all(|p| p.deprecation.is_some()));
     assert_eq!(calls.load(Ordering::SeqCst), 50);
@@ -248,14 +249,14 @@ async fn fifty_pages_log_one_warning_and_call_the_callback_fifty_times() {
     assert!(lines[0].contains(&successor), "{}", lines[0]);
 
     // Once per client: a second listing of the same endpoint stays quiet.
-    client.companies().limit(50).pages().try_collect().await.expect("listing");
+    client.companies().limit(50).pages().try_collect::<Vec<_>>().await.expect("listing");
     assert!(logs.take().is_empty());
 
     // Every response with `WarnEvery`, none with `Ignore`; the callback sees all either way.
     for (policy, warnings) in [(DeprecationPolicy::WarnEvery, 50), (DeprecationPolicy::Ignore, 0)] {
         let (builder, calls) = counting(&server);
         let client = builder.deprecation_policy(policy).build().expect("valid client");
-        client.companies().limit(2).stream().try_collect().await.expect("listing");
+        client.companies().limit(2).stream().try_collect::<Vec<_>>().await.expect("listing");
         assert_eq!(calls.load(Ordering::SeqCst), 50, "{policy:?}");
         assert_eq!(logs.take().len(), warnings, "{policy:?}");
     }
@@ -275,12 +276,12 @@ async fn a_near_or_past_sunset_is_logged_as_an_error_once_per_endpoint() {
     };
     let (logs, _guard) = Logs::capture();
     let client = support::client_for(&server).build().expect("valid client");
-    client.companies().limit(10).stream().try_collect().await.expect("listing");
+    client.companies().limit(10).stream().try_collect::<Vec<_>>().await.expect("listing");
     client
         .contacts()
         .limit(10)
         .stream()
-        .try_collect()
+        .try_collect::<Vec<_>>()
         .await
         .expect("a listing past its sunset still answers");
     let lines = logs.take();
@@ -329,7 +330,7 @@ async fn a_sunset_endpoint_is_a_typed_error_with_its_date_and_successor() {
     };
     let (builder, calls) = counting(&server);
     let client = builder.build().expect("valid client");
-    let error = client.companies().stream().try_collect().await.expect_err("sunset");
+    let error = client.companies().stream().try_collect::<Vec<_>>().await.expect_err("sunset");
     let Error::Sunset(sunset) = &error else { panic!("expected Error::Sunset, got {error:?}") };
     assert_eq!(sunset.sunset(), Some(date(2026, 1, 1)));
     let v2 = at_server(&server, "/v2/companies");
@@ -349,7 +350,7 @@ async fn a_sunset_endpoint_is_a_typed_error_with_its_date_and_successor() {
         .api_version(ApiVersion::new(2).expect("a valid version"))
         .build()
         .expect("valid client");
-    assert_eq!(v2_client.companies().stream().try_collect().await.expect("listing").len(), 30);
+    assert_eq!(v2_client.companies().stream().try_collect::<Vec<_>>().await.expect("listing").len(), 30);
 }
 
 #[tokio::test]
@@ -424,7 +425,7 @@ async fn api_version_switches_the_url_segment() {
     let successor = old.deprecation.as_ref().and_then(|n| n.successor.clone()).expect("a successor");
     assert_eq!(v2.api_root().join("companies").ok(), Some(successor), "the successor is the v2 endpoint");
 
-    let new = v2.companies().limit(10).pages().try_collect().await.expect("v2 listing");
+    let new = v2.companies().limit(10).pages().try_collect::<Vec<_>>().await.expect("v2 listing");
     assert!(new.iter().all(|p| p.deprecation.is_none()));
     let ids: Vec<&str> = new.iter().flat_map(|p| &p.data).map(|c| c.id.as_str()).collect();
     let expected: Vec<&str> =
@@ -456,7 +457,7 @@ async fn preview_labels_are_sent_per_client_and_per_request() {
     assert!(page.data.iter().all(|c| !c.extra.contains_key("previewFeature")));
 
     let preview = support::client_for(&server).preview("2026-03").build().expect("valid client");
-    let companies = preview.companies().limit(10).stream().try_collect().await.expect("listing");
+    let companies = preview.companies().limit(10).stream().try_collect::<Vec<_>>().await.expect("listing");
     assert_eq!(companies.len(), 30);
     assert!(companies.iter().all(|c| c.extra.get("previewFeature") == Some(&serde_json::json!("2026-03"))));
 

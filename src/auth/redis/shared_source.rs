@@ -16,7 +16,7 @@ use super::seal::Sealer;
 use crate::Error;
 use crate::auth::AccessToken;
 use crate::auth::token_manager::{IssuedToken, TokenSource, refresh_buffer};
-use crate::transport::HttpSender;
+use crate::wire::HttpSender;
 
 /// The longest a process waits for another to publish a token before it fetches its own.
 const MAX_WAIT: Duration = Duration::from_secs(10);

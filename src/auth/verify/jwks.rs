@@ -25,7 +25,7 @@ use super::{VerifyError, unknown_key};
 use crate::RetryPolicy;
 use crate::error::{ApiError, DecodeError, Error};
 use crate::limits::BodyKind;
-use crate::transport::HttpSender;
+use crate::wire::HttpSender;
 
 /// Keys by `kid`.
 pub(super) type KeyMap = HashMap<String, Arc<DecodingKey>>;
@@ -192,7 +192,7 @@ async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, Error> {
     if !status.is_success() {
         return Err(Error::Auth(ApiError::new(status.as_u16(), None, path)));
     }
-    let body = crate::transport::read_body(path, response, BodyKind::Jwks.into()).await?;
+    let body = crate::wire::read_body(path, response, BodyKind::Jwks.into()).await?;
     parse_jwks(&body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
 }
 

@@ -8,10 +8,10 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use super::{Cursor, Page};
 use crate::error::Undecodable;
-use crate::pagination::{Cursor, Page};
-use crate::resources::Resource;
-use crate::resources::record::{Unread, Wire, WireVisitor};
+use crate::model::Resource;
+use crate::model::record::{Unread, Wire, WireVisitor};
 
 /// What a listing does with an element of a page that is not a record; see
 /// [`List::on_undecodable`](crate::List::on_undecodable).

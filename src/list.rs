@@ -1,4 +1,4 @@
-//! The list resources and their request builders (spec Part 4.1).
+//! The request builder of a list endpoint (spec Part 4.1), on top of the pagination layer.
 //!
 //! [`List`] holds a validated query: page size, sort, filters, a starting cursor and a cap on
 //! the total. It serialises straight into the query string, and ends in [`List::send`] (one
@@ -8,146 +8,15 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::DeserializeOwned;
-
-use crate::pagination::{self, Cursor, ItemStream, OnUndecodable, Page, PageStream};
-use crate::{Client, Error, Preview, RetryPolicy};
-
-macro_rules! sort_fields {
-    ($(#[$doc:meta])* $name:ident for $resource:ty) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum $name {
-            /// `name`
-            Name,
-            /// `createdAt`
-            CreatedAt,
-            /// `updatedAt`
-            UpdatedAt,
-        }
-
-        impl $name {
-            /// The field name on the wire.
-            pub fn field(self) -> &'static str {
-                match self {
-                    $name::Name => "name",
-                    $name::CreatedAt => "createdAt",
-                    $name::UpdatedAt => "updatedAt",
-                }
-            }
-
-            /// Ascending order on this field.
-            pub fn asc(self) -> $crate::resources::SortOrder<$name> {
-                $crate::resources::SortOrder::new(self, false)
-            }
-
-            /// Descending order on this field.
-            pub fn desc(self) -> $crate::resources::SortOrder<$name> {
-                $crate::resources::SortOrder::new(self, true)
-            }
-        }
-
-        impl $crate::resources::SortField for $name {
-            fn wire_name(self) -> &'static str {
-                self.field()
-            }
-        }
-
-        impl $crate::resources::sealed::SortFieldOf for $name {}
-
-        impl From<$name> for $crate::Sort {
-            fn from(field: $name) -> $crate::Sort {
-                $crate::Sort::ascending(field.field())
-            }
-        }
-
-        impl $crate::resources::IntoSort<$resource> for $name {
-            fn into_sort(self) -> Result<$crate::Sort, $crate::Error> {
-                Ok(self.into())
-            }
-        }
-
-        impl $crate::resources::IntoSort<$resource> for $crate::resources::SortOrder<$name> {
-            fn into_sort(self) -> Result<$crate::Sort, $crate::Error> {
-                Ok(self.into())
-            }
-        }
-    };
-}
-
-pub mod companies;
-pub mod contacts;
-mod extra;
-pub(crate) mod record;
-
-mod sort;
-
-pub use extra::Extra;
-pub use sort::{IntoSort, Sort, SortField, SortOrder};
-
-/// Largest page size the API accepts (spec Part 8).
-pub const MAX_LIMIT: u32 = 100;
-/// Page size the API uses when none is given (spec Part 8).
-pub const DEFAULT_LIMIT: u32 = 20;
-
-/// A resource that can be listed. Implemented by [`Company`](crate::Company) and
-/// [`Contact`](crate::Contact).
-pub trait Resource: DeserializeOwned + record::Record + Send + Sync + 'static + sealed::Sealed {
-    /// The path below the versioned API root (`companies`).
-    const PATH: &'static str;
-    /// The sort fields the spec names; [`List::sort`] takes any other field name too.
-    const SORT_FIELDS: &'static [&'static str];
-}
-
-pub(crate) mod sealed {
-    pub trait Sealed {}
-    impl Sealed for crate::Company {}
-    impl Sealed for crate::Contact {}
-
-    /// Implemented by the typed sort fields only.
-    pub trait SortFieldOf {}
-}
+use crate::limits::MAX_CURSOR_BYTES;
+use crate::model::{Company, CompanyStatus, Contact, IntoSort, Resource};
+use crate::pagination::{
+    self, Cursor, ItemStream, ListQuery, MAX_LIMIT, OnUndecodable, Page, PageStream, Source,
+};
+use crate::{Error, Preview, RetryPolicy};
 
 /// Names reserved for the paging parameters, which have methods of their own.
 const RESERVED_PARAMETERS: [&str; 3] = ["limit", "cursor", "sort"];
-
-/// The query of a listing, validated as it is built.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ListQuery {
-    pub(crate) limit: Option<u32>,
-    pub(crate) sort: Option<Sort>,
-    pub(crate) filters: Vec<(Cow<'static, str>, String)>,
-    pub(crate) cursor: Option<Cursor>,
-    pub(crate) max_items: Option<u64>,
-    pub(crate) max_empty_pages: Option<u32>,
-    pub(crate) preview: Option<Preview>,
-    pub(crate) retry: Option<RetryPolicy>,
-    pub(crate) on_undecodable: OnUndecodable,
-}
-
-impl ListQuery {
-    /// Query pairs for one page request: limit, sort, filters, then the cursor. Every page
-    /// repeats all of them (spec Part 4.1 rule 4).
-    pub(crate) fn pairs(
-        &self,
-        limit: Option<u32>,
-        cursor: Option<&Cursor>,
-    ) -> Vec<(Cow<'static, str>, String)> {
-        let mut pairs = Vec::with_capacity(3 + self.filters.len());
-        if let Some(limit) = limit {
-            pairs.push((Cow::Borrowed("limit"), limit.to_string()));
-        }
-        if let Some(sort) = &self.sort {
-            pairs.push((Cow::Borrowed("sort"), sort.to_string()));
-        }
-        pairs.extend(self.filters.iter().cloned());
-        if let Some(cursor) = cursor {
-            pairs.push((Cow::Borrowed("cursor"), cursor.as_str().to_owned()));
-        }
-        pairs
-    }
-}
 
 /// A request builder for a list endpoint: `client.companies()` or `client.contacts()`.
 ///
@@ -169,7 +38,7 @@ impl ListQuery {
 /// ```
 #[must_use = "a list builder does nothing until `send`, `pages` or `stream`"]
 pub struct List<T> {
-    client: Client,
+    source: Source,
     query: ListQuery,
     error: Option<Error>,
     _resource: PhantomData<fn() -> T>,
@@ -182,8 +51,8 @@ impl<T> fmt::Debug for List<T> {
 }
 
 impl<T: Resource> List<T> {
-    pub(crate) fn new(client: Client) -> Self {
-        List { client, query: ListQuery::default(), error: None, _resource: PhantomData }
+    pub(crate) fn new(source: Source) -> Self {
+        List { source, query: ListQuery::default(), error: None, _resource: PhantomData }
     }
 
     fn fail(mut self, error: Error) -> Self {
@@ -203,7 +72,7 @@ impl<T: Resource> List<T> {
     }
 
     /// The sort order. Takes this resource's typed field (`CompanySort::CreatedAt.desc()`), or
-    /// any field in the wire form (`"-createdAt"`, `"employeeCount"`) or as a [`Sort`]: the
+    /// any field in the wire form (`"-createdAt"`, `"employeeCount"`) or as a [`Sort`](crate::Sort): the
     /// spec names only the common fields, so other names are sent as given and the server
     /// decides. A name with spaces or commas, or an empty one, is refused. Default: the
     /// server's order.
@@ -244,12 +113,7 @@ impl<T: Resource> List<T> {
     }
 
     /// Sets a filter; `argument` names the method in the error for an empty value.
-    pub(crate) fn set_filter(
-        mut self,
-        argument: &'static str,
-        name: Cow<'static, str>,
-        value: String,
-    ) -> Self {
+    fn set_filter(mut self, argument: &'static str, name: Cow<'static, str>, value: String) -> Self {
         if value.trim().is_empty() {
             return self.fail(Error::invalid(argument, format!("expected a non-empty value for `{name}`")));
         }
@@ -271,20 +135,16 @@ impl<T: Resource> List<T> {
 
     /// Starts at this cursor instead of the first page (a `nextCursor` from this session:
     /// cursors expire and are bound to the query that produced them). At most
-    /// [`MAX_CURSOR_BYTES`](crate::MAX_CURSOR_BYTES) (8 KiB).
+    /// [`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES) (8 KiB).
     pub fn cursor(mut self, cursor: impl Into<Cursor>) -> Self {
         let cursor = cursor.into();
         if cursor.as_str().is_empty() {
             return self.fail(Error::invalid("cursor", "expected a non-empty cursor"));
         }
-        if cursor.as_str().len() > pagination::MAX_CURSOR_BYTES {
+        if cursor.as_str().len() > MAX_CURSOR_BYTES {
             return self.fail(Error::invalid(
                 "cursor",
-                format!(
-                    "expected at most {} bytes, got {}",
-                    pagination::MAX_CURSOR_BYTES,
-                    cursor.as_str().len()
-                ),
+                format!("expected at most {} bytes, got {}", MAX_CURSOR_BYTES, cursor.as_str().len()),
             ));
         }
         self.query.cursor = Some(cursor);
@@ -293,7 +153,13 @@ impl<T: Resource> List<T> {
 
     /// Stops after this many items in total, and never requests more than that. Default: no
     /// cap.
+    ///
+    /// Zero is refused (naming `max_items`): a listing that must deliver nothing needs no
+    /// request.
     pub fn max_items(mut self, max_items: u64) -> Self {
+        if max_items == 0 {
+            return self.fail(Error::invalid("max_items", "expected 1 or more, got 0"));
+        }
         self.query.max_items = Some(max_items);
         self
     }
@@ -328,14 +194,9 @@ impl<T: Resource> List<T> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let limit = match (self.query.limit, self.query.max_items) {
-            (limit, Some(max)) => {
-                Some(limit.unwrap_or(DEFAULT_LIMIT).min(max.min(u64::from(MAX_LIMIT)) as u32).max(1))
-            }
-            (limit, None) => limit,
-        };
+        let limit = self.query.page_limit(None, 0);
         let page =
-            pagination::fetch_page(&self.client, &self.query, limit, self.query.cursor.as_ref(), None, 1)
+            pagination::fetch_page(&self.source, &self.query, limit, self.query.cursor.as_ref(), None, 1)
                 .await?;
         Ok(match self.query.max_items {
             Some(max) => page.truncated(max),
@@ -345,7 +206,7 @@ impl<T: Resource> List<T> {
 
     /// Every page, following `nextCursor` while `hasMore` is true.
     pub fn pages(self) -> PageStream<T> {
-        PageStream::new(self.client, self.query, self.error)
+        PageStream::new(self.source, self.query, self.error)
     }
 
     /// Every item of every page.
@@ -354,10 +215,32 @@ impl<T: Resource> List<T> {
     }
 }
 
+/// The builder behind [`Client::companies`](crate::Client::companies).
+pub type ListCompanies = List<Company>;
+
+impl List<Company> {
+    /// Only companies with this status (`status=`). It must not be empty.
+    pub fn status(self, status: impl Into<CompanyStatus>) -> Self {
+        let status: CompanyStatus = status.into();
+        self.set_filter("status", std::borrow::Cow::Borrowed("status"), status.as_str().to_owned())
+    }
+}
+
+/// The builder behind [`Client::contacts`](crate::Client::contacts).
+pub type ListContacts = List<Contact>;
+
+impl List<Contact> {
+    /// Only contacts of this company (`companyId=`). It must not be empty.
+    pub fn company_id(self, company_id: impl Into<String>) -> Self {
+        self.set_filter("companyId", std::borrow::Cow::Borrowed("companyId"), company_id.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Auth, CompanySort, ContactSort};
+    use crate::model::Sort;
+    use crate::{Auth, Client, CompanySort, ContactSort};
 
     fn client() -> Client {
         Client::builder()
@@ -403,6 +286,7 @@ mod tests {
             (client().companies().status("  "), "status"),
             (client().companies().cursor(""), "cursor"),
             (client().companies().preview("2026-13"), "preview"),
+            (client().companies().max_items(0), "max_items"),
         ];
         for (list, argument) in cases {
             match list.error {

@@ -307,11 +307,11 @@ macro_rules! record {
         required { $($req:ident = $req_name:literal),* $(,)? },
         optional { $($opt:ident: $kind:ident = $opt_name:literal),* $(,)? }
     ) => {
-        impl $crate::resources::record::Record for $record {
+        impl $crate::model::record::Record for $record {
             fn decode_map<'de, A: serde::de::MapAccess<'de>>(
                 mut map: A,
-            ) -> Result<Result<Self, $crate::resources::record::Unread>, A::Error> {
-                use $crate::resources::record::{Fields, Key, Wire};
+            ) -> Result<Result<Self, $crate::model::record::Unread>, A::Error> {
+                use $crate::model::record::{Fields, Key, Wire};
                 $(let mut $req: Option<Wire<'de>> = None;)*
                 $(let mut $opt: Option<Wire<'de>> = None;)*
                 let mut fields = Fields::default();
@@ -344,7 +344,7 @@ macro_rules! record {
 
         impl<'de> serde::Deserialize<'de> for $record {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                deserializer.deserialize_map($crate::resources::record::RecordVisitor::<$record>(
+                deserializer.deserialize_map($crate::model::record::RecordVisitor::<$record>(
                     $expecting,
                     std::marker::PhantomData,
                 ))

@@ -139,7 +139,7 @@ impl FromStr for Sort {
     }
 }
 
-/// Anything [`List::sort`](super::List::sort) on resource `R` takes: `R`'s own typed field (ascending) or
+/// Anything [`List::sort`](crate::List::sort) on resource `R` takes: `R`'s own typed field (ascending) or
 /// [`SortOrder`], a [`Sort`], or the wire form as a string (`"-createdAt"`, any field).
 ///
 /// A typed field of another resource is refused at compile time:
@@ -157,10 +157,16 @@ impl FromStr for Sort {
 /// let _ = client.contacts().sort(CompanySort::CreatedAt.desc());
 /// # }
 /// ```
-pub trait IntoSort<R> {
+///
+/// The trait is sealed: the list above is all it takes.
+pub trait IntoSort<R>: sealed::IntoSortOf<R> {
     /// Converts, or says why not.
     fn into_sort(self) -> Result<Sort, Error>;
 }
+
+impl<R: Resource> sealed::IntoSortOf<R> for Sort {}
+impl<R: Resource> sealed::IntoSortOf<R> for &str {}
+impl<R: Resource> sealed::IntoSortOf<R> for String {}
 
 impl<R: Resource> IntoSort<R> for Sort {
     fn into_sort(self) -> Result<Sort, Error> {

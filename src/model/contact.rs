@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use super::Resource;
 use super::extra::Extra;
-use super::{List, Resource};
 
 /// A contact (spec Part 2). The spec names only `companyId` and fixes no contact field as
 /// always present, so every field may be absent: `id` and `company_id` are `None` when absent,
@@ -71,14 +71,4 @@ sort_fields! {
 impl Resource for Contact {
     const PATH: &'static str = "contacts";
     const SORT_FIELDS: &'static [&'static str] = &["name", "createdAt", "updatedAt"];
-}
-
-/// The builder behind [`Client::contacts`](crate::Client::contacts).
-pub type ListContacts = List<Contact>;
-
-impl List<Contact> {
-    /// Only contacts of this company (`companyId=`). It must not be empty.
-    pub fn company_id(self, company_id: impl Into<String>) -> Self {
-        self.set_filter("companyId", std::borrow::Cow::Borrowed("companyId"), company_id.into())
-    }
 }

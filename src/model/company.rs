@@ -5,8 +5,8 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::Resource;
 use super::extra::Extra;
-use super::{List, Resource};
 
 /// A company (spec Part 2).
 ///
@@ -139,15 +139,4 @@ sort_fields! {
 impl Resource for Company {
     const PATH: &'static str = "companies";
     const SORT_FIELDS: &'static [&'static str] = &["name", "createdAt", "updatedAt"];
-}
-
-/// The builder behind [`Client::companies`](crate::Client::companies).
-pub type ListCompanies = List<Company>;
-
-impl List<Company> {
-    /// Only companies with this status (`status=`). It must not be empty.
-    pub fn status(self, status: impl Into<CompanyStatus>) -> Self {
-        let status: CompanyStatus = status.into();
-        self.set_filter("status", std::borrow::Cow::Borrowed("status"), status.0)
-    }
 }

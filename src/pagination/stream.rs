@@ -1,0 +1,289 @@
+//! The streams of a listing: [`PageStream`] and [`ItemStream`].
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use futures::stream::{BoxStream, StreamExt};
+use sync_wrapper::SyncWrapper;
+
+use super::fetch::PageResult;
+use super::pager::Pager;
+use super::{Cursor, ListQuery, Page, Source};
+use crate::Error;
+use crate::error::Undecodable;
+use crate::model::Resource;
+
+/// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
+/// ones are still counted.
+const KEPT_UNDECODABLE: usize = 1_000;
+
+/// A stream of pages: `Stream<Item = Result<Page<T>, Error>>`.
+///
+/// Owns a clone of the client, so it is `'static` and can move to another task. The stream ends
+/// after the last page, or after its first error.
+///
+/// ```no_run
+/// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+/// let mut pages = client.contacts().company_id("cmp_1").pages();
+/// while let Some(page) = pages.try_next().await? {
+///     println!("{} contacts", page.data.len());
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "streams do nothing unless polled"]
+pub struct PageStream<T> {
+    inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
+    resume: ResumePoint,
+    retries: Arc<AtomicU64>,
+    fallbacks: u64,
+    undecodable: u64,
+}
+
+/// What a stream knows about where to resume; shared with the pager through the stream item.
+#[derive(Debug, Clone, Default)]
+struct ResumePoint {
+    cursor: Option<Cursor>,
+    delivered: u64,
+}
+
+impl<T: Resource> PageStream<T> {
+    pub(crate) fn new(source: Source, query: ListQuery, error: Option<Error>) -> Self {
+        let resume = ResumePoint { cursor: query.cursor.clone(), delivered: 0 };
+        let retries = Arc::new(AtomicU64::new(0));
+        let inner = match error {
+            Some(error) => futures::stream::once(async move { Err(error) }).boxed(),
+            None => {
+                let pager = Pager::<T>::new(source, query, Arc::clone(&retries));
+                futures::stream::unfold(pager, |mut pager| async move {
+                    pager.next_page().await.map(|item| (item, pager))
+                })
+                .boxed()
+            }
+        };
+        PageStream { inner: SyncWrapper::new(inner), resume, retries, fallbacks: 0, undecodable: 0 }
+    }
+
+    /// The next page, `Ok(None)` at the end.
+    pub async fn try_next(&mut self) -> Result<Option<Page<T>>, Error> {
+        self.next().await.transpose()
+    }
+
+    /// Every remaining page, in a collection of your choice (`Vec<Page<T>>` most often). The
+    /// same signature and behaviour as [`TryStreamExt::try_collect`](futures::TryStreamExt::try_collect),
+    /// so importing that trait changes nothing.
+    pub async fn try_collect<C: Default + Extend<Page<T>>>(mut self) -> Result<C, Error> {
+        let mut pages = C::default();
+        while let Some(page) = self.try_next().await? {
+            pages.extend(std::iter::once(page));
+        }
+        Ok(pages)
+    }
+
+    /// The cursor of the first page this stream has not yet delivered: pass it to
+    /// [`List::cursor`](crate::List::cursor), in the same session and with the same
+    /// query, to resume after an error. `None` before the first page of a listing that started
+    /// at the beginning, and after the last page.
+    pub fn resume_cursor(&self) -> Option<&Cursor> {
+        self.resume.cursor.as_ref()
+    }
+
+    /// How many items the pages delivered so far hold.
+    pub fn items_delivered(&self) -> u64 {
+        self.resume.delivered
+    }
+
+    /// How many page requests of this listing were sent again after a transient failure
+    /// (under its [`RetryPolicy`](crate::RetryPolicy)), including one in flight for a
+    /// prefetched page.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let mut pages = client.companies().pages();
+    /// while let Some(page) = pages.try_next().await? {
+    ///     println!("{} companies", page.data.len());
+    /// }
+    /// println!("{} retries", pages.retries());
+    /// # Ok(()) }
+    /// ```
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// How many records of the pages delivered so far have a field that fell back: a value
+    /// that could not be read, kept raw in the record's `extra` (see
+    /// [`Company::fallbacks`](crate::Company::fallbacks)).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks
+    }
+
+    /// How many elements of the pages delivered so far were not records and were left out
+    /// (see [`Page::undecodable`]).
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable
+    }
+}
+
+impl<T: Resource> Stream for PageStream<T> {
+    type Item = PageResult<T>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.get_mut().poll_next_unpin(cx);
+        if let Poll::Ready(Some(Ok(page))) = &polled {
+            let next = if page.has_more { page.next_cursor.clone() } else { None };
+            self.resume.cursor = next;
+            self.resume.delivered += page.data.len() as u64;
+            let fell_back = page.data.iter().filter(|r| !r.fallback_fields().is_empty()).count() as u64;
+            let undecodable = page.undecodable.len() as u64;
+            self.fallbacks += fell_back;
+            self.undecodable += undecodable;
+        }
+        polled
+    }
+}
+
+impl<T> fmt::Debug for PageStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageStream")
+            .field("resume", &self.resume)
+            .field("retries", &self.retries.load(Ordering::Relaxed))
+            .field("fallbacks", &self.fallbacks)
+            .field("undecodable", &self.undecodable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A stream of items across pages: `Stream<Item = Result<T, Error>>`.
+///
+/// ```no_run
+/// use business_records::CompanySort;
+/// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+/// let mut companies = client.companies().sort(CompanySort::Name.asc()).stream();
+/// while let Some(company) = companies.try_next().await? {
+///     println!("{}", company.name);
+/// }
+/// # Ok(()) }
+/// ```
+#[must_use = "streams do nothing unless polled"]
+pub struct ItemStream<T> {
+    pages: PageStream<T>,
+    buffer: VecDeque<T>,
+    undecodable: Vec<Undecodable>,
+}
+
+impl<T: Resource> ItemStream<T> {
+    pub(crate) fn new(pages: PageStream<T>) -> Self {
+        ItemStream { pages, buffer: VecDeque::new(), undecodable: Vec::new() }
+    }
+
+    /// The next item, `Ok(None)` at the end.
+    pub async fn try_next(&mut self) -> Result<Option<T>, Error> {
+        self.next().await.transpose()
+    }
+
+    /// Every remaining item, in a collection of your choice (`Vec<T>` most often). The same
+    /// signature and behaviour as [`TryStreamExt::try_collect`](futures::TryStreamExt::try_collect),
+    /// so importing that trait changes nothing.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let companies: Vec<_> = client.companies().max_items(500).stream().try_collect::<Vec<_>>().await?;
+    /// # let _ = companies;
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_collect<C: Default + Extend<T>>(mut self) -> Result<C, Error> {
+        let mut items = C::default();
+        while let Some(item) = self.try_next().await? {
+            items.extend(std::iter::once(item));
+        }
+        Ok(items)
+    }
+
+    /// The cursor of the first page none of whose items this stream has delivered yet, once
+    /// the items of every page received so far have been taken. See
+    /// [`PageStream::resume_cursor`].
+    pub fn resume_cursor(&self) -> Option<&Cursor> {
+        self.pages.resume_cursor()
+    }
+
+    /// How many items this stream has handed out.
+    pub fn items_delivered(&self) -> u64 {
+        self.pages.items_delivered() - self.buffer.len() as u64
+    }
+
+    /// How many page requests were sent again after a transient failure. See
+    /// [`PageStream::retries`].
+    pub fn retries(&self) -> u64 {
+        self.pages.retries()
+    }
+
+    /// How many records of the pages received so far have a field that fell back. See
+    /// [`PageStream::fallbacks`].
+    pub fn fallbacks(&self) -> u64 {
+        self.pages.fallbacks()
+    }
+
+    /// How many elements of the pages received so far were not records and were left out.
+    /// See [`PageStream::undecodable`].
+    pub fn undecodable(&self) -> u64 {
+        self.pages.undecodable()
+    }
+
+    /// The elements left out since the last call (up to 1,000 are kept between calls; the
+    /// count in [`undecodable`](ItemStream::undecodable) goes on).
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let mut companies = client.companies().stream();
+    /// while let Some(company) = companies.try_next().await? {
+    ///     println!("{}", company.name);
+    /// }
+    /// for element in companies.take_undecodable() {
+    ///     eprintln!("skipped: {element}");
+    /// }
+    /// println!("{} records with fields kept raw", companies.fallbacks());
+    /// # Ok(()) }
+    /// ```
+    pub fn take_undecodable(&mut self) -> Vec<Undecodable> {
+        std::mem::take(&mut self.undecodable)
+    }
+}
+
+// Neither stream pins its items or pages; they are only moved.
+impl<T> Unpin for ItemStream<T> {}
+impl<T> Unpin for PageStream<T> {}
+
+impl<T: Resource> Stream for ItemStream<T> {
+    type Item = Result<T, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            if let Some(item) = self.buffer.pop_front() {
+                return Poll::Ready(Some(Ok(item)));
+            }
+            match self.pages.poll_next_unpin(cx) {
+                Poll::Ready(Some(Ok(page))) => {
+                    let room = KEPT_UNDECODABLE.saturating_sub(self.undecodable.len());
+                    self.undecodable.extend(page.undecodable.into_iter().take(room));
+                    self.buffer.extend(page.data);
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl<T> fmt::Debug for ItemStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemStream")
+            .field("pages", &self.pages)
+            .field("buffered", &self.buffer.len())
+            .finish()
+    }
+}

@@ -1,0 +1,111 @@
+//! Error responses, whatever their body looks like, and `Retry-After`.
+
+use std::time::Duration;
+
+use http::header::{HeaderMap, RETRY_AFTER};
+
+use crate::deprecation::DeprecationNotice;
+use crate::error::{ApiError, ErrorCode};
+
+/// The wire shape of an error body (spec Part 7).
+#[derive(serde::Deserialize)]
+struct ErrorBody {
+    error: Option<String>,
+    error_description: Option<String>,
+}
+
+/// Builds an [`ApiError`] from an error response, whatever its body looks like.
+pub(crate) fn api_error(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    endpoint: &str,
+    deprecation: Option<DeprecationNotice>,
+) -> ApiError {
+    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
+    let (code, description) = match parsed {
+        Some(ErrorBody { error, error_description }) => {
+            (error.map(|code| ErrorCode::parse(&code)), error_description)
+        }
+        None => (None, None),
+    };
+    let code = code.or_else(|| www_authenticate_error(headers));
+    ApiError::new(status, code, endpoint)
+        .with_description(description.map(crate::text::server_text_owned))
+        .with_retry_after(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after))
+        .with_deprecation(deprecation)
+}
+
+/// The `error="..."` parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 3).
+fn www_authenticate_error(headers: &HeaderMap) -> Option<ErrorCode> {
+    let value = headers.get(http::header::WWW_AUTHENTICATE)?.to_str().ok()?;
+    let start = value.find("error=\"")? + "error=\"".len();
+    let end = value[start..].find('"')? + start;
+    Some(ErrorCode::parse(&value[start..end]))
+}
+
+/// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3).
+fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = crate::timestamp::parse_http_date(value)?;
+    Some((when - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use http::HeaderValue;
+
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        assert_eq!(parse_retry_after("5"), Some(Duration::from_secs(5)));
+        assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        let later = std::time::SystemTime::now() + Duration::from_secs(120);
+        let parsed = parse_retry_after(&httpdate::fmt_http_date(later)).unwrap_or_default();
+        assert!(parsed > Duration::from_secs(100) && parsed <= Duration::from_secs(120), "{parsed:?}");
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn server_text_is_bounded_and_escaped() {
+        let description = format!("line one\nline two\u{1b}[31m{}", "x".repeat(100 * 1024));
+        let body = serde_json::json!({"error": format!("weird\n{}", "c".repeat(5000)), "error_description": description});
+        let e = api_error(400, &HeaderMap::new(), body.to_string().as_bytes(), "/v1/companies", None);
+        let text = e.description().unwrap_or_default();
+        assert!(
+            text.starts_with("line one\\nline two\\u{1b}[31mxxx") && text.len() <= 1027,
+            "{}",
+            text.len()
+        );
+        let code = e.code().map(ErrorCode::as_str).unwrap_or_default();
+        assert!(code.starts_with("weird\\n") && code.len() <= 1027);
+    }
+
+    #[test]
+    fn error_bodies_of_any_shape() {
+        let headers = HeaderMap::new();
+        let e = api_error(
+            400,
+            &headers,
+            br#"{"error":"invalid_cursor","error_description":"bad"}"#,
+            "/v1/companies",
+            None,
+        );
+        assert_eq!((e.code(), e.description()), (Some(&ErrorCode::InvalidCursor), Some("bad")));
+        let e = api_error(502, &headers, b"<html>bad gateway</html>", "/v1/companies", None);
+        assert_eq!((e.status(), e.code(), e.description()), (502, None, None));
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            http::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#),
+        );
+        let e = api_error(403, &headers, b"", "/v1/companies", None);
+        assert_eq!(e.code(), Some(&ErrorCode::InsufficientScope));
+    }
+}
