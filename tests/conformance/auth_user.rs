@@ -18,7 +18,7 @@ use crate::support;
 /// Stands in for the user's browser: opens the authorization URL (the reference server signs
 /// the test user in at once) and follows its redirect to the application. Returns the page the
 /// application showed.
-pub async fn browse(authorize_url: &str) -> String {
+pub(crate) async fn browse(authorize_url: &str) -> String {
     let http =
         reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let response = http.get(authorize_url).send().await.expect("authorization request");
@@ -29,7 +29,7 @@ pub async fn browse(authorize_url: &str) -> String {
 
 /// The first half of a desktop app's sign-in: a loopback redirect, the authorization request
 /// with `scopes`, and the callback the browser brought back.
-pub async fn authorize(
+pub(crate) async fn authorize(
     server: &ReferenceServer,
     scopes: &[&str],
 ) -> Result<(AuthorizationCodeFlow, AuthorizationRequest, String), Error> {
@@ -43,7 +43,7 @@ pub async fn authorize(
 }
 
 /// The whole loopback sign-in of a desktop app, with `scopes`.
-pub async fn sign_in_with(
+pub(crate) async fn sign_in_with(
     server: &ReferenceServer,
     scopes: &[&str],
 ) -> Result<(AuthorizationCodeFlow, TokenSet), Error> {
@@ -52,7 +52,7 @@ pub async fn sign_in_with(
     Ok((flow, tokens))
 }
 
-pub async fn sign_in(server: &ReferenceServer) -> (AuthorizationCodeFlow, TokenSet) {
+pub(crate) async fn sign_in(server: &ReferenceServer) -> (AuthorizationCodeFlow, TokenSet) {
     sign_in_with(server, &["openid", "profile", "api/read"]).await.expect("sign-in")
 }
 

@@ -18,7 +18,7 @@ use crate::secrets::capture_traces;
 use crate::support;
 
 /// A `redis-server` of the case's own, or `None` (reported) when it cannot run here.
-pub fn redis(case: &str) -> Option<RedisServer> {
+pub(crate) fn redis(case: &str) -> Option<RedisServer> {
     match RedisServer::start() {
         Ok(server) => Some(server),
         Err(reason) if std::env::var("CI").as_deref() == Ok("true") => {
@@ -32,7 +32,7 @@ pub fn redis(case: &str) -> Option<RedisServer> {
 }
 
 /// A reference server and a Redis, or `None` when either is unavailable (reported).
-pub async fn servers(
+pub(crate) async fn servers(
     case: &str,
     builder: impl FnOnce() -> ReferenceServerBuilder,
 ) -> Option<(ReferenceServer, RedisServer)> {
@@ -41,7 +41,7 @@ pub async fn servers(
     Some((server, redis))
 }
 
-pub async fn connect(redis: &RedisServer) -> RedisTokenCache {
+pub(crate) async fn connect(redis: &RedisServer) -> RedisTokenCache {
     RedisTokenCache::connect(&redis.url()).await.expect("a redis URL")
 }
 

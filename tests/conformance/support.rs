@@ -6,14 +6,14 @@ use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client, ClientBuilder, Company, Error, ItemStream};
 
 /// A live deployment's settings, when all four variables are set.
-pub struct Live {
+pub(crate) struct Live {
     pub base_url: String,
     pub auth_url: String,
     pub client_id: String,
     pub client_secret: String,
 }
 
-pub fn live() -> Option<Live> {
+pub(crate) fn live() -> Option<Live> {
     let var = |name: &str| std::env::var(format!("BUSINESS_RECORDS_CONFORMANCE_{name}")).ok();
     Some(Live {
         base_url: var("BASE_URL")?,
@@ -24,13 +24,13 @@ pub fn live() -> Option<Live> {
 }
 
 /// The target of a read-only case.
-pub enum Target {
+pub(crate) enum Target {
     Reference(Box<ReferenceServer>),
     Live(Live),
 }
 
 /// Base URL, authorization server URL, client id and client secret.
-pub struct Credentials {
+pub(crate) struct Credentials {
     pub base_url: String,
     pub auth_url: String,
     pub client_id: String,
@@ -38,14 +38,14 @@ pub struct Credentials {
 }
 
 impl Target {
-    pub async fn new() -> Target {
+    pub(crate) async fn new() -> Target {
         match live() {
             Some(live) => Target::Live(live),
             None => Target::Reference(Box::new(ReferenceServer::start().await)),
         }
     }
 
-    pub fn credentials(&self) -> Credentials {
+    pub(crate) fn credentials(&self) -> Credentials {
         match self {
             Target::Reference(s) => Credentials {
                 base_url: s.base_url(),
@@ -63,7 +63,7 @@ impl Target {
     }
 
     /// A client-credentials client for this target, ready to build.
-    pub fn builder(&self) -> ClientBuilder {
+    pub(crate) fn builder(&self) -> ClientBuilder {
         let c = self.credentials();
         Client::builder()
             .base_url(c.base_url)
@@ -71,14 +71,14 @@ impl Target {
             .timeout(Duration::from_secs(20))
     }
 
-    pub fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         self.builder().build().expect("a valid client")
     }
 }
 
 /// A case that needs control of the server: the reference server, or `None` (with the skip
 /// reported) against a live deployment.
-pub async fn reference_server(
+pub(crate) async fn reference_server(
     case: &str,
     builder: impl FnOnce() -> business_records::reference_server::ReferenceServerBuilder,
 ) -> Option<ReferenceServer> {
@@ -90,7 +90,7 @@ pub async fn reference_server(
 }
 
 /// A client-credentials client for the reference server.
-pub fn client_for(server: &ReferenceServer) -> ClientBuilder {
+pub(crate) fn client_for(server: &ReferenceServer) -> ClientBuilder {
     Client::builder()
         .base_url(server.base_url())
         .auth(
@@ -101,7 +101,7 @@ pub fn client_for(server: &ReferenceServer) -> ClientBuilder {
 }
 
 /// Every item's id until the end or the first error; checks that nothing follows an error.
-pub async fn drain(stream: &mut ItemStream<Company>) -> (Vec<String>, Option<Error>) {
+pub(crate) async fn drain(stream: &mut ItemStream<Company>) -> (Vec<String>, Option<Error>) {
     let mut ids = Vec::new();
     loop {
         match stream.try_next().await {
@@ -116,7 +116,7 @@ pub async fn drain(stream: &mut ItemStream<Company>) -> (Vec<String>, Option<Err
 }
 
 /// Waits until `done` holds, for at most ten seconds (work a cancelled caller left running).
-pub async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !done() {
         assert!(std::time::Instant::now() < deadline, "{what} never happened");
