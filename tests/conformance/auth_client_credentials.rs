@@ -206,8 +206,21 @@ async fn a_rejected_token_is_replaced_and_the_request_sent_once_more() {
     server.revoke_issued_tokens();
     server.reset_counters();
     let err = static_token_error(&server, token).await;
+    assert!(matches!(&err, Error::Api(e) if e.status() == 401), "the API's own answer: {err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidToken));
+    assert!(err.needs_reauthentication(), "a static token cannot be renewed: {err:?}");
     assert_eq!(server.api_requests().len(), 1);
+}
+
+#[test]
+fn a_static_token_that_cannot_be_sent_is_refused_by_build() {
+    let err = Client::builder()
+        .base_url("https://api.example.com")
+        .auth(Auth::static_token("abc\r\nX-Injected: 1"))
+        .build()
+        .expect_err("not a header value");
+    assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "auth"), "{err:?}");
+    assert!(!err.to_string().contains("Injected"), "the token stays out of the message: {err}");
 }
 
 #[test]

@@ -215,6 +215,23 @@ async fn an_absurd_expires_in_is_clamped_and_the_token_is_used() {
 }
 
 #[tokio::test]
+async fn an_access_token_that_cannot_be_sent_is_a_bad_token_response() {
+    let setup = Setup::new(|_| {
+        vec![ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "access_token": "line one\nline two",
+            "token_type": "Bearer",
+            "expires_in": 3600,
+        }))]
+    })
+    .await;
+    let err = setup.client().build().expect("client").companies().send().await.expect_err("unsendable");
+    assert!(matches!(&err, Error::Decode(e) if e.endpoint() == "/oauth2/token"), "{err:?}");
+    assert!(err.to_string().contains("not allowed in a header"), "{err}");
+    assert!(!err.to_string().contains("line one"), "the token stays out of the message: {err}");
+    assert!(setup.api.api_requests().is_empty(), "nothing was sent with it");
+}
+
+#[tokio::test]
 async fn a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in() {
     let setup = Setup::new(|api| {
         vec![ResponseTemplate::new(200).set_body_json(serde_json::json!({

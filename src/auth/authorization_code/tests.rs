@@ -199,3 +199,22 @@ fn issuer_defaults_to_the_auth_url_without_a_trailing_slash() {
     assert_eq!(flow.issuer_url(), "https://auth.example.com");
     assert_eq!(flow.issuer("https://auth.example.com/").issuer_url(), "https://auth.example.com/");
 }
+
+#[test]
+fn a_discovery_document_without_a_needed_endpoint_is_a_bad_document() {
+    let metadata: AuthServerMetadata = serde_json::from_value(serde_json::json!({
+        "issuer": "https://auth.example.com",
+        "authorization_endpoint": "https://auth.example.com/authorize",
+        "token_endpoint": "http://auth.example.com/token",
+        "jwks_uri": "https://auth.example.com/jwks",
+    }))
+    .expect("a document");
+    let err = AuthorizationCodeFlow::from_metadata(&metadata, "app", "http://127.0.0.1/cb")
+        .expect_err("a plain-http token endpoint");
+    assert!(matches!(&err, Error::Decode(e) if e.endpoint() == "the discovery document"), "{err:?}");
+    assert!(err.to_string().contains("token_endpoint"), "{err}");
+    let introspection = crate::auth::TokenIntrospector::from_metadata(&metadata, "api", "secret")
+        .expect_err("no introspection endpoint");
+    assert!(introspection.to_string().contains("introspection_endpoint"), "{introspection}");
+    assert!(matches!(introspection, Error::Decode(_)), "{introspection:?}");
+}
