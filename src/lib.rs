@@ -110,7 +110,8 @@
 //!
 //! [`ClientBuilder::api_version`] picks the URL segment ([`ApiVersion::V1`] by default) and
 //! [`ClientBuilder::preview`] sends `X-API-Preview`. Deprecated endpoints produce a
-//! [`DeprecationNotice`] on every [`Page`]; by default one `tracing` warning per endpoint, with
+//! [`DeprecationNotice`] (with the `Deprecation` header read into a [`Deprecation`]) on every
+//! [`Page`]; by default one `tracing` warning per endpoint, with
 //! [`ClientBuilder::on_deprecation`] and [`DeprecationPolicy`] to do more. A version past its
 //! sunset is [`Error::Sunset`], with the date and the successor.
 //!
@@ -150,7 +151,8 @@
 //! The client runs on Tokio: token requests and prefetched pages run in tasks of their own
 //! (`tokio::spawn`), so requests and streams must be polled inside a Tokio runtime (the
 //! multi-threaded one, as `#[tokio::main]` starts it, or the current-thread one). Polling them
-//! elsewhere panics, as `tokio::spawn` does.//!
+//! elsewhere panics, as `tokio::spawn` does.
+//!
 //! ## Public dependencies
 //!
 //! Types of these crates appear in the API and are re-exported at the versions this crate
@@ -183,7 +185,7 @@
 
 pub mod auth;
 mod client;
-pub mod deprecation;
+mod deprecation;
 mod error;
 pub mod limits;
 mod list;
@@ -204,7 +206,7 @@ pub mod reference_server;
 
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder};
-pub use deprecation::{DeprecationNotice, DeprecationPolicy};
+pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};
 pub use error::{
     ApiError, AuthorizationError, CallbackError, CursorRejected, DecodeError, DeprecatedError, Error,
     ErrorCode, HttpError, InvalidArgument, PaginationError, ReauthenticationRequired, ResponseTooLarge,

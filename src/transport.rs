@@ -101,8 +101,7 @@ impl Transport {
             // A resend with a new token counts as an attempt of its own on the request's span.
             let response = self.sender.dispatch(request, attempt + u32::from(resent_for_token)).await?;
             let status = response.status();
-            let deprecation =
-                DeprecationNotice::from_headers(&http::Method::GET, call.url, response.headers());
+            let deprecation = DeprecationNotice::from_headers(call.url, response.headers());
             // Only an error answer needs its headers once the body is read.
             let headers = if status.is_success() { HeaderMap::new() } else { response.headers().clone() };
             if let Some(notice) = &deprecation {
@@ -213,7 +212,7 @@ mod tests {
                 headers
                     .insert("link", HeaderValue::from_static("</v2/companies>; rel=\"successor-version\""));
             }
-            let notice = DeprecationNotice::from_headers(&http::Method::GET, &url, &headers);
+            let notice = DeprecationNotice::from_headers(&url, &headers);
             let body = format!(r#"{{"error":"{code}"}}"#);
             (api_error(status, &headers, body.as_bytes(), "/v1/companies", notice), headers)
         };

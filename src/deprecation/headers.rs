@@ -1,7 +1,8 @@
-//! Parsing of the `Deprecation` (RFC 9745) and `Sunset` (RFC 8594) response headers.
+//! Parsing of the `Deprecation` response header (RFC 9745); `Sunset` (RFC 8594) is an
+//! HTTP-date, read by [`parse_http_date`].
 //!
-//! Both parsers are total: they accept any string, never panic, and map what they cannot
-//! read to a value that says so ([`Deprecation::Unrecognized`], or `None` for a sunset).
+//! The parser is total: it accepts any string, never panics, and maps what it cannot read to
+//! [`Deprecation::Unrecognized`].
 
 use chrono::{DateTime, Utc};
 
@@ -10,15 +11,21 @@ use crate::timestamp::parse_http_date;
 /// The value of a `Deprecation` response header.
 ///
 /// Whatever the form, a response that carries the header is deprecated, except with the value
-/// `false` (or `?0`), which [`DeprecationNotice::from_headers`](super::DeprecationNotice::from_headers)
-/// reads as no header at all: the variants only tell what is known about when it happened.
+/// `false` (or `?0`), which the client reads as no header at all: the variants only tell what
+/// is known about when it happened.
 ///
 /// ```
-/// use business_records::deprecation::{parse_deprecation, Deprecation};
+/// use business_records::{Deprecation, DeprecationNotice};
 ///
-/// assert_eq!(parse_deprecation("true"), Deprecation::Deprecated);
-/// assert_eq!(parse_deprecation("@1767225600").since().map(|d| d.timestamp()), Some(1767225600));
-/// assert!(matches!(parse_deprecation("soon"), Deprecation::Unrecognized(raw) if raw == "soon"));
+/// fn describe(notice: &DeprecationNotice) -> String {
+///     match &notice.deprecation {
+///         Some(Deprecation::Since(date)) => format!("deprecated since {date}"),
+///         Some(Deprecation::Unrecognized(raw)) => format!("deprecated (header `{raw}`)"),
+///         Some(_) => "deprecated".to_owned(),
+///         None => "sunset scheduled".to_owned(),
+///     }
+/// }
+/// # let _ = describe;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -37,7 +44,7 @@ impl Deprecation {
     /// The instant the resource was deprecated, when the header gave one.
     ///
     /// ```
-    /// use business_records::deprecation::Deprecation;
+    /// use business_records::Deprecation;
     ///
     /// assert_eq!(Deprecation::Deprecated.since(), None);
     /// ```
@@ -56,21 +63,13 @@ impl Deprecation {
 /// - an RFC 9745 structured-field date, `@` and an integer number of seconds since the Unix
 ///   epoch (negative allowed, at most 15 digits); parameters after `;` are ignored;
 /// - the legacy values `true` (any case) and `?1`;
-/// - an HTTP-date in any of the forms [`parse_sunset`] accepts.
+/// - an HTTP-date in any of the forms [`parse_http_date`] accepts.
 ///
 /// Anything else, including a date outside the supported range, becomes
 /// [`Deprecation::Unrecognized`] with the raw text: the header's presence alone means the
 /// resource is deprecated.
-///
-/// ```
-/// use business_records::deprecation::{parse_deprecation, Deprecation};
-///
-/// let parsed = parse_deprecation("@1767225600;foo=bar");
-/// assert_eq!(parsed.since().map(|d| d.to_rfc3339()).as_deref(), Some("2026-01-01T00:00:00+00:00"));
-/// assert_eq!(parse_deprecation(" TRUE "), Deprecation::Deprecated);
-/// ```
 #[must_use]
-pub fn parse_deprecation(value: &str) -> Deprecation {
+pub(crate) fn parse_deprecation(value: &str) -> Deprecation {
     let value = trim_ows(value);
     if let Some(rest) = value.strip_prefix('@') {
         if let Some(date) = parse_sf_date(rest) {
@@ -89,35 +88,6 @@ pub fn parse_deprecation(value: &str) -> Deprecation {
 pub(crate) fn says_not_deprecated(value: &str) -> bool {
     let value = trim_ows(value);
     value.eq_ignore_ascii_case("false") || value == "?0"
-}
-
-/// Parses a `Sunset` header value (RFC 8594): an HTTP-date.
-///
-/// All three forms of RFC 9110 section 5.6.7 are accepted:
-/// - IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`;
-/// - obsolete RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT` (a two-digit year more than 50 years
-///   in the future is read as the most recent past year with the same last two digits);
-/// - asctime: `Sun Nov  6 08:49:37 1994`.
-///
-/// The parser is lenient where servers are known to stray: `UTC` is accepted in place of
-/// `GMT`, names of days and months are matched in any case, day names may be short or long
-/// in any form, runs of whitespace count as one space, and the day name is checked for form
-/// but not against the date. A second of `60` (a leap second) reads as the next minute.
-/// Returns `None` for anything else.
-///
-/// ```
-/// use business_records::deprecation::parse_sunset;
-///
-/// let imf = parse_sunset("Sun, 06 Nov 1994 08:49:37 GMT");
-/// assert_eq!(imf.map(|d| d.timestamp()), Some(784111777));
-/// assert_eq!(parse_sunset("Sunday, 06-Nov-94 08:49:37 GMT"), imf);
-/// assert_eq!(parse_sunset("Sun Nov  6 08:49:37 1994"), imf);
-/// assert_eq!(parse_sunset("Sun, 06 Nov 1994 08:49:37 UTC"), imf);
-/// assert_eq!(parse_sunset("next tuesday"), None);
-/// ```
-#[must_use]
-pub fn parse_sunset(value: &str) -> Option<DateTime<Utc>> {
-    parse_http_date(value)
 }
 
 /// The RFC 9745 range of an sf-integer is 15 digits.
@@ -153,9 +123,8 @@ fn trim_ows(value: &str) -> &str {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::time::{Duration, UNIX_EPOCH};
 
-    use crate::timestamp::http_date::tests::{EXAMPLE, ts};
+    use crate::timestamp::http_date::tests::{EXAMPLE, FOUR_DIGIT_YEARS, asctime, imf, ts};
 
     #[test]
     fn deprecation_legacy_true() {
@@ -208,98 +177,17 @@ mod tests {
         assert_eq!(parse_deprecation("  soon\t"), Deprecation::Unrecognized("soon".to_owned()));
     }
 
-    #[test]
-    fn sunset_three_forms() {
-        let expected = Some(ts(EXAMPLE));
-        assert_eq!(parse_sunset("Sun, 06 Nov 1994 08:49:37 GMT"), expected);
-        assert_eq!(parse_sunset("Sunday, 06-Nov-94 08:49:37 GMT"), expected);
-        assert_eq!(parse_sunset("Sun Nov  6 08:49:37 1994"), expected);
-        assert_eq!(parse_sunset("Sun Nov 06 08:49:37 1994"), expected);
-    }
-
-    #[test]
-    fn sunset_utc_suffix_and_case() {
-        let expected = Some(ts(EXAMPLE));
-        assert_eq!(parse_sunset("Sun, 06 Nov 1994 08:49:37 UTC"), expected);
-        assert_eq!(parse_sunset("Sunday, 06-Nov-94 08:49:37 UTC"), expected);
-        assert_eq!(parse_sunset("sun, 06 NOV 1994 08:49:37 gmt"), expected);
-        assert_eq!(parse_sunset("  Sun,  06 Nov 1994  08:49:37 GMT "), expected);
-    }
-
-    #[test]
-    fn sunset_future_and_far_dates() {
-        assert_eq!(parse_sunset("Fri, 01 Jan 2027 00:00:00 GMT"), Some(ts(1_798_761_600)));
-        assert_eq!(parse_sunset("Thu, 01 Jan 1970 00:00:00 GMT"), Some(ts(0)));
-        assert_eq!(parse_sunset("Fri, 31 Dec 9999 23:59:59 GMT"), Some(ts(253_402_300_799)));
-        assert_eq!(parse_sunset("Wed, 31 Dec 1969 23:59:59 GMT"), Some(ts(-1)));
-    }
-
-    #[test]
-    fn sunset_leap_second_rolls_over() {
-        assert_eq!(
-            parse_sunset("Sat, 31 Dec 2016 23:59:60 GMT"),
-            parse_sunset("Sun, 01 Jan 2017 00:00:00 GMT")
-        );
-    }
-
-    #[test]
-    fn sunset_rejects_malformed() {
-        for raw in [
-            "",
-            "true",
-            "@1767225600",
-            "2026-01-01T00:00:00Z",
-            "Sun, 06 Nov 1994 08:49:37",
-            "Sun, 06 Nov 1994 08:49:37 PST",
-            "Sun, 06 Nov 1994 08:49:37 +0000",
-            "Sun 06 Nov 1994 08:49:37 GMT",
-            "Xyz, 06 Nov 1994 08:49:37 GMT",
-            "Sun, 06 Nox 1994 08:49:37 GMT",
-            "Sun, 31 Feb 1994 08:49:37 GMT",
-            "Sun, 06 Nov 94 08:49:37 GMT",
-            "Sun, 06 Nov 1994 24:00:00 GMT",
-            "Sun, 06 Nov 1994 08:60:00 GMT",
-            "Sun, 06 Nov 1994 08:49:61 GMT",
-            "Sun, 06 Nov 1994 8:49:37 GMT",
-            "Sun, 06 Nov 1994 08:49 GMT",
-            "Sun, 06 Nov 1994 08:49:37:00 GMT",
-            "Sunday, 06-Nov-94-1 08:49:37 GMT",
-            "Sunday, 06-Nov-994 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 94",
-            "Sun, 06 Nov 1994 08:49:37 GMT extra",
-        ] {
-            assert_eq!(parse_sunset(raw), None, "{raw:?}");
-        }
-    }
-
-    /// Seconds from 0001-01-01 to 9999-12-31, the range every form can express.
-    const FOUR_DIGIT_YEARS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
-
-    fn imf(date: DateTime<Utc>) -> String {
-        date.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
-    }
-
-    fn rfc850(date: DateTime<Utc>) -> String {
-        date.format("%A, %d-%b-%y %H:%M:%S GMT").to_string()
-    }
-
-    fn asctime(date: DateTime<Utc>) -> String {
-        date.format("%a %b %e %H:%M:%S %Y").to_string()
-    }
-
     proptest! {
         #[test]
-        fn parsers_never_panic(value in any::<String>()) {
+        fn parser_never_panics(value in any::<String>()) {
             let _ = parse_deprecation(&value);
-            let _ = parse_sunset(&value);
         }
 
         #[test]
-        fn parsers_never_panic_on_date_like_text(
+        fn parser_never_panics_on_date_like_text(
             value in "[@\\-0-9A-Za-z ,:;=\t\"?]{0,40}"
         ) {
             let _ = parse_deprecation(&value);
-            let _ = parse_sunset(&value);
         }
 
         #[test]
@@ -312,31 +200,10 @@ mod tests {
         }
 
         #[test]
-        fn imf_fixdate_from_httpdate_round_trips(seconds in 0u64..=253_402_300_799) {
-            let time = UNIX_EPOCH + Duration::from_secs(seconds);
-            let text = httpdate::fmt_http_date(time);
-            let expected = i64::try_from(seconds).ok().and_then(|s| DateTime::from_timestamp(s, 0));
-            prop_assert_eq!(parse_sunset(&text), expected);
-            prop_assert_eq!(parse_deprecation(&text), Deprecation::Since(ts(i64::try_from(seconds).unwrap_or_default())));
-            let utc = format!("{} UTC", text.trim_end_matches(" GMT"));
-            prop_assert_eq!(parse_sunset(&utc), expected);
-        }
-
-        #[test]
-        fn every_form_round_trips(seconds in FOUR_DIGIT_YEARS) {
+        fn http_dates_read_as_since(seconds in FOUR_DIGIT_YEARS) {
             let date = ts(seconds);
-            prop_assert_eq!(parse_sunset(&imf(date)), Some(date));
-            prop_assert_eq!(parse_sunset(&asctime(date)), Some(date));
+            prop_assert_eq!(parse_deprecation(&imf(date)), Deprecation::Since(date));
             prop_assert_eq!(parse_deprecation(&asctime(date)), Deprecation::Since(date));
-        }
-
-        #[test]
-        fn rfc850_round_trips_within_its_window(offset_days in -17_500i64..17_500) {
-            let now = Utc::now();
-            let date = ts(now.timestamp() + offset_days * 86_400);
-            prop_assert_eq!(parse_sunset(&rfc850(date)), Some(date));
-            let utc = rfc850(date).replace(" GMT", " UTC");
-            prop_assert_eq!(parse_sunset(&utc), Some(date));
         }
     }
 }

@@ -5,34 +5,17 @@
 //! | Header | Standard | Read by |
 //! |---|---|---|
 //! | `Deprecation` | RFC 9745 (`@<epoch>`), or the legacy `true` / HTTP-date | [`parse_deprecation`] |
-//! | `Sunset` | RFC 8594, an HTTP-date in any RFC 9110 form | [`parse_sunset`] |
+//! | `Sunset` | RFC 8594, an HTTP-date in any RFC 9110 form | [`parse_http_date`] |
 //! | `Link` | RFC 8288, `rel="successor-version"` and friends | [`parse_links`] |
 //!
 //! [`DeprecationNotice::from_headers`] reads all three from a response into one value; the
 //! client hands each notice to its [`DeprecationReporter`], which calls the user's callback
 //! every time and logs through `tracing` as its [`DeprecationPolicy`] says (by default one
-//! warning per method and endpoint). Every parser is total: no header value makes them
-//! panic or fail, and a malformed `Deprecation` value still means "deprecated".
+//! warning per endpoint). Every parser is total: no header value makes them panic or fail,
+//! and a malformed `Deprecation` value still means "deprecated".
 //!
-//! ```
-//! use business_records::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter};
-//! use http::{HeaderMap, HeaderValue, Method};
-//! use url::Url;
-//!
-//! let url = Url::parse("https://api.example.com/v1/companies?limit=5")?;
-//! let mut headers = HeaderMap::new();
-//! headers.insert("deprecation", HeaderValue::from_static("@1767225600"));
-//! headers.insert("sunset", HeaderValue::from_static("Fri, 01 Jan 2027 00:00:00 GMT"));
-//! headers.insert("link", HeaderValue::from_static(r#"</v2/companies>; rel="successor-version""#));
-//!
-//! let notice = DeprecationNotice::from_headers(&Method::GET, &url, &headers).ok_or("no notice")?;
-//! assert_eq!(notice.endpoint, "/v1/companies");
-//! assert_eq!(notice.successor.as_ref().map(|u| u.as_str()), Some("https://api.example.com/v2/companies"));
-//!
-//! let reporter = DeprecationReporter::new(DeprecationPolicy::WarnOnce, None);
-//! reporter.report(&notice); // one `tracing` warning for GET /v1/companies, then silence
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! Only [`DeprecationNotice`], [`Deprecation`] and [`DeprecationPolicy`] are public, at the
+//! crate root.
 
 mod headers;
 mod link;
@@ -41,14 +24,17 @@ mod report;
 use std::fmt;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use url::Url;
 
 use crate::text::server_text;
+use crate::timestamp::parse_http_date;
 
-pub use headers::{Deprecation, parse_deprecation, parse_sunset};
-pub use link::{Link, parse_links};
-pub use report::{DeprecationCallback, DeprecationPolicy, DeprecationReporter};
+pub use headers::Deprecation;
+use headers::parse_deprecation;
+pub(crate) use link::parse_links;
+pub use report::DeprecationPolicy;
+pub(crate) use report::{DeprecationCallback, DeprecationReporter};
 
 // Header names and link relation types read by `DeprecationNotice::from_headers`.
 const DEPRECATION: &str = "deprecation";
@@ -59,18 +45,46 @@ const REL_LATEST_VERSION: &str = "latest-version";
 const REL_DEPRECATION: &str = "deprecation";
 const REL_SUNSET: &str = "sunset";
 
+/// The method of every request a notice comes from: the client reads notices from the
+/// list endpoints, which it calls with `GET` alone.
+const METHOD: &str = "GET";
+
 /// The longest piece of a malformed header quoted in a diagnostic.
 const QUOTED_LIMIT: usize = 64;
 
 /// What one response said about the deprecation of the endpoint that produced it.
 ///
-/// Built by [`DeprecationNotice::from_headers`]; carried by every page the client returns and
-/// passed to the `on_deprecation` callback.
+/// Carried by every page the client returns ([`Page::deprecation`](crate::Page::deprecation))
+/// and passed to the [`on_deprecation`](crate::ClientBuilder::on_deprecation) callback. The
+/// client reads it from the response headers of spec Part 9:
+///
+/// | Header | Standard | Read into |
+/// |---|---|---|
+/// | `Deprecation` | RFC 9745 (`@<epoch>`), or the legacy `true` / an HTTP-date | [`deprecation`](Self::deprecation) |
+/// | `Sunset` | RFC 8594, an HTTP-date in any RFC 9110 form | [`sunset`](Self::sunset) |
+/// | `Link` | RFC 8288 | [`successor`](Self::successor), [`latest_version`](Self::latest_version), [`documentation`](Self::documentation), [`sunset_policy`](Self::sunset_policy) |
+///
+/// A response with neither `Deprecation` nor `Sunset` has no notice; `Deprecation: false` (or
+/// `?0`) counts as no `Deprecation` header. With several field lines of `Deprecation` or
+/// `Sunset`, the first counts. Values that are not valid UTF-8 are read lossily; a malformed
+/// `Deprecation` value still means "deprecated", and an unreadable `Sunset` leaves `sunset`
+/// empty; both are named in [`diagnostic`](Self::diagnostic). Relative link targets are
+/// resolved against the request URL.
+///
+/// ```no_run
+/// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+/// let page = client.companies().send().await?;
+/// if let Some(notice) = &page.deprecation {
+///     eprintln!("{notice}"); // e.g. `GET /v1/companies is deprecated, successor ...`
+///     if let Some(successor) = &notice.successor {
+///         eprintln!("move to {successor}");
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeprecationNotice {
-    /// The method of the request.
-    pub method: Method,
     /// The request path without query, e.g. `/v1/companies`.
     pub endpoint: String,
     /// The `Deprecation` header, when present.
@@ -85,39 +99,17 @@ pub struct DeprecationNotice {
     pub documentation: Option<Url>,
     /// The first link with `rel="sunset"` (RFC 8594): the sunset policy.
     pub sunset_policy: Option<Url>,
-    /// Every link of the response's `Link` headers.
-    pub links: Vec<Link>,
     /// What looked wrong in the headers, e.g. `sunset is earlier than deprecation`; several
     /// findings are joined with `; `.
     pub diagnostic: Option<String>,
 }
 
 impl DeprecationNotice {
-    /// Reads the notice from a response's headers; `url` is the request URL, against which
-    /// relative link targets are resolved.
-    ///
-    /// Returns `None` when the response carries neither `Deprecation` nor `Sunset`;
-    /// `Deprecation: false` (or `?0`) counts as no `Deprecation` header. With
-    /// several field lines of `Deprecation` or `Sunset`, the first counts. Values that are
-    /// not valid UTF-8 are read lossily; an unreadable `Sunset` leaves `sunset` empty and is
-    /// named in `diagnostic`.
-    ///
-    /// ```
-    /// use business_records::deprecation::{Deprecation, DeprecationNotice};
-    /// use http::{HeaderMap, HeaderValue, Method};
-    /// use url::Url;
-    ///
-    /// let url = Url::parse("https://api.example.com/v1/contacts")?;
-    /// let mut headers = HeaderMap::new();
-    /// assert!(DeprecationNotice::from_headers(&Method::GET, &url, &headers).is_none());
-    ///
-    /// headers.insert("deprecation", HeaderValue::from_static("true"));
-    /// let notice = DeprecationNotice::from_headers(&Method::GET, &url, &headers);
-    /// assert_eq!(notice.and_then(|n| n.deprecation), Some(Deprecation::Deprecated));
-    /// # Ok::<(), url::ParseError>(())
-    /// ```
+    /// Reads the notice from a response's headers (see the type's docs for the rules); `url`
+    /// is the request URL, against which relative link targets are resolved. `None` when the
+    /// response carries neither `Deprecation` nor `Sunset`.
     #[must_use]
-    pub fn from_headers(method: &Method, url: &Url, headers: &HeaderMap) -> Option<Self> {
+    pub(crate) fn from_headers(url: &Url, headers: &HeaderMap) -> Option<Self> {
         // `Deprecation: false` (or the structured-field `?0`) says the endpoint is not deprecated.
         let deprecation_raw =
             first_value(headers, DEPRECATION).filter(|raw| !headers::says_not_deprecated(raw));
@@ -126,7 +118,7 @@ impl DeprecationNotice {
             return None;
         }
         let deprecation = deprecation_raw.as_deref().map(parse_deprecation);
-        let sunset = sunset_raw.as_deref().and_then(parse_sunset);
+        let sunset = sunset_raw.as_deref().and_then(parse_http_date);
 
         let link_lines: Vec<String> = headers
             .get_all(LINK)
@@ -153,7 +145,6 @@ impl DeprecationNotice {
         }
 
         Some(Self {
-            method: method.clone(),
             endpoint: url.path().to_owned(),
             successor: target_of(REL_SUCCESSOR_VERSION),
             latest_version: target_of(REL_LATEST_VERSION),
@@ -161,7 +152,6 @@ impl DeprecationNotice {
             sunset_policy: target_of(REL_SUNSET),
             deprecation,
             sunset,
-            links,
             diagnostic: (!findings.is_empty()).then(|| findings.join("; ")),
         })
     }
@@ -169,15 +159,13 @@ impl DeprecationNotice {
     /// Whether the sunset date is known and at or before `now`: the endpoint may stop
     /// working at any time.
     ///
-    /// ```
-    /// # use business_records::deprecation::DeprecationNotice;
-    /// # use http::{HeaderMap, HeaderValue, Method};
-    /// # let url = url::Url::parse("https://api.example.com/v1/companies")?;
-    /// # let mut headers = HeaderMap::new();
-    /// headers.insert("sunset", HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"));
-    /// let notice = DeprecationNotice::from_headers(&Method::GET, &url, &headers).ok_or("no notice")?;
-    /// assert!(notice.is_sunset_past(chrono::Utc::now()));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let page = client.companies().send().await?;
+    /// if page.deprecation.as_ref().is_some_and(|n| n.is_sunset_past(chrono::Utc::now())) {
+    ///     eprintln!("/v1/companies may stop working at any time");
+    /// }
+    /// # Ok(()) }
     /// ```
     #[must_use]
     pub fn is_sunset_past(&self, now: DateTime<Utc>) -> bool {
@@ -195,7 +183,7 @@ impl DeprecationNotice {
 /// sunset at 2027-01-01T00:00:00Z, successor https://api.example.com/v2/companies`.
 impl fmt::Display for DeprecationNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.method, self.endpoint)?;
+        write!(f, "{METHOD} {}", self.endpoint)?;
         match &self.deprecation {
             Some(Deprecation::Since(since)) => {
                 write!(f, " is deprecated since {}", rfc3339(*since))?;
@@ -252,7 +240,7 @@ mod tests {
     }
 
     fn notice(pairs: &[(&'static str, &'static str)]) -> Option<DeprecationNotice> {
-        DeprecationNotice::from_headers(&Method::GET, &request_url(), &headers(pairs))
+        DeprecationNotice::from_headers(&request_url(), &headers(pairs))
     }
 
     fn at(seconds: i64) -> DateTime<Utc> {
@@ -280,7 +268,6 @@ mod tests {
             ),
         ])
         .expect("notice");
-        assert_eq!(n.method, Method::GET);
         assert_eq!(n.endpoint, "/v1/companies");
         assert_eq!(n.deprecation, Some(Deprecation::Since(at(1_767_225_600))));
         assert_eq!(n.deprecated_since(), Some(at(1_767_225_600)));
@@ -290,7 +277,6 @@ mod tests {
         assert_eq!(as_str(&n.latest_version).as_deref(), Some("https://api.example.com/v3/companies"));
         assert_eq!(as_str(&n.documentation).as_deref(), Some("https://docs.example.com/deprecations/v1"));
         assert_eq!(as_str(&n.sunset_policy).as_deref(), Some("https://docs.example.com/policy"));
-        assert_eq!(n.links.len(), 4);
         assert_eq!(n.diagnostic, None);
         assert_eq!(
             n.to_string(),
@@ -378,7 +364,7 @@ mod tests {
         let long = "x".repeat(500);
         let mut map = HeaderMap::new();
         map.insert("sunset", HeaderValue::from_str(&long).expect("ascii"));
-        let n = DeprecationNotice::from_headers(&Method::GET, &request_url(), &map).expect("notice");
+        let n = DeprecationNotice::from_headers(&request_url(), &map).expect("notice");
         let diagnostic = n.diagnostic.unwrap_or_default();
         assert!(diagnostic.len() < 120, "{diagnostic}");
     }
@@ -404,7 +390,7 @@ mod tests {
         map.insert("deprecation", bytes.clone());
         map.insert("link", bytes);
         map.append("link", HeaderValue::from_bytes(b"</v2/caf\xe9>; rel=successor-version").expect("bytes"));
-        let n = DeprecationNotice::from_headers(&Method::GET, &request_url(), &map).expect("notice");
+        let n = DeprecationNotice::from_headers(&request_url(), &map).expect("notice");
         assert!(matches!(n.deprecation, Some(Deprecation::Unrecognized(_))));
         assert_eq!(n.successor.as_ref().map(Url::as_str), Some("https://api.example.com/v2/caf%EF%BF%BD"));
     }
@@ -425,7 +411,7 @@ mod tests {
                 if let Some(v) = value(link) { map.append("link", v); }
             }
             let url = request_url().join(&path).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let n = DeprecationNotice::from_headers(&Method::DELETE, &url, &map);
+            let n = DeprecationNotice::from_headers(&url, &map);
             prop_assert_eq!(n.is_some(), map.contains_key("deprecation") || map.contains_key("sunset"));
             if let Some(n) = n {
                 let _ = n.to_string();

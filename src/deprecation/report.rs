@@ -5,23 +5,13 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use http::Method;
 use url::Url;
 
-use super::{DeprecationNotice, rfc3339};
+use super::{DeprecationNotice, METHOD, rfc3339};
 
-/// A function called with every deprecation notice the client receives.
-///
-/// ```
-/// use business_records::deprecation::DeprecationCallback;
-/// use std::sync::Arc;
-///
-/// let callback: DeprecationCallback = Arc::new(|notice| {
-///     eprintln!("{notice}");
-/// });
-/// # let _ = callback;
-/// ```
-pub type DeprecationCallback = Arc<dyn Fn(&DeprecationNotice) + Send + Sync>;
+/// A function called with every deprecation notice the client receives
+/// ([`ClientBuilder::on_deprecation`](crate::ClientBuilder::on_deprecation)).
+pub(crate) type DeprecationCallback = Arc<dyn Fn(&DeprecationNotice) + Send + Sync>;
 
 /// How the client reacts to responses that carry a deprecation notice.
 ///
@@ -29,15 +19,14 @@ pub type DeprecationCallback = Arc<dyn Fn(&DeprecationNotice) + Send + Sync>;
 /// carries its notice.
 ///
 /// ```
-/// use business_records::deprecation::DeprecationPolicy;
+/// use business_records::DeprecationPolicy;
 ///
 /// assert_eq!(DeprecationPolicy::default(), DeprecationPolicy::WarnOnce);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DeprecationPolicy {
-    /// Log one `tracing` warning per method and endpoint for the life of the client (the
-    /// default).
+    /// Log one `tracing` warning per endpoint for the life of the client (the default).
     #[default]
     WarnOnce,
     /// Log a `tracing` warning for every response that carries a notice.
@@ -49,7 +38,7 @@ pub enum DeprecationPolicy {
     Fail,
 }
 
-/// How many (method, endpoint) pairs a [`DeprecationReporter`] remembers with
+/// How many endpoints a [`DeprecationReporter`] remembers with
 /// [`DeprecationPolicy::WarnOnce`]; past that, warnings for further endpoints are dropped so
 /// that memory stays bounded.
 const REMEMBERED_ENDPOINTS: usize = 1024;
@@ -66,50 +55,32 @@ const SUNSET_SOON_DAYS: i64 = 30;
 /// Log lines go to `tracing` with the fields `method`, `endpoint`, `sunset`, `successor`,
 /// `deprecated_since`, `documentation` and `diagnostic` (each only when known): a warning,
 /// or an error that says so when the sunset date is within 30 days or already past.
-///
-/// ```
-/// use business_records::deprecation::{DeprecationPolicy, DeprecationReporter};
-/// use std::sync::Arc;
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-///
-/// let seen = Arc::new(AtomicUsize::new(0));
-/// let counter = Arc::clone(&seen);
-/// let reporter = DeprecationReporter::new(
-///     DeprecationPolicy::WarnOnce,
-///     Some(Arc::new(move |_notice| {
-///         counter.fetch_add(1, Ordering::Relaxed);
-///     })),
-/// );
-/// assert_eq!(reporter.policy(), DeprecationPolicy::WarnOnce);
-/// # let _ = seen;
-/// ```
-pub struct DeprecationReporter {
+pub(crate) struct DeprecationReporter {
     policy: DeprecationPolicy,
     callback: Option<DeprecationCallback>,
-    warned: Mutex<HashSet<(Method, String)>>,
+    warned: Mutex<HashSet<String>>,
 }
 
 impl DeprecationReporter {
     /// A reporter with this policy and, optionally, a callback for every notice.
     #[must_use]
-    pub fn new(policy: DeprecationPolicy, callback: Option<DeprecationCallback>) -> Self {
+    pub(crate) fn new(policy: DeprecationPolicy, callback: Option<DeprecationCallback>) -> Self {
         Self { policy, callback, warned: Mutex::new(HashSet::new()) }
     }
 
     /// Handles one notice: logs it as the policy says, then calls the callback.
     ///
-    /// With [`DeprecationPolicy::WarnOnce`] the first notice for each (method, endpoint)
-    /// is logged and later ones are not; [`DeprecationPolicy::WarnEvery`] logs each one;
+    /// With [`DeprecationPolicy::WarnOnce`] the first notice for each endpoint is logged and later ones are not; [`DeprecationPolicy::WarnEvery`] logs each one;
     /// [`DeprecationPolicy::Ignore`] and [`DeprecationPolicy::Fail`] log nothing (with
     /// `Fail`, the client turns the response into an error). The callback, when set, is
     /// called for every notice whatever the policy, outside any lock.
-    pub fn report(&self, notice: &DeprecationNotice) {
+    pub(crate) fn report(&self, notice: &DeprecationNotice) {
         self.report_at(notice, Utc::now());
     }
 
     /// The policy given to [`DeprecationReporter::new`].
     #[must_use]
-    pub fn policy(&self) -> DeprecationPolicy {
+    pub(crate) fn policy(&self) -> DeprecationPolicy {
         self.policy
     }
 
@@ -128,7 +99,7 @@ impl DeprecationReporter {
             DeprecationPolicy::WarnEvery => true,
             DeprecationPolicy::Ignore | DeprecationPolicy::Fail => false,
             DeprecationPolicy::WarnOnce => {
-                let key = (notice.method.clone(), notice.endpoint.clone());
+                let key = notice.endpoint.clone();
                 let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
                 if warned.contains(&key) || warned.len() >= REMEMBERED_ENDPOINTS {
                     false
@@ -181,7 +152,7 @@ fn urgency(notice: &DeprecationNotice, now: DateTime<Utc>) -> Urgency {
 }
 
 fn log(notice: &DeprecationNotice, now: DateTime<Utc>) {
-    let method = notice.method.as_str();
+    let method = METHOD;
     let endpoint = notice.endpoint.as_str();
     let sunset = notice.sunset.map(rfc3339);
     let sunset = sunset.as_deref();
@@ -299,19 +270,18 @@ mod tests {
         fn exit(&self, _: &Id) {}
     }
 
-    fn notice(method: Method, path: &str, headers: &[(&'static str, &'static str)]) -> DeprecationNotice {
+    fn notice(path: &str, headers: &[(&'static str, &'static str)]) -> DeprecationNotice {
         let url =
             Url::parse("https://api.example.com").and_then(|base| base.join(path)).expect("valid test url");
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             map.append(*name, HeaderValue::from_static(value));
         }
-        DeprecationNotice::from_headers(&method, &url, &map).expect("test headers hold a notice")
+        DeprecationNotice::from_headers(&url, &map).expect("test headers hold a notice")
     }
 
     fn deprecated(path: &str) -> DeprecationNotice {
         notice(
-            Method::GET,
             path,
             &[
                 ("deprecation", "@1767225600"),
@@ -358,15 +328,15 @@ mod tests {
     }
 
     #[test]
-    fn warn_once_is_per_method_and_endpoint() {
+    fn warn_once_is_per_endpoint() {
         let notices = [
             deprecated("/v1/companies"),
             deprecated("/v1/companies?limit=5&cursor=abc"),
             deprecated("/v1/contacts"),
-            notice(Method::POST, "/v1/companies", &[("deprecation", "true")]),
+            notice("/v1/companies", &[("deprecation", "@1767225600")]),
         ];
         let (events, calls) = run(DeprecationPolicy::WarnOnce, &notices, 10);
-        assert_eq!(events.len(), 3);
+        assert_eq!(events.len(), 2);
         assert_eq!(calls, 40);
     }
 

@@ -2,12 +2,12 @@
 //! endpoint, sunset answers, extra version segments and preview labels.
 
 use std::collections::HashMap;
-use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use wiremock::ResponseTemplate;
 
 use super::ErrorReply;
+use crate::timestamp::http_date::format_http_date;
 
 /// The headers a deprecated endpoint sends (spec Part 9.5): `Deprecation`, `Sunset` and
 /// `Link`.
@@ -64,7 +64,7 @@ impl DeprecationHeaders {
 
     /// `Sunset: <IMF-fixdate>`: when the endpoint stops working.
     pub fn sunset(self, at: DateTime<Utc>) -> Self {
-        self.sunset_raw(httpdate::fmt_http_date(SystemTime::from(at)))
+        self.sunset_raw(format_http_date(at))
     }
 
     /// `Sunset` with exactly this value (another HTTP-date form, or something malformed).

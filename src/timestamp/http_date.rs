@@ -1,11 +1,30 @@
-//! HTTP-dates (RFC 9110 section 5.6.7), as `Sunset`, `Deprecation` and `Retry-After` send them.
+//! HTTP-dates (RFC 9110 section 5.6.7), as `Sunset`, `Deprecation` and `Retry-After` send them:
+//! the one parser of the crate, and the IMF-fixdate the reference server writes.
 
 use chrono::{DateTime, Datelike, NaiveDate, TimeDelta, Utc};
 
-/// Parses an HTTP-date in any of its three forms; see
-/// [`parse_sunset`](crate::deprecation::parse_sunset).
+/// Parses an HTTP-date (`Sunset`, legacy `Deprecation`, `Retry-After`).
+///
+/// All three forms of RFC 9110 section 5.6.7 are accepted:
+/// - IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`;
+/// - obsolete RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT` (a two-digit year more than 50 years
+///   in the future is read as the most recent past year with the same last two digits);
+/// - asctime: `Sun Nov  6 08:49:37 1994`.
+///
+/// The parser is lenient where servers are known to stray: `UTC` is accepted in place of
+/// `GMT`, names of days and months are matched in any case, day names may be short or long
+/// in any form, runs of whitespace count as one space, and the day name is checked for form
+/// but not against the date. A second of `60` (a leap second) reads as the next minute.
+/// Returns `None` for anything else; never panics.
 pub(crate) fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
     parse_http_date_in(value, Utc::now().year())
+}
+
+/// An instant as an IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT` (to the second, rounded
+/// down), as the reference server writes `Sunset` and `Retry-After`.
+#[cfg(feature = "reference-server")]
+pub(crate) fn format_http_date(date: DateTime<Utc>) -> String {
+    date.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
 }
 
 /// Parses an HTTP-date, reading two-digit years relative to `current_year`.
@@ -125,6 +144,8 @@ fn check_zone(zone: &str) -> Option<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::time::{Duration, UNIX_EPOCH};
 
     /// The instant `seconds` after the epoch.
     pub(crate) fn ts(seconds: i64) -> DateTime<Utc> {
@@ -150,5 +171,135 @@ pub(crate) mod tests {
         assert_eq!(parsed, Some(ts(220_924_800)));
         let four_digits = parse_http_date_in("Sunday, 06-Nov-1994 08:49:37 GMT", 2026);
         assert_eq!(four_digits, Some(ts(EXAMPLE)));
+    }
+
+    #[test]
+    fn sunset_three_forms() {
+        let expected = Some(ts(EXAMPLE));
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"), expected);
+        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), expected);
+        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), expected);
+        assert_eq!(parse_http_date("Sun Nov 06 08:49:37 1994"), expected);
+    }
+
+    #[test]
+    fn sunset_utc_suffix_and_case() {
+        let expected = Some(ts(EXAMPLE));
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"), expected);
+        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 UTC"), expected);
+        assert_eq!(parse_http_date("sun, 06 NOV 1994 08:49:37 gmt"), expected);
+        assert_eq!(parse_http_date("  Sun,  06 Nov 1994  08:49:37 GMT "), expected);
+    }
+
+    #[test]
+    fn sunset_future_and_far_dates() {
+        assert_eq!(parse_http_date("Fri, 01 Jan 2027 00:00:00 GMT"), Some(ts(1_798_761_600)));
+        assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(ts(0)));
+        assert_eq!(parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT"), Some(ts(253_402_300_799)));
+        assert_eq!(parse_http_date("Wed, 31 Dec 1969 23:59:59 GMT"), Some(ts(-1)));
+    }
+
+    #[test]
+    fn sunset_leap_second_rolls_over() {
+        assert_eq!(
+            parse_http_date("Sat, 31 Dec 2016 23:59:60 GMT"),
+            parse_http_date("Sun, 01 Jan 2017 00:00:00 GMT")
+        );
+    }
+
+    #[test]
+    fn sunset_rejects_malformed() {
+        for raw in [
+            "",
+            "true",
+            "@1767225600",
+            "2026-01-01T00:00:00Z",
+            "Sun, 06 Nov 1994 08:49:37",
+            "Sun, 06 Nov 1994 08:49:37 PST",
+            "Sun, 06 Nov 1994 08:49:37 +0000",
+            "Sun 06 Nov 1994 08:49:37 GMT",
+            "Xyz, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nox 1994 08:49:37 GMT",
+            "Sun, 31 Feb 1994 08:49:37 GMT",
+            "Sun, 06 Nov 94 08:49:37 GMT",
+            "Sun, 06 Nov 1994 24:00:00 GMT",
+            "Sun, 06 Nov 1994 08:60:00 GMT",
+            "Sun, 06 Nov 1994 08:49:61 GMT",
+            "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49 GMT",
+            "Sun, 06 Nov 1994 08:49:37:00 GMT",
+            "Sunday, 06-Nov-94-1 08:49:37 GMT",
+            "Sunday, 06-Nov-994 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 94",
+            "Sun, 06 Nov 1994 08:49:37 GMT extra",
+        ] {
+            assert_eq!(parse_http_date(raw), None, "{raw:?}");
+        }
+    }
+
+    /// Seconds from 0001-01-01 to 9999-12-31, the range every form can express.
+    pub(crate) const FOUR_DIGIT_YEARS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
+
+    pub(crate) fn imf(date: DateTime<Utc>) -> String {
+        date.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
+    }
+
+    fn rfc850(date: DateTime<Utc>) -> String {
+        date.format("%A, %d-%b-%y %H:%M:%S GMT").to_string()
+    }
+
+    pub(crate) fn asctime(date: DateTime<Utc>) -> String {
+        date.format("%a %b %e %H:%M:%S %Y").to_string()
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(value in any::<String>()) {
+            let _ = parse_http_date(&value);
+        }
+
+        #[test]
+        fn never_panics_on_date_like_text(value in "[@\\-0-9A-Za-z ,:;=\t\"?]{0,40}") {
+            let _ = parse_http_date(&value);
+        }
+
+        /// `httpdate`, an independent implementation, writes what this parser reads.
+        #[test]
+        fn imf_fixdate_from_httpdate_round_trips(seconds in 0u64..=253_402_300_799) {
+            let time = UNIX_EPOCH + Duration::from_secs(seconds);
+            let text = httpdate::fmt_http_date(time);
+            let expected = i64::try_from(seconds).ok().and_then(|s| DateTime::from_timestamp(s, 0));
+            prop_assert_eq!(parse_http_date(&text), expected);
+            let utc = format!("{} UTC", text.trim_end_matches(" GMT"));
+            prop_assert_eq!(parse_http_date(&utc), expected);
+        }
+
+        #[test]
+        fn every_form_round_trips(seconds in FOUR_DIGIT_YEARS) {
+            let date = ts(seconds);
+            prop_assert_eq!(parse_http_date(&imf(date)), Some(date));
+            prop_assert_eq!(parse_http_date(&asctime(date)), Some(date));
+        }
+
+        #[test]
+        fn rfc850_round_trips_within_its_window(offset_days in -17_500i64..17_500) {
+            let now = Utc::now();
+            let date = ts(now.timestamp() + offset_days * 86_400);
+            prop_assert_eq!(parse_http_date(&rfc850(date)), Some(date));
+            let utc = rfc850(date).replace(" GMT", " UTC");
+            prop_assert_eq!(parse_http_date(&utc), Some(date));
+        }
+    }
+
+    /// The reference server's dates are what `httpdate` writes, and read back.
+    #[cfg(feature = "reference-server")]
+    #[test]
+    fn formatted_dates_match_httpdate_and_parse_back() {
+        for seconds in [0, EXAMPLE, 1_798_761_600, 253_402_300_799] {
+            let date = ts(seconds);
+            let time = UNIX_EPOCH + Duration::from_secs(u64::try_from(seconds).unwrap_or_default());
+            assert_eq!(format_http_date(date), httpdate::fmt_http_date(time));
+            assert_eq!(parse_http_date(&format_http_date(date)), Some(date));
+        }
     }
 }

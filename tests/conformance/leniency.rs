@@ -13,7 +13,11 @@ fn rfc3339(date: Option<DateTime<Utc>>) -> Option<String> {
 }
 
 /// Checks one delivered company against the record the server holds and the way it sent it.
-fn check(company: &Company, expected: &business_records::reference_server::Company, kind: Option<OddKind>) {
+fn check(
+    company: &Company,
+    expected: &business_records::reference_server::DatasetCompany,
+    kind: Option<OddKind>,
+) {
     let status = company.status.as_ref().map(|s| s.as_str());
     let (created, updated) = (rfc3339(company.created_at), rfc3339(company.updated_at));
     let (created, updated) = (created.as_deref(), updated.as_deref());

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use business_records::reference_server::{
-    ApiRequest, Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter,
+    Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter, ServedRequest,
 };
 use business_records::{Client, Error, ErrorCode, RetryPolicy};
 use proptest::prelude::*;
@@ -47,7 +47,7 @@ async fn list_under(
     Some((server, ids, error))
 }
 
-fn cursor_of(request: &ApiRequest) -> Option<&str> {
+fn cursor_of(request: &ServedRequest) -> Option<&str> {
     request.query_param("cursor")
 }
 

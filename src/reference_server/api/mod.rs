@@ -19,18 +19,21 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
+mod query;
+
 use serde::Serialize;
 use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::cursor::{CursorCodec, CursorError};
-use super::dataset::{Dataset, Sort};
+use super::dataset::Dataset;
 use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
 use super::jwt::SigningKeys;
 use super::jwt::unix_now_ms;
 use super::odd::OddRecords;
 use super::versions::{self, Lifecycle, Versions};
-use super::{ApiRequest, ErrorReply, Shared};
+use super::{ErrorReply, ServedRequest, Shared};
 use crate::auth::Claims;
+use query::ListQuery;
 
 /// The request header that asks for preview features.
 const PREVIEW_HEADER: &str = "x-api-preview";
@@ -50,7 +53,7 @@ pub(crate) enum Endpoint {
 }
 
 impl Endpoint {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Endpoint::Companies => "companies",
             Endpoint::Contacts => "contacts",
@@ -58,7 +61,7 @@ impl Endpoint {
     }
 
     /// The query parameter that filters this endpoint.
-    fn filter_param(self) -> &'static str {
+    pub(super) fn filter_param(self) -> &'static str {
         match self {
             Endpoint::Companies => "status",
             Endpoint::Contacts => "companyId",
@@ -97,7 +100,7 @@ impl Respond for ApiServer {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let received_at = SystemTime::now();
         let Outcome { status, response, fault } = self.handle(request);
-        self.shared.record(ApiRequest {
+        self.shared.record(ServedRequest {
             method: request.method.as_str().to_owned(),
             path: request.url.path().to_owned(),
             query: request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect(),
@@ -328,86 +331,6 @@ fn route(request: &Request, versions: &Versions) -> Result<(u32, Endpoint), Erro
     Ok((version, endpoint))
 }
 
-/// A validated list query.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ListQuery {
-    pub(crate) version: u32,
-    pub(crate) endpoint: Endpoint,
-    pub(crate) limit: usize,
-    pub(crate) sort: Option<Sort>,
-    pub(crate) filter: Option<String>,
-    pub(crate) cursor: Option<String>,
-}
-
-impl ListQuery {
-    fn parse(version: u32, endpoint: Endpoint, request: &Request) -> Result<Self, ErrorReply> {
-        let pairs = request.url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned()));
-        Ok(Self { version, ..Self::from_pairs(endpoint, pairs)? })
-    }
-
-    /// Parses query pairs (of a `v1` request); unknown parameters are
-    /// ignored, known ones may appear once.
-    pub(crate) fn from_pairs(
-        endpoint: Endpoint,
-        pairs: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<Self, ErrorReply> {
-        let (mut limit, mut sort, mut filter, mut cursor) = (None, None, None, None);
-        for (name, value) in pairs {
-            let slot = match name.as_str() {
-                "limit" => &mut limit,
-                "sort" => &mut sort,
-                "cursor" => &mut cursor,
-                n if n == endpoint.filter_param() => &mut filter,
-                _ => continue,
-            };
-            if slot.is_some() {
-                return Err(ErrorReply::invalid_request(format!("parameter {name} is repeated")));
-            }
-            *slot = Some(value);
-        }
-        let limit = match limit {
-            None => DEFAULT_LIMIT,
-            Some(raw) => parse_limit(&raw).ok_or_else(|| {
-                ErrorReply::invalid_request(format!(
-                    "parameter limit must be an integer from 1 to {MAX_LIMIT}"
-                ))
-            })?,
-        };
-        let sort = match sort {
-            None => None,
-            Some(raw) => Some(Sort::parse(&raw).ok_or_else(|| {
-                ErrorReply::invalid_request(
-                    "parameter sort must be one of name, createdAt, updatedAt, optionally prefixed with -",
-                )
-            })?),
-        };
-        if filter.as_deref() == Some("") {
-            return Err(ErrorReply::invalid_request(format!(
-                "parameter {} must not be empty",
-                endpoint.filter_param()
-            )));
-        }
-        if cursor.as_deref() == Some("") {
-            return Err(ErrorReply::new(400, "invalid_cursor", "cursor is empty"));
-        }
-        Ok(Self { version: 1, endpoint, limit, sort, filter, cursor })
-    }
-
-    /// What a cursor is bound to: version, endpoint, sort and filters (not the limit).
-    pub(crate) fn binding(&self) -> String {
-        let sort = self.sort.map(|s| format!("{s:?}"));
-        serde_json::json!([self.version, self.endpoint.name(), sort, self.filter]).to_string()
-    }
-}
-
-/// `1..=100`, ASCII digits only (no sign, no spaces).
-fn parse_limit(raw: &str) -> Option<usize> {
-    if raw.is_empty() || raw.len() > 3 || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    raw.parse().ok().filter(|n| (1..=MAX_LIMIT).contains(n))
-}
-
 /// One page of results, ready to serialise.
 #[derive(Debug, Serialize)]
 struct Page {
@@ -439,75 +362,4 @@ impl Page {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(endpoint: Endpoint, query: &str) -> Result<ListQuery, ErrorReply> {
-        ListQuery::from_pairs(
-            endpoint,
-            url::form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())),
-        )
-    }
-
-    fn rejects(endpoint: Endpoint, query: &str, code: &str, mentions: &str) {
-        let err = parse(endpoint, query).expect_err(query);
-        assert_eq!((err.status, err.code), (400, code), "{query}");
-        assert!(err.description.contains(mentions), "{query}: {}", err.description);
-    }
-
-    #[test]
-    fn defaults() {
-        let q = parse(Endpoint::Companies, "").unwrap();
-        assert_eq!((q.limit, q.sort, q.filter, q.cursor), (20, None, None, None));
-    }
-
-    #[test]
-    fn full_query() {
-        let q = parse(Endpoint::Companies, "limit=100&sort=-createdAt&status=active&cursor=abc&x=1").unwrap();
-        assert_eq!(q.limit, 100);
-        assert_eq!(q.sort, Sort::parse("-createdAt"));
-        assert_eq!(q.filter.as_deref(), Some("active"));
-        assert_eq!(q.cursor.as_deref(), Some("abc"));
-        let c = parse(Endpoint::Contacts, "companyId=cmp_0001&status=ignored&limit=1").unwrap();
-        assert_eq!(c.filter.as_deref(), Some("cmp_0001"));
-        assert_eq!(c.limit, 1);
-        // companyId means nothing to the company list.
-        assert_eq!(parse(Endpoint::Companies, "companyId=x").unwrap().filter, None);
-    }
-
-    #[test]
-    fn invalid_values() {
-        for bad in ["0", "101", "-1", "+5", " 5", "5 ", "1e2", "abc", "", "0100", "99999999999999999999"] {
-            rejects(
-                Endpoint::Companies,
-                &format!("limit={}", bad.replace('+', "%2B")),
-                "invalid_request",
-                "limit",
-            );
-        }
-        for bad in ["", "Name", "--name", "id", "+name", "-"] {
-            rejects(Endpoint::Contacts, &format!("sort={bad}"), "invalid_request", "sort");
-        }
-        rejects(Endpoint::Companies, "status=", "invalid_request", "status");
-        rejects(Endpoint::Contacts, "companyId=", "invalid_request", "companyId");
-        rejects(Endpoint::Companies, "limit=5&limit=6", "invalid_request", "limit");
-        rejects(Endpoint::Companies, "cursor=", "invalid_cursor", "cursor");
-    }
-
-    #[test]
-    fn binding_ignores_limit_only() {
-        let a = parse(Endpoint::Companies, "limit=5&sort=name&status=active").unwrap();
-        let b = parse(Endpoint::Companies, "limit=50&sort=name&status=active").unwrap();
-        assert_eq!(a.binding(), b.binding());
-        for other in ["sort=-name&status=active", "sort=name", "sort=name&status=churned"] {
-            assert_ne!(a.binding(), parse(Endpoint::Companies, other).unwrap().binding(), "{other}");
-        }
-        let contacts = parse(Endpoint::Contacts, "sort=name").unwrap();
-        assert_ne!(contacts.binding(), parse(Endpoint::Companies, "sort=name").unwrap().binding());
-    }
-
-    #[test]
-    fn header_text_is_quotable() {
-        assert_eq!(quotable("a\"b\\c\u{e9}\n"), "a?b?c??");
-    }
-}
+mod tests;
