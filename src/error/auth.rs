@@ -96,25 +96,28 @@ impl std::error::Error for TokenStoreError {
 
 /// Why the user must sign in again: the context of
 /// [`Error::ReauthenticationRequired`](super::Error::ReauthenticationRequired).
-#[derive(Debug, Clone, Copy)]
-pub struct ReauthenticationRequired {
+#[derive(Debug, Clone)]
+pub struct ReauthenticationRequired(Arc<ReauthInner>);
+
+#[derive(Debug)]
+struct ReauthInner {
     reason: &'static str,
 }
 
 impl ReauthenticationRequired {
     pub(crate) fn new(reason: &'static str) -> Self {
-        ReauthenticationRequired { reason }
+        ReauthenticationRequired(Arc::new(ReauthInner { reason }))
     }
 
     /// Why the tokens cannot be renewed.
     pub fn reason(&self) -> &'static str {
-        self.reason
+        self.0.reason
     }
 }
 
 impl fmt::Display for ReauthenticationRequired {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sign-in required: {}", self.reason)
+        write!(f, "sign-in required: {}", self.0.reason)
     }
 }
 
