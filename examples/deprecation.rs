@@ -81,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 4. In CI, make deprecated responses errors.
     let strict = builder().deprecation_policy(DeprecationPolicy::Fail).build()?;
     match strict.companies().send().await {
-        Err(Error::Deprecated(notice)) => println!("fail policy: {notice}"),
+        Err(Error::Deprecated(refused)) => println!("fail policy: {}", refused.notice()),
         other => return Err(format!("expected a deprecation error, got {other:?}").into()),
     }
 
@@ -91,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Lifecycle::Sunset(DeprecationHeaders::new().sunset(now).successor("/v2/companies")),
     );
     match client.companies().send().await {
-        Err(error @ Error::Sunset { .. }) => println!("after the sunset: {error}"),
+        Err(error @ Error::Sunset(_)) => println!("after the sunset: {error}"),
         other => return Err(format!("expected a sunset error, got {other:?}").into()),
     }
     Ok(())

@@ -18,7 +18,7 @@ use std::io::{self, BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use business_records::reference_server::{Fault, Faults, ReferenceServer};
-use business_records::{Client, Company, Error, Sort};
+use business_records::{Client, Company, Sort};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -94,7 +94,11 @@ struct Summary {
     resumes: u32,
 }
 
-async fn export(client: &Client, args: &Args, writer: &mut Writer) -> Result<Summary, Error> {
+async fn export(
+    client: &Client,
+    args: &Args,
+    writer: &mut Writer,
+) -> Result<Summary, Box<dyn std::error::Error>> {
     let mut summary = Summary::default();
     let mut resume_at = None;
     let bar = ProgressBar::hidden();
@@ -120,10 +124,7 @@ async fn export(client: &Client, args: &Args, writer: &mut Writer) -> Result<Sum
                         setup_bar(&bar, page.total_count.map(|t| args.max_items.map_or(t, |m| m.min(t))));
                     }
                     for company in &page.data {
-                        writer.write(company).map_err(|e| Error::InvalidArgument {
-                            argument: "output",
-                            message: format!("could not write: {e}"),
-                        })?;
+                        writer.write(company)?;
                     }
                     summary.pages += 1;
                     summary.items += page.data.len() as u64;
@@ -146,7 +147,7 @@ async fn export(client: &Client, args: &Args, writer: &mut Writer) -> Result<Sum
             }
             _ => {
                 bar.abandon();
-                return Err(error);
+                return Err(error.into());
             }
         }
     }

@@ -346,6 +346,12 @@ impl ClientBuilder {
                 if token.secret().trim().is_empty() {
                     return Err(Error::invalid("auth", "expected a non-empty static token"));
                 }
+                if !token.fits_header() {
+                    return Err(Error::invalid(
+                        "auth",
+                        "expected a static token of characters allowed in a header",
+                    ));
+                }
                 TokenManager::fixed(token)
             }
         };
@@ -372,7 +378,7 @@ mod tests {
 
     fn argument_of(result: Result<Client, Error>) -> &'static str {
         match result {
-            Err(Error::InvalidArgument { argument, .. }) => argument,
+            Err(Error::InvalidArgument(e)) => e.argument(),
             other => panic!("expected an invalid argument, got {other:?}"),
         }
     }

@@ -89,6 +89,15 @@
 //! [`is_retryable`](Error::is_retryable), [`needs_reauthentication`](Error::needs_reauthentication).
 //! Invalid arguments fail before any request is sent, naming the argument.
 //!
+//! Each variant holds one context value read through accessors: [`InvalidArgument`],
+//! [`ApiError`] (with its [`ErrorCode`]), [`AuthorizationError`], [`CallbackError`],
+//! [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`],
+//! [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`],
+//! [`ResponseTooLarge`], [`RetriesExhausted`]; [`auth::TokenStoreError`] and
+//! [`auth::VerifyError`] come from the token store and the verifier. A cause (the JSON parser's
+//! error, an I/O error, the last attempt) is the [`source`](std::error::Error::source), never
+//! repeated in the message. An `Error` is at most 24 bytes and cheap to clone.
+//!
 //! ### Retry, pace and resume
 //!
 //! Transient failures are retried under a [`RetryPolicy`] (exponential backoff with full
@@ -198,13 +207,17 @@ pub mod reference_server;
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder};
 pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};
-pub use error::{ApiError, CallbackError, Error, ErrorCode, HttpError, PaginationError};
+pub use error::{
+    ApiError, AuthorizationError, CallbackError, CursorRejected, DecodeError, DeprecatedError, Error,
+    ErrorCode, HttpError, InvalidArgument, PaginationError, ReauthenticationRequired, ResponseTooLarge,
+    RetriesExhausted, SunsetError, Undecodable, UndecodableError,
+};
 pub use list::{List, ListCompanies, ListContacts};
 pub use model::{
     Company, CompanySort, CompanyStatus, Contact, ContactSort, Extra, IntoSort, Resource, Sort, SortField,
     SortOrder,
 };
-pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Undecodable};
+pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
 
@@ -245,3 +258,6 @@ const _: () = {
     assert_send_sync::<auth::MemoryTokenStore>();
     assert_send_sync::<auth::TokenIntrospector>();
 };
+
+// An `Error` stays small: every context lives behind an `Arc`, so results stay cheap to move.
+const _: () = assert!(std::mem::size_of::<Error>() <= 24);

@@ -290,7 +290,7 @@ mod tests {
         ];
         for (list, argument) in cases {
             match list.error {
-                Some(Error::InvalidArgument { argument: got, .. }) => assert_eq!(got, argument),
+                Some(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }
         }

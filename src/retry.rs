@@ -8,6 +8,7 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 
 use crate::Error;
+use crate::error::RetriesExhausted;
 
 /// When and how often a failed request is sent again.
 ///
@@ -221,7 +222,7 @@ impl RetrySchedule {
     /// Wraps the last error once retries are over, if any retry was made.
     pub(crate) fn give_up(&self, error: Error) -> Error {
         if self.attempt > 1 && self.policy.should_retry(&error) {
-            Error::RetriesExhausted { attempts: self.attempt, last: Box::new(error) }
+            Error::RetriesExhausted(RetriesExhausted::new(self.attempt, error))
         } else {
             error
         }
@@ -231,17 +232,10 @@ impl RetrySchedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{ApiError, ErrorCode};
+    use crate::error::ApiError;
 
     fn status(code: u16, retry_after: Option<Duration>) -> Error {
-        Error::Api(Box::new(ApiError {
-            status: code,
-            code: ErrorCode::Unknown,
-            description: None,
-            endpoint: "/v1/companies".into(),
-            retry_after,
-            deprecation: None,
-        }))
+        Error::Api(ApiError::new(code, None, "/v1/companies").with_retry_after(retry_after))
     }
 
     #[test]
@@ -268,7 +262,7 @@ mod tests {
         assert!(schedule.next_delay(&status(500, None)).is_some());
         assert!(schedule.next_delay(&status(500, None)).is_none());
         let last = schedule.give_up(status(500, None));
-        assert!(matches!(last, Error::RetriesExhausted { attempts: 2, .. }), "{last:?}");
+        assert!(matches!(&last, Error::RetriesExhausted(e) if e.attempts() == 2), "{last:?}");
         assert_eq!(wider, wider.clone());
         assert_ne!(wider, RetryPolicy::default());
     }

@@ -11,7 +11,7 @@ use url::Url;
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
-use crate::error::{ApiError, ErrorCode};
+use crate::error::{ApiError, DeprecatedError, ErrorCode, SunsetError};
 use crate::limits::{BodyKind, BodyLimit};
 use crate::wire::{HttpSender, api_error, decode, read_body};
 use crate::{Error, Preview, RetryPolicy};
@@ -114,7 +114,7 @@ impl Transport {
                 // An error body past its limit is ignored: the status and headers still say
                 // what happened, and whether to retry.
                 match read_body(endpoint, response, BodyKind::Error.into()).await {
-                    Err(Error::ResponseTooLarge { .. }) => Vec::new(),
+                    Err(Error::ResponseTooLarge(_)) => Vec::new(),
                     other => other?,
                 }
             };
@@ -123,14 +123,14 @@ impl Transport {
                 if let Some(notice) =
                     deprecation.as_ref().filter(|_| self.deprecation.policy() == DeprecationPolicy::Fail)
                 {
-                    return Err(Error::Deprecated(Box::new(notice.clone())));
+                    return Err(Error::Deprecated(DeprecatedError::new(notice.clone())));
                 }
                 return decode(endpoint, &body).map(|body| ApiResponse { body, deprecation });
             }
 
             let error = api_error(status.as_u16(), &headers, &body, endpoint, deprecation);
             if status.as_u16() == 401
-                && error.code == ErrorCode::InvalidToken
+                && error.code() == Some(&ErrorCode::InvalidToken)
                 && !resent_for_token
                 && self.tokens.invalidate(&token)
             {
@@ -149,9 +149,10 @@ impl Transport {
         }
         let mut request = reqwest::Request::new(reqwest::Method::GET, url);
         let headers = request.headers_mut();
-        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", token.secret())).map_err(|_| {
-            Error::invalid("auth", "the access token holds characters not allowed in a header")
-        })?;
+        // Tokens are checked where they come in (`build()`, token responses); one that still
+        // cannot be sent came from the authorization server.
+        let mut bearer = HeaderValue::from_str(&format!("Bearer {}", token.secret()))
+            .map_err(|_| AccessToken::unsendable("the token endpoint"))?;
         bearer.set_sensitive(true);
         headers.insert(AUTHORIZATION, bearer);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -173,16 +174,16 @@ impl Transport {
 /// too, except a transient one (429, 5xx): that stays retryable and carries the notice.
 fn classify(error: ApiError, headers: &HeaderMap, url: &Url) -> Error {
     let sunset_passed =
-        error.deprecation.as_ref().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
-    let gone = error.status == 410 || error.code == ErrorCode::VersionSunset;
-    let transient = error.status == 429 || error.status >= 500 || error.is_transient();
+        error.deprecation().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
+    let gone = error.status() == 410 || error.code() == Some(&ErrorCode::VersionSunset);
+    let transient = error.status() == 429 || error.status() >= 500 || error.is_transient();
     if gone || (sunset_passed && !transient) {
-        let notice = error.deprecation.as_deref();
+        let notice = error.deprecation();
         let sunset = notice.and_then(|n| n.sunset);
         let successor = notice.and_then(|n| n.successor.clone()).or_else(|| successor_link(headers, url));
-        return Error::Sunset { sunset, successor, response: Box::new(error) };
+        return Error::Sunset(SunsetError::new(sunset, successor, error));
     }
-    Error::Api(Box::new(error))
+    Error::Api(error)
 }
 
 /// The first `rel="successor-version"` link of a response.
@@ -218,16 +219,13 @@ mod tests {
         let (bare_gone, headers) = response(410, "", None);
         assert!(matches!(
             classify(bare_gone, &headers, &url),
-            Error::Sunset { sunset: None, successor: None, .. }
+            Error::Sunset(ref e) if e.sunset().is_none() && e.successor().is_none()
         ));
         let (gone, headers) = response(410, "gone", Some(past));
         match classify(gone, &headers, &url) {
-            Error::Sunset { sunset, successor, .. } => {
-                assert!(sunset.is_some());
-                assert_eq!(
-                    successor.map(String::from).as_deref(),
-                    Some("https://api.example.com/v2/companies")
-                );
+            Error::Sunset(e) => {
+                assert!(e.sunset().is_some());
+                assert_eq!(e.successor().map(|u| u.as_str()), Some("https://api.example.com/v2/companies"));
             }
             other => panic!("expected a sunset, got {other:?}"),
         }
@@ -238,6 +236,6 @@ mod tests {
             assert!(error.deprecation().is_some_and(|n| n.sunset.is_some()), "{status}");
         }
         let (refused, headers) = response(403, "forbidden", Some(past));
-        assert!(matches!(classify(refused, &headers, &url), Error::Sunset { .. }));
+        assert!(matches!(classify(refused, &headers, &url), Error::Sunset(_)));
     }
 }

@@ -1,27 +1,32 @@
 //! User sign-in: the authorization-code flow with PKCE (spec Parts 4.2, 5.2 and 5.3;
 //! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
 
+mod id_token;
+mod request;
+mod tokens;
+
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use oauth2::basic::{
-    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
-};
+use chrono::Utc;
+use oauth2::basic::{BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse};
 use oauth2::{
-    AuthUrl, ClientId, CsrfToken, EndpointNotSet, EndpointSet, ExtraTokenFields, RedirectUrl, Scope,
-    StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+    AuthUrl, ClientId, CsrfToken, EndpointNotSet, EndpointSet, RedirectUrl, Scope, StandardRevocableToken,
+    TokenResponse, TokenUrl,
 };
-use serde::{Deserialize, Serialize};
 use url::Url;
 
+pub use self::request::AuthorizationRequest;
+use self::request::{CallbackParams, parse_redirect_uri};
+pub(crate) use self::tokens::Refreshed;
+use self::tokens::{OidcTokenResponse, token_set};
 use super::client_credentials::token_error;
-use super::discovery::AuthServerMetadata;
+use super::discovery::{AuthServerMetadata, missing_endpoint};
 use super::pkce::{Pkce, constant_time_eq, random_value};
 use super::token_manager::clamp_lifetime;
-use super::{Claims, IdToken, PkceVerifier, RefreshToken, TokenSet, TokenVerifier, VerifyError};
-use crate::error::CallbackError;
+use super::{TokenSet, TokenVerifier};
+use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender, Layers};
 use crate::{Error, ErrorCode, urls};
 
@@ -35,16 +40,6 @@ const DEFAULT_SCOPES: &[&str] = &["openid"];
 /// Clock-skew allowance of ID-token checks unless set otherwise.
 const DEFAULT_ID_TOKEN_LEEWAY: Duration = Duration::from_secs(60);
 
-/// The token response fields `oauth2`'s basic response drops: the OpenID Connect ID token.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub(crate) struct OidcFields {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    id_token: Option<IdToken>,
-}
-
-impl ExtraTokenFields for OidcFields {}
-
-type OidcTokenResponse = StandardTokenResponse<OidcFields, BasicTokenType>;
 type CodeClient = oauth2::Client<
     BasicErrorResponse,
     OidcTokenResponse,
@@ -98,7 +93,7 @@ struct FlowConfig {
     middleware: Layers,
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
-    invalid: Option<(&'static str, String)>,
+    invalid: Option<Error>,
     /// Checks ID tokens (`aud` = client id); made when first needed.
     id_verifier: OnceLock<TokenVerifier>,
 }
@@ -153,7 +148,7 @@ impl AuthorizationCodeFlow {
     ///
     /// # Errors
     ///
-    /// As [`new`](Self::new), and [`Error::InvalidArgument`] when the document names no
+    /// As [`new`](Self::new), and [`Error::Decode`] when the document names no
     /// authorization, token or JWKS endpoint, or names a plain-http one off loopback.
     pub fn from_metadata(
         metadata: &AuthServerMetadata,
@@ -161,10 +156,8 @@ impl AuthorizationCodeFlow {
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         let endpoint = |url: &Option<Url>, name: &str| {
-            let url = url
-                .clone()
-                .ok_or_else(|| Error::invalid("metadata", format!("the document names no {name}")))?;
-            urls::check_service_url("metadata", url)
+            let url = url.clone().ok_or_else(|| missing_endpoint(name))?;
+            urls::check_service_url("metadata", url).map_err(|_| missing_endpoint(name))
         };
         let endpoints = (
             endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?,
@@ -222,8 +215,8 @@ impl AuthorizationCodeFlow {
         let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
         let config = self.config_mut();
         for scope in &scopes {
-            if let Err(Error::InvalidArgument { argument, message }) = urls::check_scope(scope) {
-                config.invalid.get_or_insert((argument, message));
+            if let Err(error) = urls::check_scope(scope) {
+                config.invalid.get_or_insert(error);
             }
         }
         config.scopes = scopes;
@@ -264,11 +257,8 @@ impl AuthorizationCodeFlow {
                 config.sender =
                     HttpSender::with_client(client, config.timeout).with_middleware(&config.middleware);
             }
-            Err(Error::InvalidArgument { argument, message }) => {
-                config.invalid.get_or_insert((argument, message));
-            }
-            Err(other) => {
-                config.invalid.get_or_insert(("http_config", other.to_string()));
+            Err(error) => {
+                config.invalid.get_or_insert(error);
             }
         }
         self
@@ -297,7 +287,7 @@ impl AuthorizationCodeFlow {
     pub fn timeout(mut self, timeout: Duration) -> Self {
         let config = self.config_mut();
         if timeout.is_zero() {
-            config.invalid.get_or_insert(("timeout", "expected a timeout greater than zero".into()));
+            config.invalid.get_or_insert(Error::invalid("timeout", "expected a timeout greater than zero"));
             return self;
         }
         config.timeout = timeout;
@@ -322,7 +312,7 @@ impl AuthorizationCodeFlow {
 
     pub(crate) fn check(&self) -> Result<(), Error> {
         match &self.config.invalid {
-            Some((argument, message)) => Err(Error::invalid(argument, message.clone())),
+            Some(error) => Err(error.clone()),
             None => Ok(()),
         }
     }
@@ -377,7 +367,7 @@ impl AuthorizationCodeFlow {
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
-        let params = CallbackParams::parse(callback).map_err(Error::Callback)?;
+        let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
         let sent_at = Utc::now();
         let response = self
@@ -387,17 +377,17 @@ impl AuthorizationCodeFlow {
             .request_async(&self.config.sender)
             .await
             .map_err(|e| token_error(self.config.token_url.path(), e))?;
-        let mut tokens = token_set(&response, sent_at, &self.config.scopes);
+        let mut tokens = token_set(self.config.token_url.path(), &response, sent_at, &self.config.scopes)?;
         match &tokens.id_token {
             Some(id_token) => {
                 let claims = self.verify_id_token_nonce(id_token, request.nonce.as_deref()).await?;
                 tokens.set_id_claims(Some(claims));
             }
             None if self.wants_id_token() => {
-                return Err(Error::Decode {
-                    endpoint: self.config.token_url.path().to_owned(),
-                    message: "the token response has no id_token although openid was requested".into(),
-                });
+                return Err(Error::Decode(DecodeError::invalid(
+                    self.config.token_url.path(),
+                    "the token response has no id_token although openid was requested",
+                )));
             }
             None => {}
         }
@@ -413,19 +403,19 @@ impl AuthorizationCodeFlow {
     ) -> Result<&'p str, Error> {
         // RFC 9207: a response naming another issuer is refused whatever else it holds.
         if params.iss.as_deref().is_some_and(|iss| iss != self.config.issuer) {
-            return Err(Error::Callback(CallbackError::IssuerMismatch));
+            return Err(CallbackError::IssuerMismatch.into());
         }
-        let state = params.state.as_deref().ok_or(Error::Callback(CallbackError::MissingState))?;
+        let state = params.state.as_deref().ok_or(CallbackError::MissingState)?;
         if !constant_time_eq(state.as_bytes(), request.state.as_bytes()) {
-            return Err(Error::Callback(CallbackError::StateMismatch));
+            return Err(CallbackError::StateMismatch.into());
         }
         if let Some(code) = &params.error {
-            return Err(Error::Authorization {
-                code: ErrorCode::parse(code),
-                description: params.error_description.as_deref().map(crate::text::server_text),
-            });
+            return Err(Error::Authorization(AuthorizationError::new(
+                ErrorCode::parse(code),
+                params.error_description.as_deref().map(crate::text::server_text),
+            )));
         }
-        params.code.as_deref().ok_or(Error::Callback(CallbackError::MissingCode))
+        Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }
 
     /// Renews `tokens` with their refresh token (spec Part 4.2, `grant_type=refresh_token`)
@@ -464,10 +454,9 @@ impl AuthorizationCodeFlow {
         tokens: &TokenSet,
     ) -> Result<Refreshed, Error> {
         self.check()?;
-        let refresh_token = tokens
-            .refresh_token
-            .as_ref()
-            .ok_or(Error::ReauthenticationRequired { reason: "no refresh token was issued" })?;
+        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
+            ReauthenticationRequired::new("no refresh token was issued"),
+        ))?;
         let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
         let sent_at = Utc::now();
         let response = self
@@ -476,7 +465,7 @@ impl AuthorizationCodeFlow {
             .request_async(sender)
             .await
             .map_err(|e| token_error(self.config.token_url.path(), e))?;
-        let mut next = token_set(&response, sent_at, &tokens.scopes);
+        let mut next = token_set(self.config.token_url.path(), &response, sent_at, &tokens.scopes)?;
         if next.refresh_token.is_none() {
             next.refresh_token = tokens.refresh_token.clone();
         }
@@ -489,164 +478,6 @@ impl AuthorizationCodeFlow {
             }
         };
         Ok(Refreshed { tokens: next, expires_in: response.expires_in().map(clamp_lifetime), new_id_token })
-    }
-
-    /// Verifies an ID token: RS256 signature with a key from the JWKS (selected by `kid`),
-    /// `iss` equal to the issuer, `aud` containing the client id, `exp` in the future and
-    /// `nbf` and `iat` not, each within the [`id_token_leeway`](Self::id_token_leeway). The
-    /// JWKS requests go through the flow's HTTP client.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::TokenVerification`] naming the first failed check.
-    pub async fn verify_id_token(&self, id_token: &IdToken) -> Result<Claims, Error> {
-        let verifier = self.id_verifier()?;
-        Ok(verifier.verify(id_token.secret()).await?)
-    }
-
-    async fn verify_id_token_nonce(&self, id_token: &IdToken, nonce: Option<&str>) -> Result<Claims, Error> {
-        let claims = self.verify_id_token(id_token).await?;
-        if let Some(expected) = nonce {
-            let got = claims.extra.get("nonce").and_then(serde_json::Value::as_str);
-            if !got.is_some_and(|got| constant_time_eq(got.as_bytes(), expected.as_bytes())) {
-                return Err(Error::TokenVerification(VerifyError::InvalidNonce));
-            }
-        }
-        Ok(claims)
-    }
-
-    fn id_verifier(&self) -> Result<&TokenVerifier, Error> {
-        let c = &self.config;
-        if let Some(verifier) = c.id_verifier.get() {
-            return Ok(verifier);
-        }
-        let verifier = TokenVerifier::new(c.jwks_url.as_str(), c.issuer.clone(), c.client_id.clone())?
-            .with_sender(c.sender.clone())
-            .leeway(c.id_token_leeway);
-        Ok(c.id_verifier.get_or_init(|| verifier))
-    }
-}
-
-/// A redirect URI: absolute, no fragment, and plain http only on loopback (RFC 8252).
-fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid("redirect_uri", format!("expected an absolute URL, got {raw:?} ({e})"))
-    })?;
-    if url.fragment().is_some() {
-        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
-    }
-    if url.scheme() == "http" && !urls::is_loopback(&url) {
-        return Err(Error::invalid(
-            "redirect_uri",
-            "expected https, a loopback http URL or an app's own scheme",
-        ));
-    }
-    RedirectUrl::new(raw.trim().to_owned())
-        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
-}
-
-/// The answer of a refresh: the new set (its new ID token not verified yet), `expires_in`
-/// (clamped), and the ID token to verify with the set it replaces.
-pub(crate) struct Refreshed {
-    pub(crate) tokens: TokenSet,
-    pub(crate) expires_in: Option<Duration>,
-    pub(crate) new_id_token: Option<(IdToken, TokenSet)>,
-}
-
-fn token_set(response: &OidcTokenResponse, sent_at: DateTime<Utc>, requested: &[String]) -> TokenSet {
-    let mut tokens = TokenSet::new(response.access_token().secret().clone());
-    tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
-    tokens.id_token = response.extra_fields().id_token.clone();
-    tokens.expires_at = response
-        .expires_in()
-        .map(clamp_lifetime)
-        .and_then(|lifetime| chrono::Duration::from_std(lifetime).ok())
-        .and_then(|lifetime| sent_at.checked_add_signed(lifetime));
-    // RFC 6749 section 5.1: no `scope` in the response means the requested ones were granted.
-    tokens.scopes = match response.scopes() {
-        Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
-        None => requested.to_vec(),
-    };
-    tokens
-}
-
-/// The parameters of a callback this flow reads.
-#[derive(Debug, Default)]
-struct CallbackParams {
-    code: Option<String>,
-    state: Option<String>,
-    iss: Option<String>,
-    error: Option<String>,
-    error_description: Option<String>,
-}
-
-impl CallbackParams {
-    fn parse(callback: &str) -> Result<Self, CallbackError> {
-        let callback = callback.trim();
-        let query = match (Url::parse(callback), callback.strip_prefix('?')) {
-            (Ok(url), _) => url.query().unwrap_or("").to_owned(),
-            (Err(_), Some(query)) => query.to_owned(),
-            (Err(_), None) if callback.contains('=') && !callback.contains(['/', ' ']) => callback.to_owned(),
-            (Err(_), None) => return Err(CallbackError::Malformed),
-        };
-        let mut params = CallbackParams::default();
-        for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
-            let (slot, name) = match name.as_ref() {
-                "code" => (&mut params.code, "code"),
-                "state" => (&mut params.state, "state"),
-                "iss" => (&mut params.iss, "iss"),
-                "error" => (&mut params.error, "error"),
-                "error_description" => (&mut params.error_description, "error_description"),
-                _ => continue,
-            };
-            if slot.replace(value.into_owned()).is_some() {
-                return Err(CallbackError::RepeatedParameter(name));
-            }
-        }
-        Ok(params)
-    }
-}
-
-/// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
-/// [`AuthorizationCodeFlow::exchange`] checks the callback against. Made by
-/// [`AuthorizationCodeFlow::authorize_url`].
-///
-/// `Debug` shows only the authorization endpoint; the verifier never prints.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct AuthorizationRequest {
-    url: String,
-    state: String,
-    verifier: PkceVerifier,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    nonce: Option<String>,
-}
-
-impl AuthorizationRequest {
-    /// The URL to open in the user's browser.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// The `state` sent in the URL (at least 128 random bits).
-    pub fn state(&self) -> &str {
-        &self.state
-    }
-
-    /// The `nonce` sent in the URL, when `openid` was requested.
-    pub fn nonce(&self) -> Option<&str> {
-        self.nonce.as_deref()
-    }
-
-    /// The PKCE code verifier, sent only with the code in the token request.
-    pub fn pkce_verifier(&self) -> &PkceVerifier {
-        &self.verifier
-    }
-}
-
-impl fmt::Debug for AuthorizationRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let endpoint = self.url.split('?').next().unwrap_or_default();
-        f.debug_struct("AuthorizationRequest").field("endpoint", &endpoint).finish_non_exhaustive()
     }
 }
 

@@ -9,7 +9,7 @@ use oauth2::{AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, To
 use super::ClientSecret;
 use super::token_manager::{IssuedToken, TokenSource};
 use crate::Error;
-use crate::error::{ApiError, ErrorCode};
+use crate::error::{ApiError, DecodeError, ErrorCode};
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -214,7 +214,11 @@ impl TokenSource for ClientCredentialsSource {
                 .request_async(&send)
                 .await
                 .map_err(|e| token_error(&endpoint, e))?;
-            Ok(issued(&response))
+            let issued = issued(&response);
+            if !issued.access_token.fits_header() {
+                return Err(super::AccessToken::unsendable(&endpoint));
+            }
+            Ok(issued)
         })
     }
 }
@@ -259,20 +263,16 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
                 "invalid_client" => 401,
                 _ => 400,
             };
-            Error::Auth(Box::new(ApiError {
-                status,
-                code: ErrorCode::parse(body.error().as_ref()),
-                description: body.error_description().map(|d| crate::text::server_text(d)),
-                endpoint: endpoint.to_owned(),
-                retry_after: None,
-                deprecation: None,
-            }))
+            Error::Auth(
+                ApiError::new(status, Some(ErrorCode::parse(body.error().as_ref())), endpoint)
+                    .with_description(body.error_description().map(|d| crate::text::server_text(d))),
+            )
         }
-        RequestTokenError::Parse(parse, _body) => Error::Decode {
-            endpoint: endpoint.to_owned(),
-            message: format!("token response: {}", parse.path()),
-        },
-        RequestTokenError::Other(message) => Error::Decode { endpoint: endpoint.to_owned(), message },
+        // Only the path of the field: the parser's message may quote a token.
+        RequestTokenError::Parse(parse, _body) => {
+            Error::Decode(DecodeError::invalid(endpoint, format!("token response: {}", parse.path())))
+        }
+        RequestTokenError::Other(message) => Error::Decode(DecodeError::invalid(endpoint, message)),
     }
 }
 
@@ -297,7 +297,7 @@ mod tests {
         ];
         for (flow, argument) in cases {
             match flow.into_source() {
-                Err(Error::InvalidArgument { argument: got, .. }) => assert_eq!(got, argument),
+                Err(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }
         }

@@ -2,7 +2,6 @@
 //! (RFC 7662, `POST {auth_url}/oauth2/introspect`).
 
 use std::fmt;
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use oauth2::basic::BasicClient;
@@ -13,6 +12,7 @@ use url::Url;
 
 use super::ClientSecret;
 use super::client_credentials::token_error;
+use crate::error::DecodeError;
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender, http_client};
 use crate::{Error, urls};
 
@@ -128,7 +128,7 @@ impl AuthServerMetadata {
         let url = urls::join_path(&base, DISCOVERY_PATH);
         let endpoint = url.path().to_owned();
         let metadata: AuthServerMetadata = sender.get_json(url).await?;
-        let invalid = |message: String| Error::Decode { endpoint: endpoint.clone(), message };
+        let invalid = |message: String| Error::Decode(DecodeError::invalid(&endpoint, message));
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));
         }
@@ -167,6 +167,14 @@ impl AuthServerMetadata {
     }
 }
 
+/// A discovery document that names no usable `name` (an endpoint the caller needs).
+pub(crate) fn missing_endpoint(name: &str) -> Error {
+    Error::Decode(DecodeError::invalid(
+        "the discovery document",
+        format!("it names no usable {name} (an https URL, or http on a loopback host)"),
+    ))
+}
+
 type IntrospectClient =
     BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
 
@@ -190,7 +198,7 @@ pub struct TokenIntrospector {
     client: IntrospectClient,
     sender: HttpSender,
     /// Why [`http_config`](Self::http_config) failed, reported by every request.
-    invalid: Option<Arc<Error>>,
+    invalid: Option<Error>,
 }
 
 impl fmt::Debug for TokenIntrospector {
@@ -226,7 +234,7 @@ impl TokenIntrospector {
     ///
     /// # Errors
     ///
-    /// As [`new`](Self::new), and [`Error::InvalidArgument`] when the document names no
+    /// As [`new`](Self::new), and [`Error::Decode`] when the document names no
     /// introspection endpoint.
     pub fn from_metadata(
         metadata: &AuthServerMetadata,
@@ -236,7 +244,7 @@ impl TokenIntrospector {
         let endpoint = metadata
             .introspection_endpoint
             .clone()
-            .ok_or_else(|| Error::invalid("metadata", "the document names no introspection_endpoint"))?;
+            .ok_or_else(|| missing_endpoint("introspection_endpoint"))?;
         Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
     }
 
@@ -283,7 +291,7 @@ impl TokenIntrospector {
     ) -> Self {
         match http_client(configure) {
             Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT).for_introspection(),
-            Err(error) => self.invalid = Some(Arc::new(error)),
+            Err(error) => self.invalid = Some(error),
         }
         self
     }
@@ -298,7 +306,7 @@ impl TokenIntrospector {
     /// expired token is not an error: it is `active: false`.
     pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
         if let Some(error) = &self.invalid {
-            return Err(error.duplicate());
+            return Err(error.clone());
         }
         let endpoint = self.client.introspection_url().url().path().to_owned();
         let token = oauth2::AccessToken::new(token.to_owned());

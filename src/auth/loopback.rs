@@ -69,9 +69,8 @@ impl LoopbackRedirect {
     pub async fn bind_port(port: u16) -> Result<Self, Error> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port))
             .await
-            .map_err(|e| listener_error("cannot bind 127.0.0.1", &e))?;
-        let port =
-            listener.local_addr().map_err(|e| listener_error("cannot read the bound port", &e))?.port();
+            .map_err(|e| listener_error("bind 127.0.0.1", e))?;
+        let port = listener.local_addr().map_err(|e| listener_error("read the bound port", e))?.port();
         Ok(LoopbackRedirect {
             listener,
             port,
@@ -120,7 +119,7 @@ impl LoopbackRedirect {
             loop {
                 let stream = match listener.accept().await {
                     Ok((stream, _)) => stream,
-                    Err(e) => return listener_error("cannot accept", &e),
+                    Err(e) => return listener_error("accept a connection", e),
                 };
                 let found = found.clone();
                 tokio::spawn(async move {
@@ -137,16 +136,16 @@ impl LoopbackRedirect {
                 tracing::debug!("authorization callback received");
                 Ok(url)
             }
-            Ok(None) => Err(accept
-                .await
-                .unwrap_or_else(|_| Error::Callback(CallbackError::Listener("the listener stopped".into())))),
-            Err(_) => Err(Error::Callback(CallbackError::Timeout(self.timeout))),
+            Ok(None) => Err(accept.await.unwrap_or_else(|_| {
+                CallbackError::Listener { action: "keep listening", source: None }.into()
+            })),
+            Err(_) => Err(CallbackError::Timeout(self.timeout).into()),
         }
     }
 }
 
-fn listener_error(action: &str, error: &std::io::Error) -> Error {
-    Error::Callback(CallbackError::Listener(format!("{action}: {error}")))
+fn listener_error(action: &'static str, error: std::io::Error) -> Error {
+    CallbackError::Listener { action, source: Some(error) }.into()
 }
 
 /// Answers one connection; returns the callback URL when this was the callback.
@@ -258,7 +257,7 @@ mod tests {
     async fn waiting_times_out() {
         let redirect = LoopbackRedirect::bind().await.expect("bind").timeout(Duration::from_millis(100));
         let err = redirect.wait_for_callback().await.expect_err("nothing arrives");
-        assert!(matches!(err, Error::Callback(CallbackError::Timeout(_))), "{err:?}");
-        assert_eq!(err.to_string(), "invalid authorization callback: no callback arrived within 100ms");
+        assert!(matches!(&err, Error::Callback(e) if matches!(**e, CallbackError::Timeout(_))), "{err:?}");
+        assert_eq!(err.to_string(), "no authorization callback arrived within 100ms");
     }
 }

@@ -88,6 +88,7 @@ pub(crate) mod token_manager;
 mod user;
 pub(crate) mod verify;
 
+pub use crate::error::{TokenStoreError, VerifyError};
 pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
 pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
@@ -96,9 +97,9 @@ pub use loopback::LoopbackRedirect;
 pub use redis::{RedisTokenCache, RedisUserStore};
 pub use refresh_turn::{RefreshLock, RefreshTurn};
 pub use secret::{AccessToken, ClientSecret, IdToken, PkceVerifier, RefreshToken};
-pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore, TokenStoreError};
+pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore};
 pub use user::UserAuth;
-pub use verify::{Claims, TokenVerifier, VerifyError};
+pub use verify::{Claims, TokenVerifier};
 
 /// How the client authenticates; passed to [`ClientBuilder::auth`](crate::ClientBuilder::auth).
 ///

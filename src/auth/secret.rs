@@ -117,3 +117,18 @@ secret_type! {
     /// ```
     PkceVerifier
 }
+
+impl AccessToken {
+    /// True when `Bearer <token>` is a valid header value: the token can be sent at all.
+    pub(crate) fn fits_header(&self) -> bool {
+        http::HeaderValue::from_str(&self.0).is_ok()
+    }
+
+    /// The error for a token from `endpoint` that cannot be sent in a header.
+    pub(crate) fn unsendable(endpoint: &str) -> crate::Error {
+        crate::Error::Decode(crate::error::DecodeError::invalid(
+            endpoint,
+            "the access token holds characters not allowed in a header",
+        ))
+    }
+}

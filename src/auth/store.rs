@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn};
+use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn, TokenStoreError};
 
 /// The tokens of a signed-in user: what the authorization-code exchange and every refresh
 /// return, and what a [`TokenStore`] keeps.
@@ -158,38 +158,6 @@ impl fmt::Debug for TokenSet {
             .field("expires_at", &self.expires_at)
             .field("scopes", &self.scopes)
             .finish_non_exhaustive()
-    }
-}
-
-/// Why a [`TokenStore`] failed; surfaces as [`Error::TokenStore`](crate::Error::TokenStore).
-///
-/// Messages never contain a token.
-///
-/// ```
-/// use business_records::auth::TokenStoreError;
-/// let err = TokenStoreError::new("the keychain is locked");
-/// assert_eq!(err.to_string(), "the keychain is locked");
-/// ```
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message}")]
-pub struct TokenStoreError {
-    message: String,
-    #[source]
-    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
-}
-
-impl TokenStoreError {
-    /// An error with a message (lowercase, no trailing punctuation, no secrets).
-    pub fn new(message: impl Into<String>) -> Self {
-        TokenStoreError { message: message.into(), source: None }
-    }
-
-    /// An error with a message and the error that caused it.
-    pub fn with_source(
-        message: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
-        TokenStoreError { message: message.into(), source: Some(Arc::from(source.into())) }
     }
 }
 

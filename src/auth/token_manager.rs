@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use super::AccessToken;
 use crate::Error;
-use crate::error::HttpError;
+use crate::error::{HttpError, ReauthenticationRequired};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
 
 /// Refresh no later than this long before expiry...
@@ -111,11 +111,11 @@ impl std::fmt::Debug for CachedToken {
 }
 
 /// The shared result of one token request.
-type Flight = Shared<BoxFuture<'static, Result<AccessToken, Arc<Error>>>>;
+type Flight = Shared<BoxFuture<'static, Result<AccessToken, Error>>>;
 
 /// The last token request failed; no new one starts before `retry_at`.
 struct Failure {
-    error: Arc<Error>,
+    error: Error,
     retry_at: Instant,
 }
 
@@ -140,11 +140,7 @@ impl Inner {
     }
 
     /// Records the answer of the request under way and says what its waiters get.
-    fn finish(
-        &self,
-        result: Result<IssuedToken, Error>,
-        sent_at: Instant,
-    ) -> Result<AccessToken, Arc<Error>> {
+    fn finish(&self, result: Result<IssuedToken, Error>, sent_at: Instant) -> Result<AccessToken, Error> {
         let mut state = self.lock();
         state.flight = None;
         let now = Instant::now();
@@ -161,7 +157,6 @@ impl Inner {
             Err(error) => {
                 state.failures = state.failures.saturating_add(1);
                 let delay = failure_backoff(state.failures, error.retry_after());
-                let error = Arc::new(error);
                 tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
                 state.failure =
                     Some(Failure { error: error.clone(), retry_at: now.checked_add(delay).unwrap_or(now) });
@@ -274,7 +269,7 @@ impl TokenManager {
         };
         match tokio::time::timeout(sender.timeout().unwrap_or(DEFAULT_TIMEOUT), flight).await {
             Ok(Ok(token)) => Ok(token),
-            Ok(Err(error)) => Err(error.duplicate()),
+            Ok(Err(error)) => Err(error),
             Err(_) => match fallback.filter(|c| c.is_unexpired(Instant::now())) {
                 Some(still_valid) => Ok(still_valid.token),
                 None => Err(Error::Http(HttpError::timed_out(TOKEN_ENDPOINT))),
@@ -295,7 +290,7 @@ impl TokenManager {
         if let Some(failure) = state.failure.as_ref().filter(|f| now < f.retry_at) {
             return Next::Done(match fallback {
                 Some(still_valid) if !failure.error.needs_reauthentication() => Ok(still_valid.token),
-                _ => Err(failure.error.duplicate()),
+                _ => Err(failure.error.clone()),
             });
         }
         let flight = self.start(sender);
@@ -324,9 +319,7 @@ impl TokenManager {
             .in_current_span(),
         );
         answered
-            .map(|answer| {
-                answer.unwrap_or_else(|_| Err(Arc::new(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)))))
-            })
+            .map(|answer| answer.unwrap_or_else(|_| Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)))))
             .boxed()
             .shared()
     }
@@ -355,7 +348,9 @@ struct NoRefresh;
 impl TokenSource for NoRefresh {
     fn fetch<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async {
-            Err(Error::invalid("auth", "the static token was rejected and cannot be refreshed"))
+            Err(Error::ReauthenticationRequired(ReauthenticationRequired::new(
+                "the static token was rejected and cannot be renewed",
+            )))
         })
     }
 }

@@ -76,6 +76,9 @@ impl UserAuth {
         if self.tokens.access_token.secret().trim().is_empty() {
             return Err(Error::invalid("auth", "expected a non-empty access token"));
         }
+        if !self.tokens.access_token.fits_header() {
+            return Err(Error::invalid("auth", "expected an access token of characters allowed in a header"));
+        }
         let token = self.tokens.access_token.clone();
         let expires_at = self.tokens.expires_at;
         let state = UserState { current: self.tokens, unverified: None, unsaved: false };

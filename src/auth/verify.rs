@@ -8,7 +8,7 @@
 //! include the configured audience.
 //!
 //! ```no_run
-//! # async fn run(token: &str) -> Result<(), business_records::auth::VerifyError> {
+//! # async fn run(token: &str) -> Result<(), business_records::Error> {
 //! use business_records::auth::TokenVerifier;
 //!
 //! let verifier = TokenVerifier::new(
@@ -23,21 +23,24 @@
 //! # Ok(()) }
 //! ```
 
+mod claims;
+mod header;
 mod jwks;
 
 use std::fmt;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use jsonwebtoken::errors::ErrorKind;
+use chrono::Utc;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+pub use self::claims::Claims;
+use self::header::{map_jwt_error, parse_header, unknown_key};
 use self::jwks::{FetchPolicy, JwksSource, KeyCache, KeyMap, parse_jwks};
-use crate::RetryPolicy;
+use crate::error::{Error, VerifyError};
 use crate::wire::HttpSender;
+use crate::{RetryPolicy, urls};
 
 /// Default minimum pause between two JWKS fetches triggered by unknown key ids.
 const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
@@ -47,10 +50,6 @@ const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
 /// Timeout of JWKS requests.
 const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest token accepted; anything larger is rejected before any parsing.
-const MAX_TOKEN_BYTES: usize = 16 * 1024;
-/// Longest key id quoted back in an error.
-const MAX_KID_IN_ERROR: usize = 64;
 
 /// Installs the crate's JWT crypto backend once per process.
 ///
@@ -66,142 +65,6 @@ pub(crate) fn ensure_crypto_provider() {
             &jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER,
         );
     });
-}
-
-/// Why a token (or the verifier's configuration) was rejected.
-///
-/// Messages never contain the token itself.
-#[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
-pub enum VerifyError {
-    /// The token is not a well-formed JWS compact serialization, or its
-    /// header or claims are not valid JSON of the expected shape.
-    #[error("malformed token")]
-    Malformed,
-    /// The token header carries no `kid`, so no key can be selected.
-    #[error("token header has no key id")]
-    MissingKeyId,
-    /// No key with the token's `kid` is published in the JWKS.
-    #[error("no signing key with id `{kid}`")]
-    UnknownKey {
-        /// The key id from the token header (shortened if very long).
-        kid: String,
-    },
-    /// The token is signed with an algorithm other than RS256.
-    #[error("unsupported signing algorithm `{alg}`")]
-    UnsupportedAlgorithm {
-        /// The `alg` value from the token header (shortened if very long).
-        alg: String,
-    },
-    /// The signature does not match the selected key.
-    #[error("invalid token signature")]
-    InvalidSignature,
-    /// The token's `exp` is not in the future (allowing for the leeway).
-    #[error("token has expired")]
-    Expired,
-    /// The token's `nbf` or `iat` is in the future (allowing for the leeway).
-    #[error("token is not valid yet")]
-    NotYetValid,
-    /// The token's `iss` is not the configured issuer.
-    #[error("token issuer does not match")]
-    InvalidIssuer,
-    /// The token's `aud` does not include the configured audience.
-    #[error("token audience does not match")]
-    InvalidAudience,
-    /// An ID token's `nonce` is not the one sent with the sign-in (a replayed token).
-    #[error("token nonce does not match the sign-in")]
-    InvalidNonce,
-    /// A required claim (`exp`, `iss` or `aud`) is absent.
-    #[error("token has no `{claim}` claim")]
-    MissingClaim {
-        /// Name of the missing claim.
-        claim: String,
-    },
-    /// The JWKS could not be fetched or parsed.
-    #[error("jwks unavailable: {message}")]
-    Jwks {
-        /// What went wrong; never includes a token.
-        message: String,
-    },
-    /// The verifier was configured with an unusable value.
-    #[error("invalid verifier configuration: {message}")]
-    InvalidConfig {
-        /// What is wrong with the configuration.
-        message: String,
-    },
-}
-
-/// The validated claims of an access token.
-///
-/// Claims the struct does not name are kept in [`extra`](Self::extra).
-#[non_exhaustive]
-#[derive(Debug, Clone, Deserialize, Serialize)]
-pub struct Claims {
-    /// Issuer: the authorization server.
-    pub iss: String,
-    /// Subject: the user, or the client id for client-credentials tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sub: Option<String>,
-    /// Audiences; a single string in the token is read as a one-element list.
-    #[serde(deserialize_with = "string_or_seq")]
-    pub aud: Vec<String>,
-    /// Expiry, seconds since the Unix epoch.
-    pub exp: i64,
-    /// Issue time, seconds since the Unix epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub iat: Option<i64>,
-    /// Space-separated granted scopes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
-    /// The OAuth client the token was issued to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_id: Option<String>,
-    /// Every other claim of the token.
-    #[serde(flatten)]
-    pub extra: serde_json::Map<String, Value>,
-}
-
-impl Claims {
-    /// The granted scopes, split on spaces.
-    ///
-    /// ```
-    /// # use business_records::auth::Claims;
-    /// # fn check(claims: &Claims) {
-    /// for scope in claims.scopes() {
-    ///     println!("granted: {scope}");
-    /// }
-    /// # }
-    /// ```
-    pub fn scopes(&self) -> impl Iterator<Item = &str> {
-        self.scope.as_deref().unwrap_or("").split(' ').filter(|s| !s.is_empty())
-    }
-
-    /// Whether `scope` is among the granted scopes (exact match).
-    pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes().any(|s| s == scope)
-    }
-
-    /// The expiry (`exp`) as a UTC timestamp.
-    pub fn expires_at(&self) -> DateTime<Utc> {
-        DateTime::from_timestamp(self.exp, 0).unwrap_or(if self.exp < 0 {
-            DateTime::<Utc>::MIN_UTC
-        } else {
-            DateTime::<Utc>::MAX_UTC
-        })
-    }
-}
-
-fn string_or_seq<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match OneOrMany::deserialize(deserializer)? {
-        OneOrMany::One(s) => vec![s],
-        OneOrMany::Many(v) => v,
-    })
 }
 
 /// Validates access tokens against the authorization server's signing keys.
@@ -258,11 +121,11 @@ impl TokenVerifier {
     ///
     /// # Errors
     ///
-    /// [`VerifyError::InvalidConfig`] for an unparsable or non-HTTPS URL, an
-    /// empty issuer or audience, or if the HTTP client cannot be built.
+    /// [`Error::InvalidArgument`] naming `jwks_url` for an unparsable or non-HTTPS URL, or
+    /// naming `issuer` or `audience` when it is empty.
     ///
     /// ```
-    /// # fn main() -> Result<(), business_records::auth::VerifyError> {
+    /// # fn main() -> Result<(), business_records::Error> {
     /// use business_records::auth::TokenVerifier;
     /// use std::time::Duration;
     ///
@@ -278,10 +141,9 @@ impl TokenVerifier {
         jwks_url: impl AsRef<str>,
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, VerifyError> {
-        let url = parse_jwks_url(jwks_url.as_ref())?;
-        let sender = HttpSender::standalone(JWKS_TIMEOUT)
-            .map_err(|e| VerifyError::InvalidConfig { message: format!("cannot build http client: {e}") })?;
+    ) -> Result<Self, Error> {
+        let url = urls::parse_service_url("jwks_url", jwks_url.as_ref())?;
+        let sender = HttpSender::standalone(JWKS_TIMEOUT)?;
         Self::with_source(Some(JwksSource { url, sender }), KeyMap::new(), issuer, audience)
     }
 
@@ -292,14 +154,15 @@ impl TokenVerifier {
     ///
     /// # Errors
     ///
-    /// [`VerifyError::Jwks`] if the document is not a JWKS,
-    /// [`VerifyError::InvalidConfig`] for an empty issuer or audience.
+    /// [`Error::InvalidArgument`] naming `jwks_json` if the document is not a JWKS, or
+    /// naming `issuer` or `audience` when it is empty.
     pub fn from_jwks(
         jwks_json: &str,
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, VerifyError> {
-        let keys = parse_jwks(jwks_json.as_bytes())?;
+    ) -> Result<Self, Error> {
+        let keys = parse_jwks(jwks_json.as_bytes())
+            .map_err(|e| Error::invalid("jwks_json", format!("expected a JWKS document ({e})")))?;
         Self::with_source(None, keys, issuer, audience)
     }
 
@@ -308,14 +171,14 @@ impl TokenVerifier {
         keys: KeyMap,
         issuer: impl Into<String>,
         audience: impl Into<String>,
-    ) -> Result<Self, VerifyError> {
+    ) -> Result<Self, Error> {
         let issuer = issuer.into();
         let audience = audience.into();
         if issuer.is_empty() {
-            return Err(VerifyError::InvalidConfig { message: "issuer is empty".into() });
+            return Err(Error::invalid("issuer", "expected a non-empty issuer"));
         }
         if audience.is_empty() {
-            return Err(VerifyError::InvalidConfig { message: "audience is empty".into() });
+            return Err(Error::invalid("audience", "expected a non-empty audience"));
         }
         ensure_crypto_provider();
         let (initial, max) = DEFAULT_BACKOFF;
@@ -343,7 +206,7 @@ impl TokenVerifier {
     /// Has no effect on a verifier made with [`from_jwks`](Self::from_jwks).
     ///
     /// ```
-    /// # fn main() -> Result<(), business_records::auth::VerifyError> {
+    /// # fn main() -> Result<(), business_records::Error> {
     /// use business_records::auth::TokenVerifier;
     /// let verifier = TokenVerifier::new(
     ///     "https://auth.example.com/.well-known/jwks.json",
@@ -356,13 +219,12 @@ impl TokenVerifier {
     ///
     /// # Errors
     ///
-    /// [`VerifyError::InvalidConfig`] when reqwest cannot build the client.
+    /// [`Error::InvalidArgument`] naming `http_config` when reqwest cannot build the client.
     pub fn http_config(
         self,
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
-    ) -> Result<Self, VerifyError> {
-        let client = crate::wire::http_client(configure)
-            .map_err(|e| VerifyError::InvalidConfig { message: e.to_string() })?;
+    ) -> Result<Self, Error> {
+        let client = crate::wire::http_client(configure)?;
         Ok(self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT)))
     }
 
@@ -396,7 +258,7 @@ impl TokenVerifier {
     /// document no longer publishes is then refused. Default: 1 hour.
     ///
     /// ```
-    /// # fn main() -> Result<(), business_records::auth::VerifyError> {
+    /// # fn main() -> Result<(), business_records::Error> {
     /// use std::time::Duration;
     /// use business_records::auth::TokenVerifier;
     ///
@@ -479,113 +341,6 @@ impl TokenVerifier {
             return Err(VerifyError::NotYetValid);
         }
         Ok(claims)
-    }
-}
-
-fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
-    match err.into_kind() {
-        ErrorKind::InvalidSignature => VerifyError::InvalidSignature,
-        ErrorKind::ExpiredSignature => VerifyError::Expired,
-        ErrorKind::ImmatureSignature => VerifyError::NotYetValid,
-        ErrorKind::InvalidIssuer => VerifyError::InvalidIssuer,
-        ErrorKind::InvalidAudience => VerifyError::InvalidAudience,
-        ErrorKind::MissingRequiredClaim(claim) => VerifyError::MissingClaim { claim },
-        ErrorKind::InvalidAlgorithm | ErrorKind::UnsupportedAlgorithm => {
-            VerifyError::UnsupportedAlgorithm { alg: "unknown".into() }
-        }
-        _ => VerifyError::Malformed,
-    }
-}
-
-fn shorten(s: &str) -> String {
-    crate::text::server_text(&s.chars().take(MAX_KID_IN_ERROR).collect::<String>())
-}
-
-fn unknown_key(kid: &str) -> VerifyError {
-    VerifyError::UnknownKey { kid: shorten(kid) }
-}
-
-/// Checks the token's shape and header; returns its `kid`.
-fn parse_header(token: &str) -> Result<String, VerifyError> {
-    #[derive(Deserialize)]
-    struct RawHeader {
-        alg: Option<String>,
-        kid: Option<String>,
-        crit: Option<Value>,
-    }
-
-    if token.len() > MAX_TOKEN_BYTES {
-        return Err(VerifyError::Malformed);
-    }
-    let mut parts = token.split('.');
-    let (Some(header), Some(payload), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(VerifyError::Malformed);
-    };
-    if header.is_empty() || payload.is_empty() || signature.is_empty() {
-        return Err(VerifyError::Malformed);
-    }
-    let bytes = b64url_decode(header).ok_or(VerifyError::Malformed)?;
-    let raw: RawHeader = serde_json::from_slice(&bytes).map_err(|_| VerifyError::Malformed)?;
-    match raw.alg.as_deref() {
-        Some("RS256") => {}
-        Some(other) => {
-            return Err(VerifyError::UnsupportedAlgorithm { alg: shorten(other) });
-        }
-        None => return Err(VerifyError::Malformed),
-    }
-    // No critical header extensions are understood (RFC 7515 section 4.1.11).
-    if raw.crit.is_some() {
-        return Err(VerifyError::Malformed);
-    }
-    match raw.kid {
-        Some(kid) if !kid.is_empty() => Ok(kid),
-        _ => Err(VerifyError::MissingKeyId),
-    }
-}
-
-/// Decodes unpadded base64url; `None` for any other input.
-fn b64url_decode(input: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(input.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits: u32 = 0;
-    for &c in input.as_bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' => 62,
-            b'_' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // A single dangling character cannot encode a byte.
-    if bits >= 6 {
-        return None;
-    }
-    Some(out)
-}
-
-fn parse_jwks_url(raw: &str) -> Result<url::Url, VerifyError> {
-    let url = url::Url::parse(raw)
-        .map_err(|e| VerifyError::InvalidConfig { message: format!("invalid jwks url: {e}") })?;
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if crate::urls::is_loopback(&url) => Ok(url),
-        "http" => Err(VerifyError::InvalidConfig {
-            message: "jwks url must use https (http is allowed for loopback hosts only)".into(),
-        }),
-        other => {
-            Err(VerifyError::InvalidConfig { message: format!("unsupported jwks url scheme `{other}`") })
-        }
     }
 }
 

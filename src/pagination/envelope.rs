@@ -1,5 +1,5 @@
 //! The page envelope on the wire (spec Part 2), decoded element by element: an element of
-//! `data` that is not a record is kept aside as an [`Undecodable`], and the rest of the page
+//! `data` that is not a record is kept aside as an [`Undecodable`](crate::Undecodable), and the rest of the page
 //! still decodes.
 
 use std::fmt;
@@ -9,39 +9,9 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use super::{Cursor, Page};
+use crate::error::Undecodable;
 use crate::model::Resource;
 use crate::model::record::{Unread, Wire, WireVisitor};
-
-/// An element of a page's `data` that is not a record: not a JSON object, or an object
-/// without a field the model requires (a company's `id` or `name`).
-///
-/// Found in [`Page::undecodable`]; with
-/// [`OnUndecodable::Fail`] it ends the listing as [`Error::Undecodable`](crate::Error).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Undecodable {
-    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
-    pub page: u64,
-    /// Its index in that page's `data` array, from 0.
-    pub position: usize,
-    /// The element as JSON text, as the server sent it (an object's named fields come first).
-    pub raw: String,
-    /// Why it is not a record, e.g. `not an object`.
-    pub reason: String,
-}
-
-impl fmt::Display for Undecodable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "element {} of page {} is not a record ({}): {}",
-            self.position,
-            self.page,
-            self.reason,
-            crate::text::server_text(&self.raw)
-        )
-    }
-}
 
 /// What a listing does with an element of a page that is not a record; see
 /// [`List::on_undecodable`](crate::List::on_undecodable).

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use super::envelope::OnUndecodable;
 use super::{Cursor, ListQuery, Page, Source};
 use crate::Error;
+use crate::error::UndecodableError;
 use crate::model::Resource;
 use crate::transport::{ApiRequest, ApiResponse};
 
@@ -47,7 +48,7 @@ pub(super) fn settle_undecodable<T>(
     if on_undecodable == OnUndecodable::Fail
         && let Some(item) = page.undecodable.drain(..).next()
     {
-        return Err(Error::Undecodable { endpoint: endpoint.to_owned(), item: Box::new(item) });
+        return Err(Error::Undecodable(UndecodableError::new(endpoint, item)));
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use url::Url;
 
-pub use envelope::{OnUndecodable, Undecodable};
+pub use envelope::OnUndecodable;
 pub(crate) use fetch::fetch_page;
 pub use page::{Cursor, Page};
 pub(crate) use query::{ListQuery, MAX_LIMIT};

@@ -4,8 +4,9 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use super::envelope::{Envelope, Undecodable};
+use super::envelope::Envelope;
 use crate::deprecation::DeprecationNotice;
+use crate::error::Undecodable;
 use crate::model::Resource;
 
 /// An opaque pagination cursor (`pagination.nextCursor`), passed back unchanged.

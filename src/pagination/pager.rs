@@ -13,7 +13,7 @@ use super::guards::Walk;
 use super::query::{DEFAULT_MAX_EMPTY_PAGES, MAX_LIMIT};
 use super::raw::{Arrived, RawPage, fetch_raw_page};
 use super::{Cursor, ListQuery, Source};
-use crate::error::{ErrorCode, PaginationError};
+use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
 use crate::model::Resource;
 use crate::{Error, telemetry};
 
@@ -118,7 +118,7 @@ impl<T: Resource> Pager<T> {
         let result = match self.prefetched.take() {
             Some(handle) => match handle.await {
                 Ok(result) => result.map(Arrived::Raw),
-                Err(join) => Err(Error::invalid("stream", format!("the page request task failed: {join}"))),
+                Err(join) => Err(Error::Http(HttpError::task_failed(self.source.url.path(), join))),
             },
             None => self.fetch().await,
         };
@@ -135,12 +135,12 @@ impl<T: Resource> Pager<T> {
             handle.abort();
         }
         match error {
-            Error::Api(response)
-                if self.walk.cursor().is_some()
-                    && matches!(response.code, ErrorCode::CursorExpired | ErrorCode::InvalidCursor) =>
-            {
-                Error::CursorRejected { code: response.code.clone(), delivered: self.delivered, response }
-            }
+            Error::Api(response) if self.walk.cursor().is_some() => match response.code() {
+                Some(code @ (ErrorCode::CursorExpired | ErrorCode::InvalidCursor)) => {
+                    Error::CursorRejected(CursorRejected::new(code.clone(), self.delivered, response))
+                }
+                _ => Error::Api(response),
+            },
             other => other,
         }
     }
@@ -184,7 +184,7 @@ impl<T: Resource> Pager<T> {
         match rules {
             Ok(()) => Ok(page),
             Err(violation) => {
-                let error = self.fail(Error::Pagination(violation));
+                let error = self.fail(violation.into());
                 if page.data.is_empty() {
                     Err(error)
                 } else {

@@ -14,6 +14,7 @@ use super::fetch::{PageResult, request_page};
 use super::{Cursor, ListQuery, Page, Source};
 use crate::Error;
 use crate::deprecation::DeprecationNotice;
+use crate::error::DecodeError;
 use crate::model::Resource;
 
 /// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
@@ -49,10 +50,8 @@ impl RawPage {
     /// Decodes the items as [`Page`]'s own decoding does: element by element, an element that
     /// is not a record set aside.
     pub(super) fn decode<T: Resource>(self, endpoint: impl FnOnce() -> String) -> PageResult<T> {
-        let data: Data<T> = serde_json::from_str(self.items.get()).map_err(|e| Error::Decode {
-            endpoint: endpoint(),
-            message: crate::text::server_text(&format!("data: {e}")),
-        })?;
+        let data: Data<T> = serde_json::from_str(self.items.get())
+            .map_err(|e| Error::Decode(DecodeError::new(&endpoint(), e)))?;
         Ok(Page { deprecation: self.deprecation, ..self.pagination.into_page(data) })
     }
 }
@@ -108,9 +107,6 @@ mod tests {
 
         let broken = raw(r#"{"data": {"id": 1}, "pagination": {"hasMore": false}}"#);
         let error = broken.decode::<Company>(|| "/v1/companies".into()).expect_err("data is not an array");
-        assert!(
-            matches!(error, Error::Decode { ref endpoint, .. } if endpoint == "/v1/companies"),
-            "{error:?}"
-        );
+        assert!(matches!(&error, Error::Decode(e) if e.endpoint() == "/v1/companies"), "{error:?}");
     }
 }

@@ -11,11 +11,11 @@ use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
 use sync_wrapper::SyncWrapper;
 
-use super::envelope::Undecodable;
 use super::fetch::PageResult;
 use super::pager::Pager;
 use super::{Cursor, ListQuery, Page, Source};
 use crate::Error;
+use crate::error::Undecodable;
 use crate::model::Resource;
 
 /// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later

@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 
 use crate::Error;
-use crate::error::HttpError;
+use crate::error::{DecodeError, HttpError, ResponseTooLarge};
 use crate::limits::BodyLimit;
 
 /// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
@@ -14,8 +14,7 @@ pub(crate) async fn read_body(
     mut response: reqwest::Response,
     limit: BodyLimit,
 ) -> Result<Vec<u8>, Error> {
-    let too_large =
-        || Error::ResponseTooLarge { endpoint: endpoint.to_owned(), body: limit.kind, limit: limit.bytes };
+    let too_large = || Error::ResponseTooLarge(ResponseTooLarge::new(endpoint, limit.kind, limit.bytes));
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
         return Err(too_large());
@@ -34,9 +33,5 @@ pub(crate) async fn read_body(
 }
 
 pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode {
-        endpoint: endpoint.to_owned(),
-        // serde's messages quote the values they could not read: server text.
-        message: crate::text::server_text(&e.to_string()),
-    })
+    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
 }

@@ -24,22 +24,16 @@ pub(crate) fn api_error(
 ) -> ApiError {
     let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
     let (code, description) = match parsed {
-        Some(ErrorBody { error: Some(code), error_description }) => {
-            (ErrorCode::parse(&code), error_description)
+        Some(ErrorBody { error, error_description }) => {
+            (error.map(|code| ErrorCode::parse(&code)), error_description)
         }
-        Some(ErrorBody { error: None, error_description }) => (ErrorCode::Unknown, error_description),
-        None => (ErrorCode::Unknown, None),
+        None => (None, None),
     };
-    let code =
-        if code == ErrorCode::Unknown { www_authenticate_error(headers).unwrap_or(code) } else { code };
-    ApiError {
-        status,
-        code,
-        description: description.map(crate::text::server_text_owned),
-        endpoint: endpoint.to_owned(),
-        retry_after: headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after),
-        deprecation: deprecation.map(Box::new),
-    }
+    let code = code.or_else(|| www_authenticate_error(headers));
+    ApiError::new(status, code, endpoint)
+        .with_description(description.map(crate::text::server_text_owned))
+        .with_retry_after(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after))
+        .with_deprecation(deprecation)
 }
 
 /// The `error="..."` parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 3).
@@ -83,13 +77,14 @@ mod tests {
         let description = format!("line one\nline two\u{1b}[31m{}", "x".repeat(100 * 1024));
         let body = serde_json::json!({"error": format!("weird\n{}", "c".repeat(5000)), "error_description": description});
         let e = api_error(400, &HeaderMap::new(), body.to_string().as_bytes(), "/v1/companies", None);
-        let text = e.description.unwrap_or_default();
+        let text = e.description().unwrap_or_default();
         assert!(
             text.starts_with("line one\\nline two\\u{1b}[31mxxx") && text.len() <= 1027,
             "{}",
             text.len()
         );
-        assert!(e.code.as_str().starts_with("weird\\n") && e.code.as_str().len() <= 1027);
+        let code = e.code().map(ErrorCode::as_str).unwrap_or_default();
+        assert!(code.starts_with("weird\\n") && code.len() <= 1027);
     }
 
     #[test]
@@ -102,15 +97,15 @@ mod tests {
             "/v1/companies",
             None,
         );
-        assert_eq!((e.code, e.description.as_deref()), (ErrorCode::InvalidCursor, Some("bad")));
+        assert_eq!((e.code(), e.description()), (Some(&ErrorCode::InvalidCursor), Some("bad")));
         let e = api_error(502, &headers, b"<html>bad gateway</html>", "/v1/companies", None);
-        assert_eq!((e.status, e.code, e.description), (502, ErrorCode::Unknown, None));
+        assert_eq!((e.status(), e.code(), e.description()), (502, None, None));
         let mut headers = HeaderMap::new();
         headers.insert(
             http::header::WWW_AUTHENTICATE,
             HeaderValue::from_static(r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#),
         );
         let e = api_error(403, &headers, b"", "/v1/companies", None);
-        assert_eq!(e.code, ErrorCode::InsufficientScope);
+        assert_eq!(e.code(), Some(&ErrorCode::InsufficientScope));
     }
 }

@@ -23,7 +23,7 @@ use url::Url;
 pub(crate) use body::{decode, read_body};
 pub(crate) use error_response::api_error;
 
-use crate::error::HttpError;
+use crate::error::{DecodeError, HttpError};
 use crate::limits::BodyKind;
 use crate::{Error, RetryPolicy, telemetry};
 
@@ -115,7 +115,7 @@ impl HttpSender {
         let kind = if status.is_success() { BodyKind::Discovery } else { BodyKind::Error };
         let body = read_body(&path, response, kind.into()).await?;
         if !status.is_success() {
-            return Err(Error::Api(Box::new(api_error(status.as_u16(), &headers, &body, &path, None))));
+            return Err(Error::Api(api_error(status.as_u16(), &headers, &body, &path, None)));
         }
         decode(&path, &body)
     }
@@ -189,13 +189,13 @@ impl HttpSender {
         let kind = if status.is_success() { self.oauth_body } else { BodyKind::Error };
         let body = read_body(path, response, kind.into()).await?;
         if !status.is_success() {
-            return Err(Error::Auth(Box::new(api_error(status.as_u16(), &headers, &body, path, None))));
+            return Err(Error::Auth(api_error(status.as_u16(), &headers, &body, path, None)));
         }
         let mut builder = http::Response::builder().status(status);
         if let Some(target) = builder.headers_mut() {
             *target = headers;
         }
-        builder.body(body).map_err(|e| Error::Decode { endpoint: path.to_owned(), message: e.to_string() })
+        builder.body(body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
     }
 }
 

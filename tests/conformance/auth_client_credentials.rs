@@ -11,6 +11,7 @@ crate::cases! {
     Anywhere:
         basic_and_body_client_authentication_both_work,
         a_wrong_secret_is_a_typed_invalid_client_error,
+        a_static_token_that_cannot_be_sent_is_refused_by_build [sync],
         plain_http_is_refused_except_on_loopback [sync];
     ServerControl:
         concurrent_first_calls_share_one_token_request,
@@ -185,8 +186,20 @@ async fn a_rejected_token_is_replaced_and_the_request_sent_once_more() {
     server.revoke_issued_tokens();
     server.reset_counters();
     let err = static_token_error(&server, token).await;
+    assert!(matches!(&err, Error::Api(e) if e.status() == 401), "the API's own answer: {err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidToken));
+    assert!(err.needs_reauthentication(), "a static token cannot be renewed: {err:?}");
     assert_eq!(server.api_requests().len(), 1);
+}
+
+fn a_static_token_that_cannot_be_sent_is_refused_by_build() {
+    let err = Client::builder()
+        .base_url("https://api.example.com")
+        .auth(Auth::static_token("abc\r\nX-Injected: 1"))
+        .build()
+        .expect_err("not a header value");
+    assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "auth"), "{err:?}");
+    assert!(!err.to_string().contains("Injected"), "the token stays out of the message: {err}");
 }
 
 fn plain_http_is_refused_except_on_loopback() {
@@ -195,11 +208,11 @@ fn plain_http_is_refused_except_on_loopback() {
         .auth(Auth::static_token("t"))
         .build()
         .expect_err("plain http to a remote host");
-    assert!(matches!(err, Error::InvalidArgument { argument: "base_url", .. }), "{err:?}");
+    assert!(matches!(err, Error::InvalidArgument(ref e) if e.argument() == "base_url"), "{err:?}");
     let err = Client::builder()
         .base_url("https://api.example.com")
         .auth(Auth::client_credentials("http://auth.example.com", "id", "secret"))
         .build()
         .expect_err("plain http to a remote authorization server");
-    assert!(matches!(err, Error::InvalidArgument { argument: "auth_url", .. }), "{err:?}");
+    assert!(matches!(err, Error::InvalidArgument(ref e) if e.argument() == "auth_url"), "{err:?}");
 }

@@ -26,7 +26,8 @@ crate::cases! {
         redirects_are_never_followed_whatever_the_http_settings,
         a_proxy_set_in_http_config_carries_the_requests,
         http_basic_is_form_encoded_by_default_and_literal_on_request,
-        sign_in_refresh_and_introspection_follow_no_redirect_either;
+        sign_in_refresh_and_introspection_follow_no_redirect_either,
+        an_access_token_that_cannot_be_sent_is_a_bad_token_response;
 }
 
 /// Answers with each template in turn, then with the last one forever.
@@ -124,7 +125,7 @@ async fn the_final_error_keeps_the_real_status_and_retry_after() {
     let setup = Setup::new(|_| vec![html(503).insert_header("retry-after", "0")]).await;
     let client = setup.client().retry(RetryPolicy::default().max_attempts(3)).build().expect("client");
     let err = client.companies().send().await.expect_err("the endpoint never recovers");
-    assert!(matches!(err, Error::RetriesExhausted { attempts: 3, .. }), "{err:?}");
+    assert!(matches!(err, Error::RetriesExhausted(ref e) if e.attempts() == 3), "{err:?}");
     assert_eq!(err.status(), Some(503));
     assert_eq!(err.retry_after(), Some(Duration::ZERO));
     assert!(err.is_retryable() && !err.needs_reauthentication());
@@ -221,6 +222,22 @@ async fn an_absurd_expires_in_is_clamped_and_the_token_is_used() {
         client.companies().send().await.expect("a token that never expires in practice");
     }
     assert_eq!(setup.token_requests().await, 1, "the token is cached, not refetched");
+}
+
+async fn an_access_token_that_cannot_be_sent_is_a_bad_token_response() {
+    let setup = Setup::new(|_| {
+        vec![ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "access_token": "line one\nline two",
+            "token_type": "Bearer",
+            "expires_in": 3600,
+        }))]
+    })
+    .await;
+    let err = setup.client().build().expect("client").companies().send().await.expect_err("unsendable");
+    assert!(matches!(&err, Error::Decode(e) if e.endpoint() == "/oauth2/token"), "{err:?}");
+    assert!(err.to_string().contains("not allowed in a header"), "{err}");
+    assert!(!err.to_string().contains("line one"), "the token stays out of the message: {err}");
+    assert!(setup.api.api_requests().is_empty(), "nothing was sent with it");
 }
 
 async fn a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in() {
@@ -339,7 +356,7 @@ async fn http_basic_is_form_encoded_by_default_and_literal_on_request() {
         .auth(Auth::client_credentials(api.auth_url(), "a:b", SECRET).literal_basic_auth())
         .build()
         .expect_err("a colon in the id");
-    assert!(matches!(err, Error::InvalidArgument { argument: "client_id", .. }), "{err:?}");
+    assert!(matches!(err, Error::InvalidArgument(ref e) if e.argument() == "client_id"), "{err:?}");
 }
 
 /// Keeps the flag set once any request came in.

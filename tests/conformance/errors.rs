@@ -23,7 +23,7 @@ async fn an_unknown_version_segment_is_not_found() {
     let err = client.companies().send().await.expect_err("v9 does not exist");
     assert_eq!(err.status(), Some(404));
     assert_eq!(err.code(), Some(&ErrorCode::NotFound));
-    assert!(matches!(err, Error::Api(ref e) if e.endpoint == "/v9/companies"), "{err:?}");
+    assert!(matches!(err, Error::Api(ref e) if e.endpoint() == "/v9/companies"), "{err:?}");
 }
 
 async fn server_errors_carry_code_and_description() {

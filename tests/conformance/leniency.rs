@@ -116,8 +116,9 @@ async fn an_element_that_is_not_a_record_ends_the_listing_when_asked() {
     let (ids, error) = support::drain(&mut stream).await;
     assert!(ids.is_empty(), "the page that failed delivers nothing: {ids:?}");
     match error {
-        Some(Error::Undecodable { endpoint, item }) => {
-            assert_eq!(endpoint, "/v1/companies");
+        Some(Error::Undecodable(e)) => {
+            let item = e.item();
+            assert_eq!(e.endpoint(), "/v1/companies");
             // Records 0..=3, then the bare id of record 4.
             assert_eq!((item.page, item.position, item.raw.as_str()), (1, 4, r#""cmp_0005""#));
         }

@@ -23,7 +23,7 @@ crate::cases! {
 
 /// Everything the subscriber writes, shared with the test.
 #[derive(Clone, Default)]
-pub struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -38,7 +38,7 @@ impl Write for Captured {
 
 /// Every event and span at TRACE level, as text, for the calling thread until the guard drops.
 /// On a test's one-thread runtime, the tasks it spawns log here too.
-pub fn capture_traces() -> (Captured, tracing::subscriber::DefaultGuard) {
+pub(crate) fn capture_traces() -> (Captured, tracing::subscriber::DefaultGuard) {
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
@@ -52,7 +52,7 @@ pub fn capture_traces() -> (Captured, tracing::subscriber::DefaultGuard) {
 }
 
 impl Captured {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
     }
 }

@@ -58,7 +58,7 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
     let client = support::client_for(&server).build().expect("valid client");
     let error = client.companies().send().await.expect_err("gone");
     match &error {
-        Error::Sunset { sunset: None, successor: None, .. } => {}
+        Error::Sunset(e) if e.sunset().is_none() && e.successor().is_none() => {}
         other => panic!("a bare 410 is a sunset, got {other:?}"),
     }
     assert_eq!(error.status(), Some(410));
@@ -71,10 +71,10 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
     server.set_faults(Faults::new().every(1, Fault::Reply(410, br#"{"error":"gone"}"#.to_vec())));
     let error = client.companies().send().await.expect_err("gone");
     match error {
-        Error::Sunset { sunset, successor, .. } => {
-            assert_eq!(sunset, Some(past));
+        Error::Sunset(e) => {
+            assert_eq!(e.sunset(), Some(past));
             let expected = format!("{}/v2/companies", server.base_url());
-            assert_eq!(successor.map(String::from), Some(expected));
+            assert_eq!(e.successor().map(|u| u.to_string()), Some(expected));
         }
         other => panic!("a 410 with headers is a sunset with its date and successor, got {other:?}"),
     }

@@ -68,13 +68,13 @@ fn check(
     request: &AuthorizationRequest,
     callback: &str,
 ) -> Result<String, Error> {
-    let params = CallbackParams::parse(callback).map_err(Error::Callback)?;
+    let params = CallbackParams::parse(callback)?;
     flow.check_callback(&params, request).map(str::to_owned)
 }
 
-fn callback_error(result: Result<String, Error>) -> CallbackError {
+fn callback_error(result: Result<String, Error>) -> String {
     match result {
-        Err(Error::Callback(kind)) => kind,
+        Err(Error::Callback(kind)) => format!("{kind:?}"),
         other => panic!("expected a callback error, got {other:?}"),
     }
 }
@@ -94,23 +94,41 @@ fn callbacks_are_checked_issuer_first_then_state_then_error() {
     assert_eq!(check(&flow, &request, &format!("code=c3&state={state}")).expect("bare query"), "c3");
 
     let foreign = format!("{base}?error=access_denied&state=nope&iss=https%3A%2F%2Fevil.example");
-    assert_eq!(callback_error(check(&flow, &request, &foreign)), CallbackError::IssuerMismatch);
+    assert_eq!(
+        callback_error(check(&flow, &request, &foreign)),
+        format!("{:?}", CallbackError::IssuerMismatch)
+    );
     let missing = format!("{base}?code=c1");
-    assert_eq!(callback_error(check(&flow, &request, &missing)), CallbackError::MissingState);
+    assert_eq!(
+        callback_error(check(&flow, &request, &missing)),
+        format!("{:?}", CallbackError::MissingState)
+    );
     let forged = format!("{base}?code=c1&state={}x", &state[..state.len() - 1]);
-    assert_eq!(callback_error(check(&flow, &request, &forged)), CallbackError::StateMismatch);
+    assert_eq!(
+        callback_error(check(&flow, &request, &forged)),
+        format!("{:?}", CallbackError::StateMismatch)
+    );
     // An injected error without the right state is a forgery, not a denial.
     let injected = format!("{base}?error=access_denied&state=other");
-    assert_eq!(callback_error(check(&flow, &request, &injected)), CallbackError::StateMismatch);
+    assert_eq!(
+        callback_error(check(&flow, &request, &injected)),
+        format!("{:?}", CallbackError::StateMismatch)
+    );
     let no_code = format!("{base}?state={state}");
-    assert_eq!(callback_error(check(&flow, &request, &no_code)), CallbackError::MissingCode);
+    assert_eq!(callback_error(check(&flow, &request, &no_code)), format!("{:?}", CallbackError::MissingCode));
     let twice = format!("{base}?code=a&code=b&state={state}");
-    assert_eq!(callback_error(check(&flow, &request, &twice)), CallbackError::RepeatedParameter("code"));
-    assert_eq!(callback_error(check(&flow, &request, "not a callback")), CallbackError::Malformed);
+    assert_eq!(
+        callback_error(check(&flow, &request, &twice)),
+        format!("{:?}", CallbackError::RepeatedParameter("code"))
+    );
+    assert_eq!(
+        callback_error(check(&flow, &request, "not a callback")),
+        format!("{:?}", CallbackError::Malformed)
+    );
 
     let denied = format!("{base}?error=access_denied&error_description=The%20user%0Asaid%20no&state={state}");
     let err = check(&flow, &request, &denied).expect_err("a denial");
-    assert!(matches!(err, Error::Authorization { .. }), "{err:?}");
+    assert!(matches!(err, Error::Authorization(_)), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::AccessDenied));
     assert_eq!(err.description(), Some("The user\\nsaid no"));
     assert_eq!(
@@ -125,17 +143,17 @@ async fn a_refused_callback_never_reaches_the_token_endpoint() {
     let flow = flow();
     let request = flow.authorize_url();
     let err = flow.exchange(request.clone(), "http://127.0.0.1:8400/callback?code=c&state=forged").await;
-    assert!(matches!(err, Err(Error::Callback(CallbackError::StateMismatch))), "{err:?}");
+    assert!(
+        matches!(err, Err(Error::Callback(ref e)) if matches!(**e, CallbackError::StateMismatch)),
+        "{err:?}"
+    );
     let denied = format!("http://127.0.0.1:8400/callback?error=access_denied&state={}", request.state());
     let err = flow.exchange(request.clone(), &denied).await;
-    assert!(matches!(err, Err(Error::Authorization { .. })), "{err:?}");
+    assert!(matches!(err, Err(Error::Authorization(_))), "{err:?}");
     // A valid callback does try the token endpoint (and retries the failed connection).
     let valid = format!("http://127.0.0.1:8400/callback?code=c&state={}", request.state());
     let err = flow.exchange(request, &valid).await;
-    assert!(
-        matches!(&err, Err(Error::RetriesExhausted { last, .. }) if matches!(**last, Error::Http(_))),
-        "{err:?}"
-    );
+    assert!(matches!(&err, Err(Error::RetriesExhausted(e)) if matches!(e.last(), Error::Http(_))), "{err:?}");
 }
 
 #[tokio::test]
@@ -148,7 +166,7 @@ async fn refreshing_without_a_refresh_token_asks_for_a_new_sign_in() {
 #[test]
 fn bad_settings_are_named() {
     let argument = |result: Result<AuthorizationCodeFlow, Error>| match result {
-        Err(Error::InvalidArgument { argument, .. }) => argument,
+        Err(Error::InvalidArgument(e)) => e.argument(),
         other => panic!("expected an invalid argument, got {other:?}"),
     };
     let new = AuthorizationCodeFlow::new;
@@ -169,9 +187,9 @@ fn bad_settings_are_named() {
         assert!(new("https://auth.example.com", "app", ok).is_ok(), "{ok}");
     }
     let bad_scope = flow().scopes(["api read"]);
-    assert!(matches!(bad_scope.check(), Err(Error::InvalidArgument { argument: "scopes", .. })));
+    assert!(matches!(bad_scope.check(), Err(Error::InvalidArgument(ref e)) if e.argument() == "scopes"));
     let no_time = flow().timeout(Duration::ZERO);
-    assert!(matches!(no_time.check(), Err(Error::InvalidArgument { argument: "timeout", .. })));
+    assert!(matches!(no_time.check(), Err(Error::InvalidArgument(ref e)) if e.argument() == "timeout"));
 }
 
 #[test]
@@ -180,4 +198,23 @@ fn issuer_defaults_to_the_auth_url_without_a_trailing_slash() {
         AuthorizationCodeFlow::new("https://auth.example.com/", "app", "http://127.0.0.1/cb").expect("flow");
     assert_eq!(flow.issuer_url(), "https://auth.example.com");
     assert_eq!(flow.issuer("https://auth.example.com/").issuer_url(), "https://auth.example.com/");
+}
+
+#[test]
+fn a_discovery_document_without_a_needed_endpoint_is_a_bad_document() {
+    let metadata: AuthServerMetadata = serde_json::from_value(serde_json::json!({
+        "issuer": "https://auth.example.com",
+        "authorization_endpoint": "https://auth.example.com/authorize",
+        "token_endpoint": "http://auth.example.com/token",
+        "jwks_uri": "https://auth.example.com/jwks",
+    }))
+    .expect("a document");
+    let err = AuthorizationCodeFlow::from_metadata(&metadata, "app", "http://127.0.0.1/cb")
+        .expect_err("a plain-http token endpoint");
+    assert!(matches!(&err, Error::Decode(e) if e.endpoint() == "the discovery document"), "{err:?}");
+    assert!(err.to_string().contains("token_endpoint"), "{err}");
+    let introspection = crate::auth::TokenIntrospector::from_metadata(&metadata, "api", "secret")
+        .expect_err("no introspection endpoint");
+    assert!(introspection.to_string().contains("introspection_endpoint"), "{introspection}");
+    assert!(matches!(introspection, Error::Decode(_)), "{introspection:?}");
 }

@@ -223,9 +223,9 @@ mod tests {
             ("redis://127.0.0.1:6379", Duration::ZERO, "timeout"),
         ] {
             match RedisTokenCache::connect_with_timeout(url, timeout).await {
-                Err(Error::InvalidArgument { argument: got, message }) => {
-                    assert_eq!(got, argument);
-                    assert!(!message.contains("hunter2"), "{message}");
+                Err(Error::InvalidArgument(got)) => {
+                    assert_eq!(got.argument(), argument);
+                    assert!(!got.message().contains("hunter2"), "{}", got.message());
                 }
                 other => panic!("expected an error naming {argument}, got {other:?}"),
             }

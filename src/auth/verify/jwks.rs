@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use super::{VerifyError, unknown_key};
 use crate::RetryPolicy;
+use crate::error::{ApiError, DecodeError, Error};
 use crate::limits::BodyKind;
 use crate::wire::HttpSender;
 
@@ -60,7 +61,8 @@ struct FetchState {
     failures: u32,
     /// No fetch before this instant (after a failure).
     retry_at: Option<Instant>,
-    last_error: Option<String>,
+    /// Why the last fetch failed.
+    last_error: Option<Error>,
     /// Ceilings of the coming backoffs, from the policy's schedule.
     ceilings: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
 }
@@ -125,10 +127,10 @@ impl KeyCache {
             return Ok(key);
         }
         let now = Instant::now();
-        if fetch.retry_at.is_some_and(|at| now < at) {
-            return stale.ok_or_else(|| VerifyError::Jwks {
-                message: fetch.last_error.clone().unwrap_or_else(|| "the last fetch failed".into()),
-            });
+        if let (Some(at), Some(last)) = (fetch.retry_at, &fetch.last_error)
+            && now < at
+        {
+            return stale.ok_or_else(|| VerifyError::Jwks(last.clone()));
         }
         let recently_fetched =
             self.fetched_at().is_some_and(|at| now.duration_since(at) < policy.refetch_interval);
@@ -154,7 +156,7 @@ impl KeyCache {
                 match stale {
                     // Nothing shows the key was withdrawn: it stays in use until a fetch succeeds.
                     Some(key) => Ok(key),
-                    None => Err(err),
+                    None => Err(VerifyError::Jwks(err)),
                 }
             }
         }
@@ -163,7 +165,7 @@ impl KeyCache {
 
 impl FetchState {
     /// Records a failed fetch; returns the wait before the next one.
-    fn failed(&mut self, err: &VerifyError, backoff: &RetryPolicy) -> Duration {
+    fn failed(&mut self, err: &Error, backoff: &RetryPolicy) -> Duration {
         self.failures = self.failures.saturating_add(1);
         let ceiling = self
             .ceilings
@@ -173,41 +175,34 @@ impl FetchState {
         // Between half and all of the ceiling: some jitter, and never a retry storm.
         let delay = ceiling.mul_f64(0.5 + fastrand::f64() / 2.0);
         self.retry_at = Instant::now().checked_add(delay);
-        self.last_error = Some(match err {
-            VerifyError::Jwks { message } => message.clone(),
-            other => other.to_string(),
-        });
+        self.last_error = Some(err.clone());
         delay
     }
 }
 
 /// Fetches and parses the JWKS.
-async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, VerifyError> {
-    let jwks_error = |message: String| VerifyError::Jwks { message };
+async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, Error> {
+    let path = source.url.path();
     let mut request = reqwest::Request::new(reqwest::Method::GET, source.url.clone());
     request
         .headers_mut()
         .insert(reqwest::header::ACCEPT, reqwest::header::HeaderValue::from_static("application/json"));
-    let response =
-        source.sender.dispatch(request, 1).await.map_err(|e| jwks_error(format!("request failed: {e}")))?;
+    let response = source.sender.dispatch(request, 1).await?;
     let status = response.status();
     if !status.is_success() {
-        return Err(jwks_error(format!("endpoint returned status {}", status.as_u16())));
+        return Err(Error::Auth(ApiError::new(status.as_u16(), None, path)));
     }
-    let body = crate::wire::read_body(source.url.path(), response, BodyKind::Jwks.into())
-        .await
-        .map_err(|e| jwks_error(e.to_string()))?;
-    parse_jwks(&body)
+    let body = crate::wire::read_body(path, response, BodyKind::Jwks.into()).await?;
+    parse_jwks(&body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
 }
 
 /// Parses a JWKS document, keeping RSA signature keys that have a `kid`.
-pub(super) fn parse_jwks(json: &[u8]) -> Result<KeyMap, VerifyError> {
+pub(super) fn parse_jwks(json: &[u8]) -> Result<KeyMap, serde_json::Error> {
     #[derive(Deserialize)]
     struct JwkSet {
         keys: Vec<Value>,
     }
-    let set: JwkSet = serde_json::from_slice(json)
-        .map_err(|e| VerifyError::Jwks { message: format!("invalid jwks document: {e}") })?;
+    let set: JwkSet = serde_json::from_slice(json)?;
     let mut keys = HashMap::new();
     for jwk in &set.keys {
         let field = |name: &str| jwk.get(name).and_then(Value::as_str);
@@ -238,14 +233,14 @@ mod tests {
             .max_delay(Duration::from_millis(350))
             .max_attempts(u32::MAX);
         let mut state = FetchState::default();
-        let err = VerifyError::Jwks { message: "endpoint returned status 503".into() };
+        let err = Error::Auth(ApiError::new(503, None, "/jwks"));
         for ceiling in [100, 200, 350, 350] {
             let delay = state.failed(&err, &policy);
             let ceiling = Duration::from_millis(ceiling);
             assert!(delay >= ceiling / 2 && delay <= ceiling, "{delay:?} for {ceiling:?}");
         }
         assert_eq!(state.failures, 4);
-        assert_eq!(state.last_error.as_deref(), Some("endpoint returned status 503"));
+        assert_eq!(state.last_error.as_ref().and_then(Error::status), Some(503));
         assert!(state.retry_at.is_some());
     }
 }

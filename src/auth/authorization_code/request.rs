@@ -1,0 +1,110 @@
+//! One sign-in round trip: the request the user's browser opens, and the parameters of the
+//! callback that comes back.
+
+use std::fmt;
+
+use oauth2::RedirectUrl;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::super::PkceVerifier;
+use crate::error::CallbackError;
+use crate::{Error, urls};
+
+/// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
+/// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange) checks the callback against. Made by
+/// [`AuthorizationCodeFlow::authorize_url`](super::AuthorizationCodeFlow::authorize_url).
+///
+/// `Debug` shows only the authorization endpoint; the verifier never prints.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct AuthorizationRequest {
+    pub(super) url: String,
+    pub(super) state: String,
+    pub(super) verifier: PkceVerifier,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) nonce: Option<String>,
+}
+
+impl AuthorizationRequest {
+    /// The URL to open in the user's browser.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The `state` sent in the URL (at least 128 random bits).
+    pub fn state(&self) -> &str {
+        &self.state
+    }
+
+    /// The `nonce` sent in the URL, when `openid` was requested.
+    pub fn nonce(&self) -> Option<&str> {
+        self.nonce.as_deref()
+    }
+
+    /// The PKCE code verifier, sent only with the code in the token request.
+    pub fn pkce_verifier(&self) -> &PkceVerifier {
+        &self.verifier
+    }
+}
+
+impl fmt::Debug for AuthorizationRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoint = self.url.split('?').next().unwrap_or_default();
+        f.debug_struct("AuthorizationRequest").field("endpoint", &endpoint).finish_non_exhaustive()
+    }
+}
+
+/// The parameters of a callback this flow reads.
+#[derive(Debug, Default)]
+pub(super) struct CallbackParams {
+    pub(super) code: Option<String>,
+    pub(super) state: Option<String>,
+    pub(super) iss: Option<String>,
+    pub(super) error: Option<String>,
+    pub(super) error_description: Option<String>,
+}
+
+impl CallbackParams {
+    pub(super) fn parse(callback: &str) -> Result<Self, CallbackError> {
+        let callback = callback.trim();
+        let query = match (Url::parse(callback), callback.strip_prefix('?')) {
+            (Ok(url), _) => url.query().unwrap_or("").to_owned(),
+            (Err(_), Some(query)) => query.to_owned(),
+            (Err(_), None) if callback.contains('=') && !callback.contains(['/', ' ']) => callback.to_owned(),
+            (Err(_), None) => return Err(CallbackError::Malformed),
+        };
+        let mut params = CallbackParams::default();
+        for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
+            let (slot, name) = match name.as_ref() {
+                "code" => (&mut params.code, "code"),
+                "state" => (&mut params.state, "state"),
+                "iss" => (&mut params.iss, "iss"),
+                "error" => (&mut params.error, "error"),
+                "error_description" => (&mut params.error_description, "error_description"),
+                _ => continue,
+            };
+            if slot.replace(value.into_owned()).is_some() {
+                return Err(CallbackError::RepeatedParameter(name));
+            }
+        }
+        Ok(params)
+    }
+}
+
+/// A redirect URI: absolute, no fragment, and plain http only on loopback (RFC 8252).
+pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        Error::invalid("redirect_uri", format!("expected an absolute URL, got {raw:?} ({e})"))
+    })?;
+    if url.fragment().is_some() {
+        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
+    }
+    if url.scheme() == "http" && !urls::is_loopback(&url) {
+        return Err(Error::invalid(
+            "redirect_uri",
+            "expected https, a loopback http URL or an app's own scheme",
+        ));
+    }
+    RedirectUrl::new(raw.trim().to_owned())
+        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
+}

@@ -1,0 +1,78 @@
+//! The claims of a verified access token.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// The validated claims of an access token.
+///
+/// Claims the struct does not name are kept in [`extra`](Self::extra).
+#[non_exhaustive]
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Claims {
+    /// Issuer: the authorization server.
+    pub iss: String,
+    /// Subject: the user, or the client id for client-credentials tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    /// Audiences; a single string in the token is read as a one-element list.
+    #[serde(deserialize_with = "string_or_seq")]
+    pub aud: Vec<String>,
+    /// Expiry, seconds since the Unix epoch.
+    pub exp: i64,
+    /// Issue time, seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
+    /// Space-separated granted scopes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// The OAuth client the token was issued to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Every other claim of the token.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
+}
+
+impl Claims {
+    /// The granted scopes, split on spaces.
+    ///
+    /// ```
+    /// # use business_records::auth::Claims;
+    /// # fn check(claims: &Claims) {
+    /// for scope in claims.scopes() {
+    ///     println!("granted: {scope}");
+    /// }
+    /// # }
+    /// ```
+    pub fn scopes(&self) -> impl Iterator<Item = &str> {
+        self.scope.as_deref().unwrap_or("").split(' ').filter(|s| !s.is_empty())
+    }
+
+    /// Whether `scope` is among the granted scopes (exact match).
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes().any(|s| s == scope)
+    }
+
+    /// The expiry (`exp`) as a UTC timestamp.
+    pub fn expires_at(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp(self.exp, 0).unwrap_or(if self.exp < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
+    }
+}
+
+fn string_or_seq<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(deserializer)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}

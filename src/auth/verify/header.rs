@@ -1,0 +1,105 @@
+//! The checks made before any key is chosen: the token's shape and header, and the mapping of
+//! the JWT library's errors to [`VerifyError`].
+
+use jsonwebtoken::errors::ErrorKind;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::VerifyError;
+
+/// Longest token accepted; anything larger is rejected before any parsing.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Longest key id quoted back in an error.
+const MAX_KID_IN_ERROR: usize = 64;
+
+pub(super) fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
+    match err.into_kind() {
+        ErrorKind::InvalidSignature => VerifyError::InvalidSignature,
+        ErrorKind::ExpiredSignature => VerifyError::Expired,
+        ErrorKind::ImmatureSignature => VerifyError::NotYetValid,
+        ErrorKind::InvalidIssuer => VerifyError::InvalidIssuer,
+        ErrorKind::InvalidAudience => VerifyError::InvalidAudience,
+        ErrorKind::MissingRequiredClaim(claim) => VerifyError::MissingClaim { claim },
+        ErrorKind::InvalidAlgorithm | ErrorKind::UnsupportedAlgorithm => {
+            VerifyError::UnsupportedAlgorithm { alg: "unknown".into() }
+        }
+        _ => VerifyError::Malformed,
+    }
+}
+
+fn shorten(s: &str) -> String {
+    crate::text::server_text(&s.chars().take(MAX_KID_IN_ERROR).collect::<String>())
+}
+
+pub(super) fn unknown_key(kid: &str) -> VerifyError {
+    VerifyError::UnknownKey { kid: shorten(kid) }
+}
+
+/// Checks the token's shape and header; returns its `kid`.
+pub(super) fn parse_header(token: &str) -> Result<String, VerifyError> {
+    #[derive(Deserialize)]
+    struct RawHeader {
+        alg: Option<String>,
+        kid: Option<String>,
+        crit: Option<Value>,
+    }
+
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(VerifyError::Malformed);
+    }
+    let mut parts = token.split('.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(VerifyError::Malformed);
+    };
+    if header.is_empty() || payload.is_empty() || signature.is_empty() {
+        return Err(VerifyError::Malformed);
+    }
+    let bytes = b64url_decode(header).ok_or(VerifyError::Malformed)?;
+    let raw: RawHeader = serde_json::from_slice(&bytes).map_err(|_| VerifyError::Malformed)?;
+    match raw.alg.as_deref() {
+        Some("RS256") => {}
+        Some(other) => {
+            return Err(VerifyError::UnsupportedAlgorithm { alg: shorten(other) });
+        }
+        None => return Err(VerifyError::Malformed),
+    }
+    // No critical header extensions are understood (RFC 7515 section 4.1.11).
+    if raw.crit.is_some() {
+        return Err(VerifyError::Malformed);
+    }
+    match raw.kid {
+        Some(kid) if !kid.is_empty() => Ok(kid),
+        _ => Err(VerifyError::MissingKeyId),
+    }
+}
+
+/// Decodes unpadded base64url; `None` for any other input.
+pub(super) fn b64url_decode(input: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(input.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits: u32 = 0;
+    for &c in input.as_bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // A single dangling character cannot encode a byte.
+    if bits >= 6 {
+        return None;
+    }
+    Some(out)
+}

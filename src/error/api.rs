@@ -1,0 +1,309 @@
+//! Error responses of the API and the authorization server, and the error codes they carry.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use url::Url;
+
+use crate::deprecation::DeprecationNotice;
+
+/// An error response from the API or the authorization server: the context of
+/// [`Error::Api`](super::Error::Api) and [`Error::Auth`](super::Error::Auth).
+///
+/// The body format is `{"error": code, "error_description": text}` (spec Part 7); a body in
+/// another shape still yields an `ApiError` with the HTTP status, and [`code`](Self::code)
+/// `None` unless a `WWW-Authenticate` challenge names one.
+#[derive(Debug, Clone)]
+pub struct ApiError(Arc<ApiInner>);
+
+#[derive(Debug, Clone)]
+struct ApiInner {
+    status: u16,
+    code: Option<ErrorCode>,
+    description: Option<String>,
+    endpoint: String,
+    retry_after: Option<Duration>,
+    deprecation: Option<DeprecationNotice>,
+}
+
+impl ApiError {
+    /// An error response to a request for `endpoint` (a path, no query string).
+    pub(crate) fn new(status: u16, code: Option<ErrorCode>, endpoint: &str) -> Self {
+        ApiError(Arc::new(ApiInner {
+            status,
+            code,
+            description: None,
+            endpoint: endpoint.to_owned(),
+            retry_after: None,
+            deprecation: None,
+        }))
+    }
+
+    /// With the `error_description` (already made safe to show).
+    pub(crate) fn with_description(mut self, description: Option<String>) -> Self {
+        self.inner_mut().description = description;
+        self
+    }
+
+    /// With the delay `Retry-After` asked for.
+    pub(crate) fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
+        self.inner_mut().retry_after = retry_after;
+        self
+    }
+
+    /// With the deprecation headers of the response.
+    pub(crate) fn with_deprecation(mut self, deprecation: Option<DeprecationNotice>) -> Self {
+        self.inner_mut().deprecation = deprecation;
+        self
+    }
+
+    fn inner_mut(&mut self) -> &mut ApiInner {
+        // Built before it is shared: `make_mut` does not copy here.
+        Arc::make_mut(&mut self.0)
+    }
+
+    /// The HTTP status code.
+    pub fn status(&self) -> u16 {
+        self.0.status
+    }
+
+    /// The `error` field, or the `error` of a `WWW-Authenticate: Bearer` challenge; `None`
+    /// when the response named no code.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        self.0.code.as_ref()
+    }
+
+    /// The `error_description` field, shortened to 1 KiB with control characters escaped.
+    pub fn description(&self) -> Option<&str> {
+        self.0.description.as_deref()
+    }
+
+    /// The request path the error answered (no query string).
+    pub fn endpoint(&self) -> &str {
+        &self.0.endpoint
+    }
+
+    /// `Retry-After`, as a duration from when the response arrived.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.0.retry_after
+    }
+
+    /// Deprecation headers on the error response.
+    pub fn deprecation(&self) -> Option<&DeprecationNotice> {
+        self.0.deprecation.as_ref()
+    }
+
+    /// A rate limit (429), a 502/503/504, or the codes that say the same.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self.0.status, 429 | 502 | 503 | 504)
+            || matches!(self.0.code, Some(ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable))
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} answered {}", self.0.endpoint, self.0.status)?;
+        if let Some(code) = &self.0.code {
+            write!(f, " ({code})")?;
+        }
+        if let Some(text) = &self.0.description {
+            write!(f, ": {text}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+/// The API version has reached its sunset: the context of [`Error::Sunset`](super::Error::Sunset).
+#[derive(Debug, Clone)]
+pub struct SunsetError(Arc<SunsetInner>);
+
+#[derive(Debug)]
+struct SunsetInner {
+    sunset: Option<DateTime<Utc>>,
+    successor: Option<Url>,
+    response: ApiError,
+}
+
+impl SunsetError {
+    pub(crate) fn new(sunset: Option<DateTime<Utc>>, successor: Option<Url>, response: ApiError) -> Self {
+        SunsetError(Arc::new(SunsetInner { sunset, successor, response }))
+    }
+
+    /// When the version stopped working, if the server said.
+    pub fn sunset(&self) -> Option<DateTime<Utc>> {
+        self.0.sunset
+    }
+
+    /// The replacement announced with `Link: <..>; rel="successor-version"`.
+    pub fn successor(&self) -> Option<&Url> {
+        self.0.successor.as_ref()
+    }
+
+    /// The full error response.
+    pub fn response(&self) -> &ApiError {
+        &self.0.response
+    }
+}
+
+impl fmt::Display for SunsetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("api version has reached its sunset")?;
+        if let Some(date) = self.0.sunset {
+            write!(f, " on {}", date.format("%Y-%m-%d"))?;
+        }
+        if let Some(next) = &self.0.successor {
+            write!(f, "; successor: {next}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SunsetError {}
+
+/// A response marked deprecated, refused under
+/// [`DeprecationPolicy::Fail`](crate::DeprecationPolicy::Fail): the context of
+/// [`Error::Deprecated`](super::Error::Deprecated).
+#[derive(Debug, Clone)]
+pub struct DeprecatedError(Arc<DeprecationNotice>);
+
+impl DeprecatedError {
+    pub(crate) fn new(notice: DeprecationNotice) -> Self {
+        DeprecatedError(Arc::new(notice))
+    }
+
+    /// The deprecation headers of the refused response.
+    pub fn notice(&self) -> &DeprecationNotice {
+        &self.0
+    }
+}
+
+impl fmt::Display for DeprecatedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "deprecated endpoint refused by policy: {}", self.0)
+    }
+}
+
+impl std::error::Error for DeprecatedError {}
+
+/// The authorization server sent the user back with an error instead of a code: the context
+/// of [`Error::Authorization`](super::Error::Authorization).
+#[derive(Debug, Clone)]
+pub struct AuthorizationError(Arc<AuthorizationInner>);
+
+#[derive(Debug)]
+struct AuthorizationInner {
+    code: ErrorCode,
+    description: Option<String>,
+}
+
+impl AuthorizationError {
+    pub(crate) fn new(code: ErrorCode, description: Option<String>) -> Self {
+        AuthorizationError(Arc::new(AuthorizationInner { code, description }))
+    }
+
+    /// The `error` parameter of the callback (`access_denied` when the user declined).
+    pub fn code(&self) -> &ErrorCode {
+        &self.0.code
+    }
+
+    /// The `error_description` parameter, if any (shortened to 1 KiB, control characters
+    /// escaped).
+    pub fn description(&self) -> Option<&str> {
+        self.0.description.as_deref()
+    }
+}
+
+impl fmt::Display for AuthorizationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the authorization server refused the sign-in ({})", self.0.code)?;
+        if let Some(description) = &self.0.description {
+            write!(f, ": {description}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for AuthorizationError {}
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $text:literal,)*) => {
+        /// An OAuth 2.0 or API error code (the `error` field of an error body).
+        ///
+        /// Codes the crate does not know are kept in [`ErrorCode::Other`]; a response without
+        /// a code has none ([`ApiError::code`] is `None`).
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+            /// A code this version of the crate does not know.
+            Other(String),
+        }
+
+        impl ErrorCode {
+            /// The code as sent on the wire.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(ErrorCode::$variant => $text,)*
+                    ErrorCode::Other(code) => code,
+                }
+            }
+
+            /// Parses a wire code; unknown codes become [`ErrorCode::Other`], shortened to
+            /// 1 KiB with control characters escaped.
+            pub fn parse(code: &str) -> Self {
+                match code {
+                    $($text => ErrorCode::$variant,)*
+                    other => ErrorCode::Other(crate::text::server_text(other)),
+                }
+            }
+
+            /// Every code this version of the crate knows.
+            pub const KNOWN: &'static [&'static str] = &[$($text,)*];
+        }
+    };
+}
+
+error_codes! {
+    /// The access token is expired or invalid.
+    InvalidToken => "invalid_token",
+    /// The access token lacks a required scope.
+    InsufficientScope => "insufficient_scope",
+    /// The refresh token or authorization code is invalid or expired.
+    InvalidGrant => "invalid_grant",
+    /// Client authentication failed.
+    InvalidClient => "invalid_client",
+    /// The request is malformed (bad limit, sort, filter or parameter).
+    InvalidRequest => "invalid_request",
+    /// A requested scope is invalid or not allowed for the client.
+    InvalidScope => "invalid_scope",
+    /// The client may not use this grant type.
+    UnauthorizedClient => "unauthorized_client",
+    /// The authorization server does not support the grant type.
+    UnsupportedGrantType => "unsupported_grant_type",
+    /// The user or server denied the authorization request.
+    AccessDenied => "access_denied",
+    /// The cursor is malformed or belongs to another query.
+    InvalidCursor => "invalid_cursor",
+    /// The cursor is too old.
+    CursorExpired => "cursor_expired",
+    /// No such resource or version.
+    NotFound => "not_found",
+    /// Too many requests.
+    RateLimited => "rate_limited",
+    /// The server failed.
+    ServerError => "server_error",
+    /// The server is temporarily unable to answer.
+    TemporarilyUnavailable => "temporarily_unavailable",
+    /// The API version has reached its sunset.
+    VersionSunset => "version_sunset",
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,184 @@
+//! Errors of signing in and of tokens: callbacks, stores, verification, renewal.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Error;
+
+/// Why the redirect back from the authorization server was refused.
+///
+/// Every check runs before the code is exchanged, so a refused callback never reaches the
+/// token endpoint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallbackError {
+    /// The callback is not a URL (or query string) that can be read.
+    #[error("the callback url cannot be parsed")]
+    Malformed,
+    /// A parameter appears more than once.
+    #[error("the callback repeats the `{0}` parameter")]
+    RepeatedParameter(&'static str),
+    /// The callback has no `state` parameter.
+    #[error("the callback has no `state` parameter")]
+    MissingState,
+    /// The `state` does not belong to this sign-in (a forged or stale callback).
+    #[error("the `state` parameter does not match this sign-in")]
+    StateMismatch,
+    /// The `iss` parameter names another authorization server (RFC 9207: a mix-up attack).
+    #[error("the `iss` parameter does not name the expected authorization server")]
+    IssuerMismatch,
+    /// The callback has neither a `code` nor an `error`.
+    #[error("the callback has no `code` parameter")]
+    MissingCode,
+    /// No callback arrived before the loopback listener's timeout.
+    #[error("no authorization callback arrived within {0:?}")]
+    Timeout(Duration),
+    /// The loopback listener could not bind or accept connections; the I/O error, when there
+    /// is one, is the [`source`](std::error::Error::source).
+    #[error("the loopback listener could not {action}")]
+    #[non_exhaustive]
+    Listener {
+        /// What the listener was doing: `bind`, `accept a connection`, ...
+        action: &'static str,
+        /// The I/O error.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+}
+
+/// Why a [`TokenStore`](crate::auth::TokenStore) failed; surfaces as
+/// [`Error::TokenStore`](crate::Error::TokenStore).
+///
+/// Messages never contain a token.
+///
+/// ```
+/// use business_records::auth::TokenStoreError;
+/// let err = TokenStoreError::new("the keychain is locked");
+/// assert_eq!(err.to_string(), "the keychain is locked");
+/// ```
+#[derive(Debug, Clone)]
+pub struct TokenStoreError(Arc<StoreInner>);
+
+#[derive(Debug)]
+struct StoreInner {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl TokenStoreError {
+    /// An error with a message (lowercase, no trailing punctuation, no secrets).
+    pub fn new(message: impl Into<String>) -> Self {
+        TokenStoreError(Arc::new(StoreInner { message: message.into(), source: None }))
+    }
+
+    /// An error with a message and the error that caused it (kept as the
+    /// [`source`](std::error::Error::source), not repeated in the message).
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        TokenStoreError(Arc::new(StoreInner { message: message.into(), source: Some(source.into()) }))
+    }
+}
+
+impl fmt::Display for TokenStoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.message)
+    }
+}
+
+impl std::error::Error for TokenStoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Why the user must sign in again: the context of
+/// [`Error::ReauthenticationRequired`](super::Error::ReauthenticationRequired).
+#[derive(Debug, Clone)]
+pub struct ReauthenticationRequired(Arc<ReauthInner>);
+
+#[derive(Debug)]
+struct ReauthInner {
+    reason: &'static str,
+}
+
+impl ReauthenticationRequired {
+    pub(crate) fn new(reason: &'static str) -> Self {
+        ReauthenticationRequired(Arc::new(ReauthInner { reason }))
+    }
+
+    /// Why the tokens cannot be renewed.
+    pub fn reason(&self) -> &'static str {
+        self.0.reason
+    }
+}
+
+impl fmt::Display for ReauthenticationRequired {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sign-in required: {}", self.0.reason)
+    }
+}
+
+impl std::error::Error for ReauthenticationRequired {}
+
+/// Why a token was rejected by a [`TokenVerifier`](crate::auth::TokenVerifier).
+///
+/// Messages never contain the token itself. A verifier given unusable settings fails when it
+/// is made, with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The token is not a well-formed JWS compact serialization, or its
+    /// header or claims are not valid JSON of the expected shape.
+    #[error("malformed token")]
+    Malformed,
+    /// The token header carries no `kid`, so no key can be selected.
+    #[error("token header has no key id")]
+    MissingKeyId,
+    /// No key with the token's `kid` is published in the JWKS.
+    #[error("no signing key with id `{kid}`")]
+    #[non_exhaustive]
+    UnknownKey {
+        /// The key id from the token header (shortened if very long).
+        kid: String,
+    },
+    /// The token is signed with an algorithm other than RS256.
+    #[error("unsupported signing algorithm `{alg}`")]
+    #[non_exhaustive]
+    UnsupportedAlgorithm {
+        /// The `alg` value from the token header (shortened if very long).
+        alg: String,
+    },
+    /// The signature does not match the selected key.
+    #[error("invalid token signature")]
+    InvalidSignature,
+    /// The token's `exp` is not in the future (allowing for the leeway).
+    #[error("token has expired")]
+    Expired,
+    /// The token's `nbf` or `iat` is in the future (allowing for the leeway).
+    #[error("token is not valid yet")]
+    NotYetValid,
+    /// The token's `iss` is not the configured issuer.
+    #[error("token issuer does not match")]
+    InvalidIssuer,
+    /// The token's `aud` does not include the configured audience.
+    #[error("token audience does not match")]
+    InvalidAudience,
+    /// An ID token's `nonce` is not the one sent with the sign-in (a replayed token).
+    #[error("token nonce does not match the sign-in")]
+    InvalidNonce,
+    /// A required claim (`exp`, `iss` or `aud`) is absent.
+    #[error("token has no `{claim}` claim")]
+    #[non_exhaustive]
+    MissingClaim {
+        /// Name of the missing claim.
+        claim: String,
+    },
+    /// The signing keys could not be obtained: the JWKS request failed, was refused, or its
+    /// answer is not a JWKS. The failure ([`Error::Http`], [`Error::Auth`],
+    /// [`Error::Decode`], ...) is the [`source`](std::error::Error::source).
+    #[error("jwks unavailable")]
+    Jwks(#[source] Error),
+}

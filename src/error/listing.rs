@@ -1,0 +1,176 @@
+//! Errors of listings: broken pagination, rejected cursors, elements that are not records.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::{ApiError, ErrorCode};
+use crate::limits::MAX_CURSOR_BYTES;
+
+/// How a server broke the pagination contract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PaginationError {
+    /// `hasMore` was true but no `nextCursor` was given.
+    #[non_exhaustive]
+    MissingCursor {
+        /// Pages received so far in this listing, this one included.
+        page: u64,
+    },
+    /// The server returned a cursor it had already returned in this listing.
+    #[non_exhaustive]
+    RepeatedCursor {
+        /// Pages received so far in this listing, this one included.
+        page: u64,
+    },
+    /// Too many empty pages in a row with `hasMore` true.
+    #[non_exhaustive]
+    TooManyEmptyPages {
+        /// How many empty pages came in a row.
+        count: u32,
+    },
+    /// The server sent a `nextCursor` longer than
+    /// [`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES).
+    #[non_exhaustive]
+    CursorTooLong {
+        /// Pages received so far in this listing, this one included.
+        page: u64,
+        /// The cursor's length in bytes.
+        bytes: usize,
+    },
+}
+
+impl fmt::Display for PaginationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PaginationError::MissingCursor { page } => {
+                write!(f, "page {page} has `hasMore: true` but no `nextCursor`")
+            }
+            PaginationError::RepeatedCursor { page } => {
+                write!(f, "page {page} repeats a cursor already seen in this listing")
+            }
+            PaginationError::TooManyEmptyPages { count } => {
+                write!(f, "{count} empty pages in a row with `hasMore: true`")
+            }
+            PaginationError::CursorTooLong { page, bytes } => {
+                write!(
+                    f,
+                    "page {page} has a `nextCursor` of {bytes} bytes, more than the {MAX_CURSOR_BYTES} allowed"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PaginationError {}
+
+/// The cursor of a listing expired or was rejected: the context of
+/// [`Error::CursorRejected`](super::Error::CursorRejected).
+#[derive(Debug, Clone)]
+pub struct CursorRejected(Arc<CursorInner>);
+
+#[derive(Debug)]
+struct CursorInner {
+    code: ErrorCode,
+    delivered: u64,
+    response: ApiError,
+}
+
+impl CursorRejected {
+    pub(crate) fn new(code: ErrorCode, delivered: u64, response: ApiError) -> Self {
+        CursorRejected(Arc::new(CursorInner { code, delivered, response }))
+    }
+
+    /// The server's code: `cursor_expired` or `invalid_cursor`.
+    pub fn code(&self) -> &ErrorCode {
+        &self.0.code
+    }
+
+    /// How many items this listing had delivered before the failure.
+    pub fn items_delivered(&self) -> u64 {
+        self.0.delivered
+    }
+
+    /// The full error response.
+    pub fn response(&self) -> &ApiError {
+        &self.0.response
+    }
+}
+
+impl fmt::Display for CursorRejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cursor rejected by the server ({}) after {} items; restart the listing from the first page",
+            self.0.code, self.0.delivered
+        )
+    }
+}
+
+impl std::error::Error for CursorRejected {}
+
+/// An element of a page's `data` that is not a record: not a JSON object, or an object
+/// without a field the model requires (a company's `id` or `name`).
+///
+/// Found in [`Page::undecodable`](crate::Page::undecodable); with
+/// [`OnUndecodable::Fail`](crate::OnUndecodable::Fail) it ends the listing as
+/// [`Error::Undecodable`](crate::Error::Undecodable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Undecodable {
+    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
+    pub page: u64,
+    /// Its index in that page's `data` array, from 0.
+    pub position: usize,
+    /// The element as JSON text, as the server sent it (an object's named fields come first).
+    pub raw: String,
+    /// Why it is not a record, e.g. `not an object`.
+    pub reason: String,
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "element {} of page {} is not a record ({}): {}",
+            self.position,
+            self.page,
+            self.reason,
+            crate::text::server_text(&self.raw)
+        )
+    }
+}
+
+/// A listing ended on an element that is not a record: the context of
+/// [`Error::Undecodable`](super::Error::Undecodable).
+#[derive(Debug, Clone)]
+pub struct UndecodableError(Arc<UndecodableInner>);
+
+#[derive(Debug)]
+struct UndecodableInner {
+    endpoint: String,
+    item: Undecodable,
+}
+
+impl UndecodableError {
+    pub(crate) fn new(endpoint: &str, item: Undecodable) -> Self {
+        UndecodableError(Arc::new(UndecodableInner { endpoint: endpoint.to_owned(), item }))
+    }
+
+    /// The request path (no query string).
+    pub fn endpoint(&self) -> &str {
+        &self.0.endpoint
+    }
+
+    /// The element: page, position, raw JSON and why.
+    pub fn item(&self) -> &Undecodable {
+        &self.0.item
+    }
+}
+
+impl fmt::Display for UndecodableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0.endpoint, self.0.item)
+    }
+}
+
+impl std::error::Error for UndecodableError {}

@@ -1,0 +1,306 @@
+//! The crate's error type.
+//!
+//! Every fallible operation returns [`Error`]. It is a `#[non_exhaustive]` enum whose variants
+//! say what went wrong; each variant holds one context value whose fields are private and read
+//! through accessors, so a variant can carry more context later without breaking callers. The
+//! accessors on [`Error`] itself ([`Error::status`], [`Error::code`], [`Error::description`],
+//! [`Error::retry_after`]) and its predicates ([`Error::is_retryable`],
+//! [`Error::needs_reauthentication`], [`Error::is_timeout`]) answer the questions callers
+//! usually ask without matching on variants.
+//!
+//! Messages are lowercase, without trailing punctuation, and never contain a token, a secret or
+//! a response body that could hold one. A message does not repeat its cause: the cause is the
+//! [`source`](std::error::Error::source), and a report walks the chain.
+//!
+//! An `Error` is small (at most 24 bytes) and cheap to clone: every context lives behind an
+//! `Arc`.
+
+mod api;
+mod auth;
+mod http;
+mod listing;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::api::{ApiError, AuthorizationError, DeprecatedError, ErrorCode, SunsetError};
+pub use self::auth::{CallbackError, ReauthenticationRequired, TokenStoreError, VerifyError};
+pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
+pub use self::listing::{CursorRejected, PaginationError, Undecodable, UndecodableError};
+use crate::deprecation::DeprecationNotice;
+
+/// Everything that can go wrong when using the client.
+///
+/// ```
+/// # async fn run(client: business_records::Client) {
+/// match client.companies().limit(10).send().await {
+///     Ok(page) => println!("{} companies", page.data.len()),
+///     Err(err) if err.needs_reauthentication() => eprintln!("sign in again: {err}"),
+///     Err(err) if err.is_retryable() => eprintln!("try later: {err}"),
+///     Err(err) => eprintln!("failed: {err}"),
+/// }
+/// # }
+/// ```
+///
+/// Each variant's context is read through accessors:
+///
+/// ```
+/// # async fn run(client: business_records::Client) {
+/// use business_records::Error;
+///
+/// match client.companies().limit(10).send().await {
+///     Err(Error::Sunset(sunset)) => eprintln!("moved on {:?} to {:?}", sunset.sunset(), sunset.successor()),
+///     Err(Error::InvalidArgument(invalid)) => eprintln!("fix `{}`: {}", invalid.argument(), invalid.message()),
+///     _ => {}
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument given to a builder or constructor was rejected before any request was sent.
+    #[error(transparent)]
+    InvalidArgument(InvalidArgument),
+
+    /// The API answered with an error response.
+    #[error(transparent)]
+    Api(ApiError),
+
+    /// The authorization server answered a token, discovery, introspection or JWKS request
+    /// with an error response.
+    #[error(transparent)]
+    Auth(ApiError),
+
+    /// The authorization server sent the user back with an error instead of a code
+    /// (RFC 6749 section 4.1.2.1): the user declined (`access_denied`), or the authorization
+    /// request was refused. No token request was made.
+    #[error(transparent)]
+    Authorization(AuthorizationError),
+
+    /// The redirect back from the authorization server was refused before any token request:
+    /// a `state` that does not belong to this sign-in, a foreign `iss`, no code, or no callback
+    /// in time.
+    #[error(transparent)]
+    Callback(Arc<CallbackError>),
+
+    /// The user must sign in again: the client holds no refresh token, or its tokens cannot be
+    /// renewed any more.
+    #[error(transparent)]
+    ReauthenticationRequired(ReauthenticationRequired),
+
+    /// A [`TokenStore`](crate::auth::TokenStore) failed to load or save tokens; the
+    /// [`TokenStoreError`] is the [`source`](std::error::Error::source).
+    #[error("token store failed")]
+    TokenStore(#[source] TokenStoreError),
+
+    /// The API version has reached its sunset and no longer serves requests.
+    #[error(transparent)]
+    Sunset(SunsetError),
+
+    /// A response was marked deprecated and the client runs with
+    /// [`DeprecationPolicy::Fail`](crate::DeprecationPolicy::Fail).
+    #[error(transparent)]
+    Deprecated(DeprecatedError),
+
+    /// The cursor of a listing expired or was rejected; the listing must restart from the
+    /// first page.
+    #[error(transparent)]
+    CursorRejected(CursorRejected),
+
+    /// The server broke the pagination contract (spec Part 4.1).
+    #[error("pagination protocol violation: {0}")]
+    Pagination(Arc<PaginationError>),
+
+    /// Sending the request or reading the response failed (connection, timeout, TLS, a
+    /// redirect, a task that stopped).
+    #[error(transparent)]
+    Http(HttpError),
+
+    /// A response body could not be decoded, or lacks what the client needs from it.
+    #[error(transparent)]
+    Decode(DecodeError),
+
+    /// An element of a page is not a record, and the listing was told to fail on that with
+    /// [`OnUndecodable::Fail`](crate::OnUndecodable::Fail).
+    #[error(transparent)]
+    Undecodable(UndecodableError),
+
+    /// A response body was larger than the limit for its kind; reading stopped there.
+    #[error(transparent)]
+    ResponseTooLarge(ResponseTooLarge),
+
+    /// A transient failure persisted through every attempt of the retry policy; the last
+    /// attempt's error is the [`source`](std::error::Error::source).
+    #[error(transparent)]
+    RetriesExhausted(RetriesExhausted),
+
+    /// A JWT failed verification; the [`VerifyError`] is the
+    /// [`source`](std::error::Error::source).
+    #[error("token verification failed")]
+    TokenVerification(#[source] Arc<VerifyError>),
+}
+
+impl From<VerifyError> for Error {
+    fn from(error: VerifyError) -> Self {
+        Error::TokenVerification(Arc::new(error))
+    }
+}
+
+impl From<CallbackError> for Error {
+    fn from(error: CallbackError) -> Self {
+        Error::Callback(Arc::new(error))
+    }
+}
+
+impl From<PaginationError> for Error {
+    fn from(error: PaginationError) -> Self {
+        Error::Pagination(Arc::new(error))
+    }
+}
+
+impl Error {
+    /// An [`Error::InvalidArgument`] naming `argument`.
+    pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
+        Error::InvalidArgument(InvalidArgument(Arc::new(InvalidInner { argument, message: message.into() })))
+    }
+
+    /// The HTTP status of the response behind this error, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Http(e) => e.status(),
+            _ => self.response().map(ApiError::status),
+        }
+    }
+
+    /// The error code the server sent (`invalid_token`, `rate_limited`, `access_denied`, ...),
+    /// if any.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        match self {
+            Error::Authorization(e) => Some(e.code()),
+            _ => self.response().and_then(ApiError::code),
+        }
+    }
+
+    /// The server's human-readable description, if any.
+    pub fn description(&self) -> Option<&str> {
+        match self {
+            Error::Authorization(e) => e.description(),
+            _ => self.response().and_then(ApiError::description),
+        }
+    }
+
+    /// How long the server asked to wait (`Retry-After`), if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.response().and_then(ApiError::retry_after)
+    }
+
+    /// The deprecation notice carried by the failed response, if any.
+    pub fn deprecation(&self) -> Option<&DeprecationNotice> {
+        match self {
+            Error::Deprecated(e) => Some(e.notice()),
+            _ => self.response().and_then(ApiError::deprecation),
+        }
+    }
+
+    /// For a rejected cursor: how many items the listing had delivered.
+    pub fn items_delivered(&self) -> Option<u64> {
+        match self {
+            Error::CursorRejected(e) => Some(e.items_delivered()),
+            _ => None,
+        }
+    }
+
+    /// The error response behind this error, for API and authorization-server errors.
+    pub fn response(&self) -> Option<&ApiError> {
+        match self {
+            Error::Api(r) | Error::Auth(r) => Some(r),
+            Error::Sunset(e) => Some(e.response()),
+            Error::CursorRejected(e) => Some(e.response()),
+            Error::RetriesExhausted(e) => e.last().response(),
+            _ => None,
+        }
+    }
+
+    /// True when sending the same request again later may succeed: rate limits, 502/503/504,
+    /// connection failures (before or during the exchange) and timeouts. From the authorization
+    /// server, `server_error` too; never `invalid_client`, `invalid_grant`, `invalid_scope` or
+    /// `unauthorized_client`, whatever the status.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Http(e) => e.is_transient(),
+            Error::RetriesExhausted(e) => e.last().is_retryable(),
+            Error::Api(r) => r.is_transient(),
+            Error::Auth(r) => {
+                let definitive = matches!(
+                    r.code(),
+                    Some(
+                        ErrorCode::InvalidClient
+                            | ErrorCode::InvalidGrant
+                            | ErrorCode::InvalidScope
+                            | ErrorCode::UnauthorizedClient
+                    )
+                );
+                !definitive && (r.is_transient() || r.code() == Some(&ErrorCode::ServerError))
+            }
+            _ => false,
+        }
+    }
+
+    /// True when the user must sign in again: the refresh token was rejected
+    /// (`invalid_grant`), the client's credentials were (`invalid_client`), there is no
+    /// refresh token to use, or the API refused the access token (401 `invalid_token`) after
+    /// the client had replaced it and sent the request again, or could not replace it (a
+    /// static token).
+    pub fn needs_reauthentication(&self) -> bool {
+        match self {
+            Error::Auth(r) => matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient)),
+            Error::Api(r) => r.status() == 401 && r.code() == Some(&ErrorCode::InvalidToken),
+            Error::ReauthenticationRequired(_) => true,
+            _ => false,
+        }
+    }
+
+    /// True when the request timed out (on the last attempt, after retries).
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            Error::Http(e) => e.is_timeout(),
+            Error::RetriesExhausted(e) => e.last().is_timeout(),
+            _ => false,
+        }
+    }
+}
+
+/// An argument given to a builder or constructor that was rejected, before any request was
+/// sent: the context of [`Error::InvalidArgument`].
+#[derive(Debug, Clone)]
+pub struct InvalidArgument(Arc<InvalidInner>);
+
+#[derive(Debug)]
+struct InvalidInner {
+    argument: &'static str,
+    message: String,
+}
+
+impl InvalidArgument {
+    /// The argument's name, as in the method that took it (`limit`, `base_url`, ...).
+    pub fn argument(&self) -> &'static str {
+        self.0.argument
+    }
+
+    /// What was expected.
+    pub fn message(&self) -> &str {
+        &self.0.message
+    }
+}
+
+impl fmt::Display for InvalidArgument {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid argument `{}`: {}", self.0.argument, self.0.message)
+    }
+}
+
+impl std::error::Error for InvalidArgument {}
+
+#[cfg(test)]
+mod tests;
