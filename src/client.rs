@@ -329,7 +329,7 @@ impl ClientBuilder {
 
         let http = match self.http {
             Some(http) => http,
-            None => crate::wire::http_client(|builder| builder)?,
+            None => crate::wire::default_http_client()?,
         };
         let retry = self.retry.unwrap_or_default();
         let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());

@@ -153,6 +153,22 @@
 //! multi-threaded one, as `#[tokio::main]` starts it, or the current-thread one). Polling them
 //! elsewhere panics, as `tokio::spawn` does.
 //!
+//! ## Every public item, by task
+//!
+//! | Task | Items |
+//! |---|---|
+//! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`Preview`], [`RetryPolicy`] |
+//! | authenticate | [`Auth`]; in [`auth`]: [`ClientCredentials`](auth::ClientCredentials), [`UserAuth`](auth::UserAuth), [`AuthorizationCodeFlow`](auth::AuthorizationCodeFlow), [`AuthorizationRequest`](auth::AuthorizationRequest), [`LoopbackRedirect`](auth::LoopbackRedirect), [`AuthServerMetadata`](auth::AuthServerMetadata) |
+//! | keep tokens | in [`auth`]: [`TokenSet`](auth::TokenSet), [`TokenStore`](auth::TokenStore), [`MemoryTokenStore`](auth::MemoryTokenStore), [`FileTokenStore`](auth::FileTokenStore), [`RefreshLock`](auth::RefreshLock), [`RefreshTurn`](auth::RefreshTurn), `RedisTokenCache` and `RedisUserStore` (feature `redis`); the secrets [`AccessToken`](auth::AccessToken), [`RefreshToken`](auth::RefreshToken), [`IdToken`](auth::IdToken), [`ClientSecret`](auth::ClientSecret), [`PkceVerifier`](auth::PkceVerifier) |
+//! | check tokens (resource servers) | in [`auth`]: [`TokenVerifier`](auth::TokenVerifier), [`Claims`](auth::Claims), [`TokenIntrospector`](auth::TokenIntrospector), [`Introspection`](auth::Introspection) |
+//! | list | [`List`], [`ListCompanies`], [`ListContacts`], [`Page`], [`Cursor`], [`PageStream`], [`ItemStream`], [`OnUndecodable`], [`Undecodable`] |
+//! | sort | [`CompanySort`], [`ContactSort`], [`SortOrder`], [`Sort`], [`IntoSort`] and [`SortField`] (sealed) |
+//! | read records | [`Company`], [`CompanyStatus`], [`Contact`], [`Extra`], [`Resource`] (sealed) |
+//! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
+//! | handle errors | [`Error`] and its contexts: [`InvalidArgument`], [`ApiError`], [`ErrorCode`], [`AuthorizationError`], [`CallbackError`], [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`], [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`], [`ResponseTooLarge`], [`RetriesExhausted`]; [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
+//! | know the limits | [`limits`]: [`BodyKind`](limits::BodyKind), [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
+//! | test your code | `reference_server` (feature `reference-server`) |
+//!
 //! ## Public dependencies
 //!
 //! Types of these crates appear in the API and are re-exported at the versions this crate
@@ -167,16 +183,18 @@
 //!
 //! | Layer | Modules | May use |
 //! |---|---|---|
-//! | foundation | `text`, `timestamp`, `limits`, `version`, `deprecation` (header parsing), `error` | each other, downwards in this order |
-//! | records and policies | `model` (companies, contacts, extra fields, sorts), `retry`, `telemetry`, `urls` | the foundation |
-//! | wire | `wire`: `HttpSender`, the one place requests are sent; bodies read under their limits; error responses | records and policies, the foundation |
-//! | authentication | `auth`: token sources, flows, stores, verification, shared caches | the wire and below |
-//! | API pipeline | `transport`: bearer tokens, preview header, 401 resend, deprecation, sunset | auth, the wire and below |
-//! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings), then `list` (the builder) | the pipeline, `model` and below |
+//! | foundation | `text`, `timestamp`, `limits` | nothing of the crate |
+//! | | `deprecation` (header parsing) | `text`, `timestamp` |
+//! | | `error` | `deprecation`, `limits`, `text` |
+//! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts) | the foundation |
+//! | wire | `wire`: `HttpSender`, the one place requests are sent; bodies read under their limits; error responses | the rows above |
+//! | authentication | `auth`: token sources, flows, stores, verification, shared caches | the wire and the rows above it |
+//! | API pipeline | `transport`: bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |
+//! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings); `list`, the builder, on `pagination` | the pipeline, `model` and below |
 //! | client | `client`: builds everything and hands each listing its `Source` | everything |
 //!
 //! `reference_server` (feature `reference-server`) sits beside the client and uses the crate
-//! only through `auth`'s public verifier.
+//! only through `auth`'s public verifier and `timestamp`'s HTTP dates.
 #![deny(missing_docs)]
 // Library code never unwraps: what comes from the network or the caller gets an error instead.
 // (Tests may; the lint table in Cargo.toml holds the rest of the crate's lints.)

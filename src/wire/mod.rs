@@ -78,7 +78,7 @@ impl HttpSender {
     /// A sender outside any [`Client`](crate::Client), for sign-in, discovery and introspection:
     /// a client of the crate's that follows no redirects; the default user agent.
     pub(crate) fn standalone(timeout: Duration) -> Result<Self, Error> {
-        Ok(HttpSender::with_client(http_client(|builder| builder)?, timeout))
+        Ok(HttpSender::with_client(default_http_client()?, timeout))
     }
 
     /// The same sender with another timeout.
@@ -219,6 +219,20 @@ pub(crate) fn http_client(
         }
         Error::invalid("http_config", message)
     })
+}
+
+/// The crate's own HTTP client, for every path where the caller configured none: reqwest's
+/// defaults with redirects off.
+///
+/// # Errors
+///
+/// [`Error::Http`] with reqwest's error as the source when it cannot be built (no TLS backend
+/// starts): the caller gave no argument that could be wrong.
+pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| Error::Http(HttpError::from_reqwest("the default HTTP client", e)))
 }
 
 /// Lets the `oauth2` crate send its token requests through [`HttpSender::dispatch_oauth`].
