@@ -17,7 +17,7 @@ use business_records::{Auth, Client, Company, Page};
 mod support;
 
 /// Samples per scenario; SDK and baseline alternate so drift hits both alike.
-const SAMPLES: usize = 15;
+const SAMPLES: usize = 31;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
