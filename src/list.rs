@@ -8,11 +8,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use crate::limits::MAX_CURSOR_BYTES;
+use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact, IntoSort, Resource};
-use crate::pagination::{
-    self, Cursor, ItemStream, ListQuery, MAX_LIMIT, OnUndecodable, Page, PageStream, Source,
-};
+use crate::pagination::{self, Cursor, ItemStream, ListQuery, OnUndecodable, Page, PageStream, Source};
 use crate::{Error, Preview, RetryPolicy};
 
 /// Names reserved for the paging parameters, which have methods of their own.

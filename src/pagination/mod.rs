@@ -32,7 +32,7 @@ use url::Url;
 pub use envelope::OnUndecodable;
 pub(crate) use fetch::fetch_page;
 pub use page::{Cursor, Page};
-pub(crate) use query::{ListQuery, MAX_LIMIT};
+pub(crate) use query::ListQuery;
 pub use stream::{ItemStream, PageStream};
 
 use crate::transport::Transport;

@@ -10,10 +10,11 @@ use tracing::Instrument;
 
 use super::fetch::{PageResult, fetch_page, settle_undecodable};
 use super::guards::Walk;
-use super::query::{DEFAULT_MAX_EMPTY_PAGES, MAX_LIMIT};
+use super::query::DEFAULT_MAX_EMPTY_PAGES;
 use super::raw::{Arrived, RawPage, fetch_raw_page};
 use super::{Cursor, ListQuery, Source};
 use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
+use crate::limits::MAX_LIMIT;
 use crate::model::Resource;
 use crate::{Error, telemetry};
 

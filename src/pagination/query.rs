@@ -5,11 +5,9 @@ use std::borrow::Cow;
 
 use super::Cursor;
 use super::envelope::OnUndecodable;
+use crate::limits::DEFAULT_LIMIT;
 use crate::model::Sort;
 use crate::{Preview, RetryPolicy};
-
-use crate::limits::DEFAULT_LIMIT;
-pub(crate) use crate::limits::MAX_LIMIT;
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 pub(super) const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
@@ -75,6 +73,7 @@ impl ListQuery {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_LIMIT;
 
     #[test]
     fn one_page_size_rule() {
