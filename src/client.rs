@@ -87,6 +87,35 @@ impl Client {
     pub fn api_version(&self) -> ApiVersion {
         self.inner.api_version
     }
+
+    /// A client that authenticates with `auth` and shares everything else with this one: the
+    /// connection pool, settings, middleware, retry policy and deprecation reporting. A web app
+    /// builds one client and derives one per signed-in user from it.
+    ///
+    /// ```no_run
+    /// # async fn run(app: business_records::Client, flow: business_records::auth::AuthorizationCodeFlow,
+    /// #              tokens: business_records::auth::TokenSet) -> Result<(), business_records::Error> {
+    /// use business_records::Auth;
+    /// let user = app.with_auth(Auth::user(flow, tokens))?;
+    /// let page = user.companies().send().await?;
+    /// # let _ = page; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] as [`ClientBuilder::build`] reports it for `auth`.
+    pub fn with_auth(&self, auth: impl Into<Auth>) -> Result<Client, Error> {
+        let tokens = token_manager(auth.into())?;
+        let inner = &self.inner;
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                transport: Arc::new(inner.transport.with_tokens(tokens)),
+                api_root: inner.api_root.clone(),
+                api_version: inner.api_version,
+                paging: inner.paging,
+            }),
+        })
+    }
 }
 
 /// Builds a [`Client`]. Made by [`Client::builder`].
@@ -339,25 +368,10 @@ impl ClientBuilder {
             .with_retry(retry.clone())
             .with_middleware(&self.middleware);
 
-        let tokens = match auth.kind {
-            AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),
-            AuthKind::User(user) => user.into_manager()?,
-            AuthKind::Static(token) => {
-                if token.secret().trim().is_empty() {
-                    return Err(Error::invalid("auth", "expected a non-empty static token"));
-                }
-                if !token.fits_header() {
-                    return Err(Error::invalid(
-                        "auth",
-                        "expected a static token of characters allowed in a header",
-                    ));
-                }
-                TokenManager::fixed(token)
-            }
-        };
+        let tokens = token_manager(auth)?;
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
-        let transport = Transport::new(sender, tokens, self.preview, reporter, retry)
-            .with_max_page_bytes(self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES));
+        let max_page_bytes = self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES);
+        let transport = Transport::new(sender, tokens, self.preview, reporter, retry, max_page_bytes);
         Ok(Client {
             inner: Arc::new(ClientInner {
                 transport: Arc::new(transport),
@@ -370,6 +384,26 @@ impl ClientBuilder {
             }),
         })
     }
+}
+
+/// The token source `auth` describes, checked.
+fn token_manager(auth: Auth) -> Result<TokenManager, Error> {
+    Ok(match auth.kind {
+        AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),
+        AuthKind::User(user) => user.into_manager()?,
+        AuthKind::Static(token) => {
+            if token.secret().trim().is_empty() {
+                return Err(Error::invalid("auth", "expected a non-empty static token"));
+            }
+            if !token.fits_header() {
+                return Err(Error::invalid(
+                    "auth",
+                    "expected a static token of characters allowed in a header",
+                ));
+            }
+            TokenManager::fixed(token)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! bearer token, `X-API-Preview`, the 401 `invalid_token` refresh-and-resend, deprecation
 //! headers, error classification (sunset, deprecated) and decoding.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use http::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
@@ -38,10 +39,20 @@ pub(crate) struct ApiResponse<T> {
 }
 
 /// The API pipeline: authentication, headers, error mapping, deprecation reporting.
+///
+/// Everything but the token source is shared, behind one `Arc`, by every client derived from
+/// the one that built it: the connection pool, middleware, retry policy, preview label and
+/// deprecation reporting. Each client has its own [`TokenManager`].
 #[derive(Debug)]
 pub(crate) struct Transport {
-    pub(crate) sender: HttpSender,
+    shared: Arc<Shared>,
     tokens: TokenManager,
+}
+
+/// What the clients derived from one another share.
+#[derive(Debug)]
+struct Shared {
+    sender: HttpSender,
     preview: Option<Preview>,
     deprecation: DeprecationReporter,
     retry: RetryPolicy,
@@ -55,21 +66,14 @@ impl Transport {
         preview: Option<Preview>,
         deprecation: DeprecationReporter,
         retry: RetryPolicy,
+        max_page_bytes: u64,
     ) -> Self {
-        Transport {
-            sender,
-            tokens,
-            preview,
-            deprecation,
-            retry,
-            max_page_bytes: BodyKind::Page.default_limit(),
-        }
+        Transport { shared: Arc::new(Shared { sender, preview, deprecation, retry, max_page_bytes }), tokens }
     }
 
-    /// The same pipeline with another limit for page bodies.
-    pub(crate) fn with_max_page_bytes(mut self, bytes: u64) -> Self {
-        self.max_page_bytes = bytes;
-        self
+    /// The same pipeline with its own tokens: a signed-in user's client derived from the app's.
+    pub(crate) fn with_tokens(&self, tokens: TokenManager) -> Self {
+        Transport { shared: Arc::clone(&self.shared), tokens }
     }
 
     /// Sends a GET and decodes a JSON body of type `T`, retrying transient failures under
@@ -83,7 +87,7 @@ impl Transport {
                 retries.fetch_add(1, Ordering::Relaxed);
             }
         };
-        call.retry.unwrap_or(&self.retry).run(|attempt| self.attempt(call, attempt), count_retry).await
+        call.retry.unwrap_or(&self.shared.retry).run(|attempt| self.attempt(call, attempt), count_retry).await
     }
 
     /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the
@@ -96,19 +100,20 @@ impl Transport {
         let endpoint = call.url.path();
         let mut resent_for_token = false;
         loop {
-            let token = self.tokens.token(&self.sender).await?;
+            let token = self.tokens.token(&self.shared.sender).await?;
             let request = self.build_get(call, &token)?;
             // A resend with a new token counts as an attempt of its own on the request's span.
-            let response = self.sender.dispatch(request, attempt + u32::from(resent_for_token)).await?;
+            let response =
+                self.shared.sender.dispatch(request, attempt + u32::from(resent_for_token)).await?;
             let status = response.status();
             let deprecation = DeprecationNotice::from_headers(call.url, response.headers());
             // Only an error answer needs its headers once the body is read.
             let headers = if status.is_success() { HeaderMap::new() } else { response.headers().clone() };
             if let Some(notice) = &deprecation {
-                self.deprecation.report(notice);
+                self.shared.deprecation.report(notice);
             }
             let body = if status.is_success() {
-                let limit = BodyLimit { kind: BodyKind::Page, bytes: self.max_page_bytes };
+                let limit = BodyLimit { kind: BodyKind::Page, bytes: self.shared.max_page_bytes };
                 read_body(endpoint, response, limit).await?
             } else {
                 // An error body past its limit is ignored: the status and headers still say
@@ -120,8 +125,9 @@ impl Transport {
             };
 
             if status.is_success() {
-                if let Some(notice) =
-                    deprecation.as_ref().filter(|_| self.deprecation.policy() == DeprecationPolicy::Fail)
+                if let Some(notice) = deprecation
+                    .as_ref()
+                    .filter(|_| self.shared.deprecation.policy() == DeprecationPolicy::Fail)
                 {
                     return Err(Error::Deprecated(DeprecatedError::new(notice.clone())));
                 }
@@ -156,7 +162,7 @@ impl Transport {
         bearer.set_sensitive(true);
         headers.insert(AUTHORIZATION, bearer);
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        if let Some(preview) = call.preview.or(self.preview.as_ref()) {
+        if let Some(preview) = call.preview.or(self.shared.preview.as_ref()) {
             // A validated label is `YYYY-MM`, always a valid header value.
             if let Ok(value) = HeaderValue::from_str(preview.as_str()) {
                 headers.insert(PREVIEW_HEADER, value);
