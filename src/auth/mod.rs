@@ -82,6 +82,8 @@ pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;
 mod refresh_turn;
+#[cfg(feature = "redis")]
+pub(crate) mod seal;
 mod secret;
 mod store;
 pub(crate) mod token_manager;

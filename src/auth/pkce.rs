@@ -58,12 +58,9 @@ pub(crate) fn random_value() -> String {
 }
 
 /// Compares two byte strings in time that depends on their lengths only, not on where they
-/// differ.
+/// differ (aws-lc's constant-time comparison).
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    aws_lc_rs::constant_time::verify_slices_are_equal(a, b).is_ok()
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::connection::Redis;
-use super::seal::random_bytes;
+use crate::auth::seal::random_bytes;
 
 /// How long a waiter sleeps between two looks, at least; a random part is added so that
 /// waiters do not look in step.

@@ -3,7 +3,6 @@
 
 mod connection;
 mod lock;
-mod seal;
 mod shared_source;
 mod user_store;
 
@@ -14,11 +13,11 @@ use std::time::Duration;
 pub use user_store::RedisUserStore;
 
 use self::connection::Redis;
-use self::seal::Sealer;
 use self::shared_source::SharedTokenSource;
 use super::ClientSecret;
 use super::token_manager::TokenSource;
 use crate::Error;
+use crate::auth::seal::Sealer;
 
 /// Default time Redis has to answer before a process goes its own way.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);

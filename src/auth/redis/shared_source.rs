@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 use super::connection::Redis;
 use super::lock::{self, Attempt};
-use super::seal::Sealer;
 use crate::Error;
 use crate::auth::AccessToken;
+use crate::auth::seal::Sealer;
 use crate::auth::token_manager::{IssuedToken, TokenSource, refresh_buffer};
 use crate::wire::HttpSender;
 

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::connection::Redis;
 use super::lock::{self, Attempt};
-use super::seal::Sealer;
+use crate::auth::seal::Sealer;
 use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 
 /// A stored set and its generation, which grows with every save: stored as

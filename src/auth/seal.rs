@@ -1,6 +1,6 @@
-//! What reaches Redis is sealed: AES-256-GCM under a key derived with HKDF-SHA256 from a secret
-//! every process already has, bound to the Redis key it is stored under. Key names are hashes
-//! of the identifiers.
+//! Sealed values: AES-256-GCM under a key derived with HKDF-SHA256 from a secret every process
+//! already has, bound to what the value is for (additional data). What reaches Redis is sealed
+//! this way, and key names there are hashes of the identifiers.
 
 use std::fmt;
 
@@ -9,7 +9,8 @@ use aws_lc_rs::{digest, hkdf};
 
 /// Format version of a sealed value (its first byte).
 const VERSION: u8 = 1;
-/// HKDF salt: fixed, so that every process derives the same key from the same secret.
+/// HKDF salt: fixed, so that every process derives the same key from the same secret. (Keys
+/// for different uses differ by their `purpose`.)
 const SALT: &[u8] = b"business-records redis token cache v1";
 /// Length of the key id that separates entries sealed under different secrets.
 const KEY_ID_LEN: usize = 16;
