@@ -50,7 +50,7 @@ pub(super) fn parse_header(token: &str) -> Result<Option<String>, VerifyError> {
         crit: Option<Value>,
     }
 
-    let [header, _, _] = segments(token).ok_or(VerifyError::Malformed)?;
+    let [header, _, signature] = segments(token).ok_or(VerifyError::Malformed)?;
     let bytes = b64url_decode(header).ok_or(VerifyError::Malformed)?;
     let raw: RawHeader = serde_json::from_slice(&bytes).map_err(|_| VerifyError::Malformed)?;
     match raw.alg.as_deref() {
@@ -61,20 +61,21 @@ pub(super) fn parse_header(token: &str) -> Result<Option<String>, VerifyError> {
         None => return Err(VerifyError::Malformed),
     }
     // No critical header extensions are understood (RFC 7515 section 4.1.11).
-    if raw.crit.is_some() {
+    if raw.crit.is_some() || signature.is_empty() {
         return Err(VerifyError::Malformed);
     }
     Ok(raw.kid.filter(|kid| !kid.is_empty()))
 }
 
-/// The three non-empty segments of a compact JWS no larger than [`MAX_TOKEN_BYTES`].
+/// The three segments of a compact JWS no larger than [`MAX_TOKEN_BYTES`]: header, payload
+/// (both non-empty) and signature (empty for `alg: none`, which the header check refuses).
 fn segments(token: &str) -> Option<[&str; 3]> {
     if token.len() > MAX_TOKEN_BYTES {
         return None;
     }
     let mut parts = token.split('.');
-    let segments = [parts.next()?, parts.next()?, parts.next()?];
-    (parts.next().is_none() && segments.iter().all(|s| !s.is_empty())).then_some(segments)
+    let segments @ [header, payload, _] = [parts.next()?, parts.next()?, parts.next()?];
+    (parts.next().is_none() && !header.is_empty() && !payload.is_empty()).then_some(segments)
 }
 
 /// The claims of `token` as sent, without any check of its signature or its claims; `None` when

@@ -33,6 +33,13 @@ fn header_checks() {
     assert!(matches!(parse_header("abc"), Err(VerifyError::Malformed)));
     assert!(matches!(parse_header("a.b.c.d"), Err(VerifyError::Malformed)));
     assert!(matches!(parse_header("..c"), Err(VerifyError::Malformed)));
+    // An unsigned token is named for its algorithm; an RS256 one without signature is malformed.
+    let unsigned = format!("{}.e30.", b64url_encode(br#"{"alg":"none"}"#));
+    assert!(
+        matches!(parse_header(&unsigned), Err(VerifyError::UnsupportedAlgorithm { alg }) if alg == "none")
+    );
+    let unsigned = format!("{}.e30.", b64url_encode(br#"{"alg":"RS256","kid":"k"}"#));
+    assert!(matches!(parse_header(&unsigned), Err(VerifyError::Malformed)));
     assert!(matches!(
         parse_header(&token_with_header(r#"{"alg":"HS256","kid":"k"}"#)),
         Err(VerifyError::UnsupportedAlgorithm { alg }) if alg == "HS256"
