@@ -392,4 +392,4 @@ fn granted_scopes(requested: Option<&str>, allowed: &[String]) -> Result<Vec<Str
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -204,3 +204,6 @@ impl AuthServer {
         if self.hostile(Hostile::RefreshForAnotherUser) { ANOTHER_USER } else { subject }
     }
 }
+
+#[cfg(test)]
+mod tests;
