@@ -1,4 +1,9 @@
-//! Text from the server on its way into an error message or a log line.
+//! Text on its way into an error message or a log line: what a server sent, and URLs, which
+//! are shown without their user information.
+
+use std::borrow::Cow;
+
+use url::Url;
 
 /// The most bytes of server text kept in an error or a log line.
 pub(crate) const MAX_SERVER_TEXT: usize = 1024;
@@ -36,10 +41,52 @@ pub(crate) fn server_text_owned(text: String) -> String {
     server_text(&text)
 }
 
+/// `url` as a message or a log line shows it: without user information (`user:password@`),
+/// which may hold a credential.
+pub(crate) fn shown_url(url: &Url) -> Cow<'_, str> {
+    if url.username().is_empty() && url.password().is_none() {
+        return Cow::Borrowed(url.as_str());
+    }
+    let mut shown = url.clone();
+    // Only URLs with a host can hold user information, and for them these succeed.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    Cow::Owned(shown.into())
+}
+
+/// A URL as someone typed it, which may not parse, as a message shows it: anything before an
+/// `@` in its authority (between `//` and the next `/`, `?` or `#`) is left out.
+pub(crate) fn shown_raw_url(raw: &str) -> Cow<'_, str> {
+    let Some(start) = raw.find("//").map(|at| at + 2) else {
+        return Cow::Borrowed(raw);
+    };
+    let authority_len = raw[start..].find(['/', '?', '#']).unwrap_or(raw.len() - start);
+    match raw[start..start + authority_len].rfind('@') {
+        Some(at) => Cow::Owned(format!("{}{}", &raw[..start], &raw[start + at + 1..])),
+        None => Cow::Borrowed(raw),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn urls_are_shown_without_user_information() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        assert_eq!(
+            shown_url(&url("https://user:pass@auth.example.com/x?q=1")),
+            "https://auth.example.com/x?q=1"
+        );
+        assert_eq!(shown_url(&url("https://user@auth.example.com/")), "https://auth.example.com/");
+        assert_eq!(shown_url(&url("https://auth.example.com/a@b")), "https://auth.example.com/a@b");
+        assert_eq!(shown_raw_url("https://user:p@ss@host with space/a@b"), "https://host with space/a@b");
+        assert_eq!(shown_raw_url("http://u:p@[::1"), "http://[::1");
+        assert_eq!(shown_raw_url("https://host/path@x?u=a@b"), "https://host/path@x?u=a@b");
+        assert_eq!(shown_raw_url("not a url"), "not a url");
+        assert_eq!(shown_raw_url("mailto:someone@example.com"), "mailto:someone@example.com");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_long_text_is_cut() {

@@ -1,20 +1,31 @@
 //! URL rules shared by the API and authorization-server addresses: HTTPS except on loopback,
-//! and the version segment added exactly once.
+//! no user information, and the version segment added exactly once. Messages show URLs without
+//! their user information.
 
 use url::{Host, Url};
 
+use crate::text::{shown_raw_url, shown_url};
 use crate::{ApiVersion, Error};
 
-/// Parses an address given by the user: `https`, or `http` on a loopback host only; no query
-/// string or fragment.
+/// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
+/// information, query string or fragment.
 pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url, Error> {
-    let url = Url::parse(raw.trim())
-        .map_err(|e| Error::invalid(argument, format!("expected an absolute URL, got {raw:?} ({e})")))?;
+    let url = Url::parse(raw.trim()).map_err(|e| {
+        Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)))
+    })?;
     check_service_url(argument, url)
 }
 
 /// Applies the rules of [`parse_service_url`] to an already parsed URL.
 pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url, Error> {
+    // A credential in a URL ends up in logs, proxies and error reports: it is refused, and
+    // the message leaves it out.
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(Error::invalid(
+            argument,
+            format!("expected a URL without user information (no `user:password@`), got {}", shown_url(&url)),
+        ));
+    }
     match url.scheme() {
         "https" => {}
         "http" if is_loopback(&url) => {}
@@ -131,5 +142,24 @@ mod tests {
         for ok in ["http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:9", "https://a.example"] {
             assert!(parse_service_url("base_url", ok).is_ok(), "{ok}");
         }
+    }
+
+    #[test]
+    fn user_information_is_refused_and_never_shown() {
+        for (raw, shown) in [
+            ("https://user:s3cret@auth.example.com", "https://auth.example.com/"),
+            ("https://s3cret@auth.example.com/x", "https://auth.example.com/x"),
+            ("http://user:s3cret@127.0.0.1:8080", "http://127.0.0.1:8080/"),
+            ("http://user:s3cret@api.example.com", "http://api.example.com/"),
+        ] {
+            let err = parse_service_url("auth_url", raw).expect_err(raw);
+            let message = err.to_string();
+            assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "auth_url"), "{err:?}");
+            assert!(message.contains("user information") && message.contains(shown), "{message}");
+            assert!(!message.contains("s3cret") && !format!("{err:?}").contains("s3cret"), "{message}");
+        }
+        // One that does not parse is shown without it too.
+        let err = parse_service_url("base_url", "https://user:s3cret@bad host").expect_err("unparsable");
+        assert!(!err.to_string().contains("s3cret"), "{err}");
     }
 }

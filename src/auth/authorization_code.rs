@@ -17,6 +17,7 @@ use oauth2::{
 };
 use url::Url;
 
+use self::id_token::{check_audience, check_same_user};
 pub use self::request::AuthorizationRequest;
 use self::request::{CallbackParams, parse_redirect_uri};
 pub(crate) use self::tokens::Refreshed;
@@ -90,6 +91,12 @@ struct FlowConfig {
     timeout: Duration,
     /// Clock-skew allowance of ID-token checks.
     id_token_leeway: Duration,
+    /// Audiences besides the client id an ID token may list.
+    trusted_audiences: Vec<String>,
+    /// Least time between two JWKS fetches for key ids the cached keys lack.
+    jwks_refetch_interval: Duration,
+    /// A callback without `iss` is refused (RFC 9207).
+    require_iss: bool,
     middleware: Layers,
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
@@ -119,13 +126,18 @@ impl AuthorizationCodeFlow {
     /// and the ID token's `iss` must name.
     ///
     /// `redirect_uri` is where the user returns: a loopback URL from [`LoopbackRedirect`]
-    /// (RFC 8252), an `https` URL, or an app's private-use scheme (`com.example.app:/callback`).
+    /// (RFC 8252), an `https` URL, or an app's private-use scheme, a reverse domain name
+    /// (`com.example.app:/callback`, RFC 8252 section 7.1).
+    ///
+    /// A callback without `iss` is accepted unless
+    /// [`require_iss_parameter`](Self::require_iss_parameter) says otherwise; a flow made with
+    /// [`from_metadata`](Self::from_metadata) requires it when the server advertises it.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback, an empty client id,
-    /// or a `redirect_uri` that is not an absolute URL, carries a fragment, or is plain http off
-    /// loopback.
+    /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback or one with user
+    /// information, an empty client id, or a `redirect_uri` that is not an absolute URL, carries
+    /// a fragment, is plain http off loopback, or has a private-use scheme without a period.
     ///
     /// [`LoopbackRedirect`]: super::LoopbackRedirect
     pub fn new(
@@ -144,7 +156,9 @@ impl AuthorizationCodeFlow {
     }
 
     /// The flow with the endpoints and issuer of a discovery document (see
-    /// [`AuthServerMetadata::discover`]).
+    /// [`AuthServerMetadata::discover`]). When the document advertises
+    /// `authorization_response_iss_parameter_supported` (RFC 9207), a callback without `iss` is
+    /// refused.
     ///
     /// # Errors
     ///
@@ -164,7 +178,13 @@ impl AuthorizationCodeFlow {
             endpoint(&metadata.token_endpoint, "token_endpoint")?,
             endpoint(&metadata.jwks_uri, "jwks_uri")?,
         );
-        Self::with_endpoints(metadata.issuer.clone(), endpoints, client_id.into(), redirect_uri.as_ref())
+        let flow = Self::with_endpoints(
+            metadata.issuer.clone(),
+            endpoints,
+            client_id.into(),
+            redirect_uri.as_ref(),
+        )?;
+        Ok(flow.require_iss_parameter(metadata.authorization_response_iss_parameter_supported))
     }
 
     fn with_endpoints(
@@ -188,6 +208,9 @@ impl AuthorizationCodeFlow {
                 jwks_url,
                 timeout: DEFAULT_TIMEOUT,
                 id_token_leeway: DEFAULT_ID_TOKEN_LEEWAY,
+                trusted_audiences: Vec::new(),
+                jwks_refetch_interval: super::verify::DEFAULT_REFETCH_INTERVAL,
+                require_iss: false,
                 sender: HttpSender::standalone(DEFAULT_TIMEOUT)?,
                 middleware: Layers::new(),
                 invalid: None,
@@ -269,6 +292,62 @@ impl AuthorizationCodeFlow {
     /// Default: 60 seconds.
     pub fn id_token_leeway(mut self, leeway: Duration) -> Self {
         self.config_mut().id_token_leeway = leeway;
+        self
+    }
+
+    /// Audiences besides the client id that an ID token may list in `aud`. An ID token listing
+    /// any other audience is refused, and one listing several must name the client in `azp`
+    /// (OpenID Connect Core section 3.1.3.7). Default: none, so an ID token's audience is the
+    /// client id alone.
+    ///
+    /// An empty audience is reported by [`exchange`](Self::exchange) and by
+    /// [`ClientBuilder::build`](crate::ClientBuilder::build).
+    ///
+    /// ```
+    /// use business_records::auth::AuthorizationCodeFlow;
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", "http://127.0.0.1:8400/callback")?
+    ///     .trusted_audiences(["my-app-backend"]);
+    /// # let _ = flow; Ok::<(), business_records::Error>(())
+    /// ```
+    pub fn trusted_audiences<I, S>(mut self, audiences: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let audiences: Vec<String> = audiences.into_iter().map(Into::into).collect();
+        let config = self.config_mut();
+        if let Some(error) = audiences.iter().find_map(|a| check_audience(a).err()) {
+            config.invalid.get_or_insert(error);
+        }
+        config.trusted_audiences = audiences;
+        self
+    }
+
+    /// Minimum pause between two JWKS fetches made because an ID token named a key id the
+    /// cached keys lack: the first ID token signed with a rotated key makes the flow fetch the
+    /// keys at once, and further unknown key ids make it fetch again at most once per
+    /// `interval` (see [`TokenVerifier::refetch_interval`]). Default: 5 seconds.
+    pub fn jwks_refetch_interval(mut self, interval: Duration) -> Self {
+        self.config_mut().jwks_refetch_interval = interval;
+        self
+    }
+
+    /// Whether a callback must carry `iss` (RFC 9207): with `true`, one without it is refused
+    /// with [`CallbackError::MissingIssuer`] before any token request, so a response from
+    /// another authorization server cannot pass for this one's (a mix-up attack). Default:
+    /// `false` for [`new`](Self::new), and for [`from_metadata`](Self::from_metadata) the
+    /// document's `authorization_response_iss_parameter_supported`. An `iss` that is present
+    /// must name the issuer either way.
+    ///
+    /// ```
+    /// use business_records::auth::AuthorizationCodeFlow;
+    /// // This server sends `iss` with every callback.
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", "http://127.0.0.1:8400/callback")?
+    ///     .require_iss_parameter(true);
+    /// # let _ = flow; Ok::<(), business_records::Error>(())
+    /// ```
+    pub fn require_iss_parameter(mut self, required: bool) -> Self {
+        self.config_mut().require_iss = required;
         self
     }
 
@@ -360,8 +439,9 @@ impl AuthorizationCodeFlow {
     ///
     /// # Errors
     ///
-    /// Before any token request: [`Error::Callback`] for a foreign `iss` (RFC 9207), a missing
-    /// or mismatched `state` (compared in constant time) or a missing code;
+    /// Before any token request: [`Error::Callback`] for a foreign `iss`, or a missing one when
+    /// [required](Self::require_iss_parameter) (RFC 9207), a missing or mismatched `state`
+    /// (compared in constant time) or a missing code;
     /// [`Error::Authorization`] when the server sent `error=` (`access_denied` when the user
     /// declined). Then [`Error::Auth`] when the token endpoint refuses the code, and
     /// [`Error::TokenVerification`] when the ID token fails verification.
@@ -402,8 +482,10 @@ impl AuthorizationCodeFlow {
         request: &AuthorizationRequest,
     ) -> Result<&'p str, Error> {
         // RFC 9207: a response naming another issuer is refused whatever else it holds.
-        if params.iss.as_deref().is_some_and(|iss| iss != self.config.issuer) {
-            return Err(CallbackError::IssuerMismatch.into());
+        match &params.iss {
+            Some(iss) if *iss != self.config.issuer => return Err(CallbackError::IssuerMismatch.into()),
+            None if self.config.require_iss => return Err(CallbackError::MissingIssuer.into()),
+            _ => {}
         }
         let state = params.state.as_deref().ok_or(CallbackError::MissingState)?;
         if !constant_time_eq(state.as_bytes(), request.state.as_bytes()) {
@@ -422,9 +504,14 @@ impl AuthorizationCodeFlow {
     /// and returns the new set. A response without a refresh token keeps the old one, and one
     /// without an ID token keeps the old ID token.
     ///
-    /// A new ID token is verified after the new access and refresh tokens are in the returned
-    /// set. One that fails verification is dropped (the set keeps the previous ID token and its
-    /// claims), logged as a `tracing` warning, and reported by
+    /// A new ID token must name the user of the previous one: its `iss`, `sub`, `aud` and
+    /// `azp`, as sent, are compared with the previous ID token's before any token of the
+    /// response is used (OpenID Connect Core section 12.2). When they differ, the response is
+    /// not this user's: none of its tokens are returned, and the error asks for a new sign-in.
+    ///
+    /// Then the new ID token is verified, after the new access and refresh tokens are in the
+    /// returned set. One that fails verification is dropped (the set keeps the previous ID token
+    /// and its claims), logged as a `tracing` warning, and reported by
     /// [`TokenSet::id_token_error`]: the refresh itself succeeds, because the server has
     /// already retired the refresh token it was given.
     ///
@@ -434,8 +521,10 @@ impl AuthorizationCodeFlow {
     ///
     /// # Errors
     ///
-    /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token; [`Error::Auth`]
-    /// with `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses it.
+    /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token, or when the new
+    /// ID token names another issuer, user, audience or authorized party; [`Error::Auth`] with
+    /// `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses the
+    /// refresh token.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {
         let Refreshed { mut tokens, new_id_token, .. } =
             self.refresh_with(&self.config.sender, tokens).await?;
@@ -446,8 +535,9 @@ impl AuthorizationCodeFlow {
         Ok(tokens)
     }
 
-    /// The refresh-token grant through `sender`, without verifying a new ID token: the caller
-    /// keeps the new set first, then verifies.
+    /// The refresh-token grant through `sender`, without verifying a new ID token's signature:
+    /// the caller keeps the new set first, then verifies. A new ID token for another user is an
+    /// error here, before anything of the response is used.
     pub(crate) async fn refresh_with(
         &self,
         sender: &HttpSender,
@@ -466,6 +556,9 @@ impl AuthorizationCodeFlow {
             .await
             .map_err(|e| token_error(self.config.token_url.path(), e))?;
         let mut next = token_set(self.config.token_url.path(), &response, sent_at, &tokens.scopes)?;
+        if let Some(id_token) = &next.id_token {
+            check_same_user(tokens, id_token)?;
+        }
         if next.refresh_token.is_none() {
             next.refresh_token = tokens.refresh_token.clone();
         }

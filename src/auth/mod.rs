@@ -11,16 +11,21 @@
 //!
 //! # Refresh guarantees
 //!
-//! A token request, once sent, runs to completion in a task of its own: a caller that times out
-//! or drops its stream never cancels it, and its answer is kept. A user's new refresh token is kept
-//! in memory and saved through the [`TokenStore`] before anything that can still fail and before any
-//! caller gets the new access token; a refreshed ID token that fails verification is dropped, logged
-//! and reported by [`TokenSet::id_token_error`], while the new tokens are kept. If the store cannot
-//! save, the call still succeeds, a warning is logged, and the save is retried in the background
-//! until it lands. One token request runs at a time per client: its failure goes to every caller
-//! waiting on it, and the next attempt waits for a backoff with jitter (1 s doubling up to 60 s, or
-//! the server's `Retry-After`), during which a token that has not expired is still used. A caller
-//! waits at most one request timeout for a token. A lifetime over one year counts as one year.
+//! A token request, once sent, runs to completion in a task of its own: a caller that times out or
+//! drops its stream never cancels it, and its answer is kept. A refresh answer whose new ID token
+//! names another `iss`, `sub`, `aud` or `azp` than the signed-in user's (OpenID Connect Core
+//! section 12.2) is not this user's: that is checked on the token as sent, before anything else,
+//! and none of its tokens are used or saved, the store keeps the previous set, and the error asks
+//! for a new sign-in ([`needs_reauthentication`](crate::Error::needs_reauthentication)). Otherwise
+//! the new refresh token is kept in memory and saved through the [`TokenStore`] before anything
+//! that can still fail and before any caller gets the new access token; a refreshed ID token whose
+//! signature or claims then fail verification is dropped, logged and reported by
+//! [`TokenSet::id_token_error`], while the new tokens are kept. If the store cannot save, the call
+//! still succeeds, a warning is logged, and the save is retried in the background until it lands.
+//! One token request runs at a time per client: its failure goes to every caller waiting on it, and
+//! the next attempt waits for a backoff with jitter (1 s doubling up to 60 s, or the server's
+//! `Retry-After`), during which a token that has not expired is still used. A caller waits at most
+//! one request timeout for a token. A lifetime over one year counts as one year.
 //!
 //! Token requests are retried under the client's [`RetryPolicy`](crate::RetryPolicy): 429,
 //! 502, 503 and 504 whatever the body, `server_error`, `temporarily_unavailable`, connection

@@ -26,6 +26,7 @@
 mod claims;
 mod header;
 mod jwks;
+mod key_cache;
 
 use std::fmt;
 use std::sync::{Arc, Once};
@@ -36,14 +37,16 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
 pub use self::claims::Claims;
-use self::header::{map_jwt_error, parse_header, unknown_key};
-use self::jwks::{FetchPolicy, JwksSource, KeyCache, KeyMap, parse_jwks};
+use self::header::{map_jwt_error, parse_header};
+pub(crate) use self::header::{untrusted_audience, unverified_claims};
+use self::jwks::{Jwks, JwksSource, fetch_jwks, parse_jwks};
+use self::key_cache::{FetchPolicy, KeyCache};
 use crate::error::{Error, VerifyError};
 use crate::wire::HttpSender;
 use crate::{RetryPolicy, urls};
 
 /// Default minimum pause between two JWKS fetches triggered by unknown key ids.
-const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(5);
 /// Default age after which the JWKS is fetched again.
 const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default first and largest backoff after a failed JWKS fetch.
@@ -71,14 +74,21 @@ pub(crate) fn ensure_crypto_provider() {
 ///
 /// Cheap to clone: clones share the key cache. `Send + Sync`.
 ///
-/// Keys are cached by `kid`, for at most the [`max_age`](Self::max_age) (1 hour by default):
-/// older keys are fetched again, so a key the authorization server withdraws stops being
-/// trusted. A token whose `kid` is not cached makes [`verify`](Self::verify) fetch the JWKS
-/// again, at most once per [`refetch_interval`](Self::refetch_interval), so rotated keys are
-/// picked up while a flood of tokens with made-up key ids cannot flood the authorization
-/// server. A failed fetch is tried again after an exponential backoff
-/// ([`fetch_backoff`](Self::fetch_backoff)); meanwhile, tokens whose key is cached keep
-/// verifying with it, and the others fail at once with [`VerifyError::Jwks`].
+/// Keys are cached for at most the [`max_age`](Self::max_age) (1 hour by default): older keys
+/// are fetched again, so a key the authorization server withdraws stops being trusted. A token
+/// whose `kid` the cached keys lack makes [`verify`](Self::verify) fetch the JWKS again at once,
+/// so a rotated key is picked up by the first token signed with it; such refetches happen at
+/// most once per [`refetch_interval`](Self::refetch_interval) (5 seconds by default), so tokens
+/// with made-up key ids cannot flood the authorization server. One fetch runs at a time, and
+/// callers that need keys meanwhile wait for it: a burst of tokens costs one fetch. A failed
+/// fetch is tried again after an exponential backoff ([`fetch_backoff`](Self::fetch_backoff));
+/// meanwhile, tokens whose key is cached keep verifying with it, and the others fail at once
+/// with [`VerifyError::Jwks`].
+///
+/// A token without `kid` is verified with the key set's only signing key, and refused with
+/// [`VerifyError::MissingKeyId`] when the set holds several (OpenID Connect Core section 10.1).
+/// Only RSA keys for RS256 signatures are used: keys marked for encryption (`use: enc`), for
+/// other operations (`key_ops`) or for another algorithm (`alg`) never verify a signature.
 ///
 /// JWKS requests go through the crate's HTTP layer: one `tracing` span each, the crate's
 /// `User-Agent`, a 10 second timeout, and no redirects followed.
@@ -144,13 +154,13 @@ impl TokenVerifier {
     ) -> Result<Self, Error> {
         let url = urls::parse_service_url("jwks_url", jwks_url.as_ref())?;
         let sender = HttpSender::standalone(JWKS_TIMEOUT)?;
-        Self::with_source(Some(JwksSource { url, sender }), KeyMap::new(), issuer, audience)
+        Self::with_source(Some(JwksSource { url, sender }), Jwks::default(), issuer, audience)
     }
 
     /// A verifier with a fixed key set that never fetches.
     ///
-    /// `jwks_json` is a JWKS document (`{"keys":[...]}`); RSA signing keys
-    /// with a `kid` are used, other keys are ignored.
+    /// `jwks_json` is a JWKS document (`{"keys":[...]}`); its RSA signing keys for RS256 are
+    /// used, other keys are ignored.
     ///
     /// # Errors
     ///
@@ -168,7 +178,7 @@ impl TokenVerifier {
 
     fn with_source(
         source: Option<JwksSource>,
-        keys: KeyMap,
+        keys: Jwks,
         issuer: impl Into<String>,
         audience: impl Into<String>,
     ) -> Result<Self, Error> {
@@ -246,8 +256,23 @@ impl TokenVerifier {
         self
     }
 
-    /// Minimum pause between a successful JWKS fetch and one triggered by an unknown key id.
-    /// Default: 60 seconds.
+    /// Minimum pause between two JWKS fetches made because a token named a key id the cached
+    /// keys lack. The first such fetch after a rotation happens at once; the interval bounds
+    /// how often tokens with made-up key ids can make the verifier fetch. Default: 5 seconds.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), business_records::Error> {
+    /// use std::time::Duration;
+    /// use business_records::auth::TokenVerifier;
+    ///
+    /// let verifier = TokenVerifier::new(
+    ///     "https://auth.example.com/.well-known/jwks.json",
+    ///     "https://auth.example.com",
+    ///     "business-records-api",
+    /// )?
+    /// .refetch_interval(Duration::from_secs(30));
+    /// # let _ = verifier; Ok(()) }
+    /// ```
     #[must_use]
     pub fn refetch_interval(mut self, interval: Duration) -> Self {
         Arc::make_mut(&mut self.config).fetch.refetch_interval = interval;
@@ -288,16 +313,18 @@ impl TokenVerifier {
 
     /// Validates `token`, fetching the JWKS first if its `kid` is not cached or the cached
     /// keys are older than the [`max_age`](Self::max_age) (subject to the refetch interval and
-    /// the backoff after a failed fetch).
+    /// the backoff after a failed fetch). A token without `kid` is verified with the key set's
+    /// only signing key.
     ///
     /// # Errors
     ///
     /// The [`VerifyError`] describing the first check that failed.
     pub async fn verify(&self, token: &str) -> Result<Claims, VerifyError> {
         let kid = parse_header(token)?;
+        let kid = kid.as_deref();
         let key = match &self.config.source {
-            Some(source) => self.keys.key(&kid, source, &self.config.fetch).await?,
-            None => self.keys.cached(&kid).ok_or_else(|| unknown_key(&kid))?,
+            Some(source) => self.keys.key(kid, &self.config.fetch, || fetch_jwks(source)).await?,
+            None => self.keys.cached(kid)?,
         };
         self.verify_with_key(token, &key)
     }
@@ -310,10 +337,8 @@ impl TokenVerifier {
     /// [`VerifyError::UnknownKey`] if the `kid` is not cached.
     pub fn verify_cached(&self, token: &str) -> Result<Claims, VerifyError> {
         let kid = parse_header(token)?;
-        match self.keys.cached(&kid) {
-            Some(key) => self.verify_with_key(token, &key),
-            None => Err(unknown_key(&kid)),
-        }
+        let key = self.keys.cached(kid.as_deref())?;
+        self.verify_with_key(token, &key)
     }
 
     fn verify_with_key(&self, token: &str, key: &DecodingKey) -> Result<Claims, VerifyError> {

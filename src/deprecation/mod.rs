@@ -27,7 +27,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use http::HeaderMap;
 use url::Url;
 
-use crate::text::server_text;
+use crate::text::{server_text, shown_url};
 use crate::timestamp::parse_http_date;
 
 pub use headers::Deprecation;
@@ -195,12 +195,12 @@ impl fmt::Display for DeprecationNotice {
             write!(f, ", sunset at {}", rfc3339(sunset))?;
         }
         if let Some(successor) = &self.successor {
-            write!(f, ", successor {successor}")?;
+            write!(f, ", successor {}", shown_url(successor))?;
         } else if let Some(latest) = &self.latest_version {
-            write!(f, ", latest version {latest}")?;
+            write!(f, ", latest version {}", shown_url(latest))?;
         }
         if let Some(documentation) = &self.documentation {
-            write!(f, ", see {documentation}")?;
+            write!(f, ", see {}", shown_url(documentation))?;
         }
         Ok(())
     }

@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use url::Url;
 
 use super::{DeprecationNotice, METHOD, rfc3339};
+use crate::text::shown_url;
 
 /// A function called with every deprecation notice the client receives
 /// ([`ClientBuilder::on_deprecation`](crate::ClientBuilder::on_deprecation)).
@@ -156,10 +156,12 @@ fn log(notice: &DeprecationNotice, now: DateTime<Utc>) {
     let endpoint = notice.endpoint.as_str();
     let sunset = notice.sunset.map(rfc3339);
     let sunset = sunset.as_deref();
-    let successor = notice.successor.as_ref().map(Url::as_str);
+    let successor = notice.successor.as_ref().map(shown_url);
+    let successor = successor.as_deref();
     let deprecated_since = notice.deprecated_since().map(rfc3339);
     let deprecated_since = deprecated_since.as_deref();
-    let documentation = notice.documentation.as_ref().map(Url::as_str);
+    let documentation = notice.documentation.as_ref().map(shown_url);
+    let documentation = documentation.as_deref();
     let diagnostic = notice.diagnostic.as_deref();
 
     macro_rules! emit {
@@ -271,8 +273,9 @@ mod tests {
     }
 
     fn notice(path: &str, headers: &[(&'static str, &'static str)]) -> DeprecationNotice {
-        let url =
-            Url::parse("https://api.example.com").and_then(|base| base.join(path)).expect("valid test url");
+        let url = url::Url::parse("https://api.example.com")
+            .and_then(|base| base.join(path))
+            .expect("valid test url");
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             map.append(*name, HeaderValue::from_static(value));

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use url::Url;
 
 use crate::deprecation::DeprecationNotice;
+use crate::text::shown_url;
 
 /// An error response from the API or the authorization server: the context of
 /// [`Error::Api`](super::Error::Api) and [`Error::Auth`](super::Error::Auth).
@@ -156,7 +157,7 @@ impl fmt::Display for SunsetError {
             write!(f, " on {}", date.format("%Y-%m-%d"))?;
         }
         if let Some(next) = &self.0.successor {
-            write!(f, "; successor: {next}")?;
+            write!(f, "; successor: {}", shown_url(next))?;
         }
         Ok(())
     }

@@ -28,6 +28,10 @@ pub enum CallbackError {
     /// The `iss` parameter names another authorization server (RFC 9207: a mix-up attack).
     #[error("the `iss` parameter does not name the expected authorization server")]
     IssuerMismatch,
+    /// The callback has no `iss` parameter although the flow requires it: the authorization
+    /// server advertises RFC 9207, so a callback without it may come from another server.
+    #[error("the callback has no `iss` parameter although the authorization server sends one")]
+    MissingIssuer,
     /// The callback has neither a `code` nor an `error`.
     #[error("the callback has no `code` parameter")]
     MissingCode,
@@ -134,8 +138,9 @@ pub enum VerifyError {
     /// header or claims are not valid JSON of the expected shape.
     #[error("malformed token")]
     Malformed,
-    /// The token header carries no `kid`, so no key can be selected.
-    #[error("token header has no key id")]
+    /// The token header carries no `kid`, and the key set does not hold exactly one signing
+    /// key, so none can be selected (OpenID Connect Core section 10.1).
+    #[error("token header has no key id and the key set has no single signing key")]
     MissingKeyId,
     /// No key with the token's `kid` is published in the JWKS.
     #[error("no signing key with id `{kid}`")]
@@ -166,10 +171,23 @@ pub enum VerifyError {
     /// The token's `aud` does not include the configured audience.
     #[error("token audience does not match")]
     InvalidAudience,
+    /// An ID token's `aud` lists an audience besides the client that the client does not trust
+    /// (OpenID Connect Core section 3.1.3.7).
+    #[error("token lists an untrusted audience `{audience}`")]
+    #[non_exhaustive]
+    UntrustedAudience {
+        /// The untrusted audience (shortened if very long).
+        audience: String,
+    },
+    /// An ID token's `azp` (authorized party) names another client, or is not a string
+    /// (OpenID Connect Core section 3.1.3.7).
+    #[error("token was issued to another authorized party")]
+    InvalidAuthorizedParty,
     /// An ID token's `nonce` is not the one sent with the sign-in (a replayed token).
     #[error("token nonce does not match the sign-in")]
     InvalidNonce,
-    /// A required claim (`exp`, `iss` or `aud`) is absent.
+    /// A required claim is absent: `exp`, `iss` or `aud`; in an ID token also `sub`, `iat`, and
+    /// `azp` when it lists several audiences.
     #[error("token has no `{claim}` claim")]
     #[non_exhaustive]
     MissingClaim {

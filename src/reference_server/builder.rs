@@ -8,7 +8,7 @@ use wiremock::matchers::{any, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{
-    DeprecationHeaders, Faults, Lifecycle, OPENAPI_DOCUMENT, OPENAPI_PATH, OddRecords, Proxies,
+    DeprecationHeaders, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OPENAPI_PATH, OddRecords, Proxies,
     ReferenceServer, Shared, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, users,
     versions,
 };
@@ -34,6 +34,7 @@ pub struct ReferenceServerBuilder {
     pub(super) api_port: u16,
     pub(super) auth_port: u16,
     pub(super) recorded_headers: Vec<String>,
+    pub(super) hostile: Vec<Hostile>,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -56,6 +57,7 @@ impl Default for ReferenceServerBuilder {
             api_port: 0,
             auth_port: 0,
             recorded_headers: Vec::new(),
+            hostile: Vec::new(),
         }
     }
 }
@@ -258,6 +260,9 @@ impl ReferenceServerBuilder {
         let shared = Arc::new(Shared::default());
         for (path, lifecycle) in self.lifecycles {
             shared.set_lifecycle(path, lifecycle);
+        }
+        for mode in self.hostile {
+            shared.hostile.set(mode, true);
         }
         if let Some(faults) = &self.faults {
             *shared.faults.lock().unwrap_or_else(|e| e.into_inner()) =

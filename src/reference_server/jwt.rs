@@ -1,4 +1,4 @@
-//! RS256 access-token signing and the matching JWKS.
+//! RS256 token signing and the matching JWKS.
 
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -28,17 +28,6 @@ pub(crate) struct TokenClaims<'a> {
     pub(crate) generation: u64,
     /// Seconds the issuing clock is ahead of this one: `iat`, `nbf` and `exp` move with it.
     pub(crate) clock_skew_secs: i64,
-}
-
-/// What goes into an OpenID Connect ID token.
-#[derive(Debug, Clone)]
-pub(crate) struct IdTokenClaims<'a> {
-    pub(crate) issuer: &'a str,
-    pub(crate) subject: &'a str,
-    /// The client id.
-    pub(crate) audience: &'a str,
-    pub(crate) nonce: Option<&'a str>,
-    pub(crate) lifetime_secs: i64,
 }
 
 /// Signs access tokens with one RSA key and publishes its public half.
@@ -105,22 +94,15 @@ impl Signer {
         self.sign("at+jwt", claims.kid, &body)
     }
 
-    /// A signed ID token (OpenID Connect Core section 2).
-    pub(crate) fn id_token(&self, claims: &IdTokenClaims<'_>) -> Result<String, String> {
-        let now = unix_now();
-        let mut body = json!({
-            "iss": claims.issuer,
-            "sub": claims.subject,
-            "aud": claims.audience,
-            "azp": claims.audience,
-            "iat": now,
-            "auth_time": now,
-            "exp": now.saturating_add(claims.lifetime_secs),
-        });
-        if let Some(nonce) = claims.nonce {
-            body["nonce"] = json!(nonce);
-        }
-        self.sign("JWT", &self.kid, &body)
+    /// The published key, as a JWK.
+    pub(crate) fn jwk(&self) -> &Value {
+        &self.jwk
+    }
+
+    /// The RS256 signature of `input` (a JWS signing input), base64url.
+    pub(crate) fn sign_input(&self, input: &[u8]) -> Result<String, String> {
+        jsonwebtoken::crypto::sign(input, &self.key, Algorithm::RS256)
+            .map_err(|e| format!("signing failed: {e}"))
     }
 
     fn sign(&self, typ: &str, kid: &str, body: &Value) -> Result<String, String> {
@@ -128,6 +110,17 @@ impl Signer {
         header.typ = Some(typ.to_owned());
         header.kid = Some(kid.to_owned());
         jsonwebtoken::encode(&header, body, &self.key).map_err(|e| format!("signing failed: {e}"))
+    }
+}
+
+/// `token` with the first character of its signature changed: still base64url, no longer valid.
+pub(crate) fn corrupt_signature(token: &str) -> String {
+    match token.rsplit_once('.') {
+        Some((head, sig)) => {
+            let first = if sig.starts_with('A') { 'B' } else { 'A' };
+            format!("{head}.{first}{}", sig.get(1..).unwrap_or(""))
+        }
+        None => token.to_owned(),
     }
 }
 

@@ -55,6 +55,10 @@
 //!   a proxy or load balancer would, so a faulted refresh never rotates a refresh token and a
 //!   faulted code exchange never consumes the code. [`ReferenceServer::fault_counts`] says
 //!   what was injected.
+//! - [`Hostile`] switches make the authorization server a hostile OpenID provider, one
+//!   misbehaviour each, at build time or on a running server: ID tokens with claims left out or
+//!   altered, foreign audiences, unsigned or HS256 tokens, keys without ids, callbacks without
+//!   `iss`, refreshes that answer for another user.
 //! - [`OddRecords`] sends records the way a server that follows only the spec's letter may:
 //!   nulls, epoch numbers, space-separated timestamps, missing fields, unreadable values and
 //!   elements that are not objects.
@@ -87,6 +91,7 @@ mod builder;
 mod cursor;
 mod dataset;
 mod faults;
+mod hostile;
 mod jwt;
 mod odd;
 mod proxy;
@@ -109,6 +114,7 @@ use wiremock::MockServer;
 pub use builder::ReferenceServerBuilder;
 pub use dataset::{COMPANY_STATUSES, Dataset, DatasetCompany, DatasetContact};
 pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter};
+pub use hostile::Hostile;
 pub use odd::{OddKind, OddRecords};
 pub use recorder::RecordedRequest;
 #[cfg(feature = "redis")]
@@ -341,17 +347,7 @@ impl ReferenceServer {
                 clock_skew_secs: spec.clock_skew_secs,
             })
             .unwrap_or_else(|e| panic!("reference server: {e}"));
-        if !spec.bad_signature {
-            return token;
-        }
-        // Replace the signature's first character: still base64url, no longer valid.
-        match token.rsplit_once('.') {
-            Some((head, sig)) => {
-                let first = if sig.starts_with('A') { 'B' } else { 'A' };
-                format!("{head}.{first}{}", sig.get(1..).unwrap_or(""))
-            }
-            None => token,
-        }
+        if spec.bad_signature { jwt::corrupt_signature(&token) } else { token }
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::served::{API_LOG_CAPACITY, ServedRequest};
-use super::{Lifecycle, auth, faults};
+use super::{Lifecycle, auth, faults, hostile};
 
 /// State shared between the responders and the [`ReferenceServer`](super::ReferenceServer) handle.
 #[derive(Debug, Default)]
@@ -23,6 +23,8 @@ pub(crate) struct Shared {
     api_log: Mutex<VecDeque<ServedRequest>>,
     pub(crate) faults: Mutex<faults::FaultState>,
     lifecycles: Mutex<HashMap<String, Lifecycle>>,
+    /// The hostile-provider switches that are on.
+    pub(crate) hostile: hostile::HostileModes,
 }
 
 impl Shared {

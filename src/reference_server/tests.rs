@@ -295,20 +295,21 @@ async fn verifier_fetches_and_caches_the_jwks() {
     assert!(verifier.verify_cached(&token).is_ok());
     assert_eq!(server.jwks_requests(), 1);
 
-    // An unknown key id refetches at most once per refetch interval (60 s
-    // by default, and the keys were just fetched).
+    // An unknown key id refetches at once (the key may have been rotated), then at most once
+    // per refetch interval (5 s by default).
     let unknown = server.mint_token(TokenSpec::new().unknown_key());
     for _ in 0..3 {
         assert!(matches!(verifier.verify(&unknown).await, Err(VerifyError::UnknownKey { .. })));
     }
-    assert_eq!(server.jwks_requests(), 1);
+    assert_eq!(server.jwks_requests(), 2);
+    // Without an interval: the first fetch, then a refetch for each unknown key id.
     let eager = TokenVerifier::new(server.jwks_url(), server.auth_url(), server.audience())
         .unwrap()
         .refetch_interval(Duration::ZERO);
-    for _ in 0..2 {
+    for _ in 0..3 {
         assert!(eager.verify(&unknown).await.is_err());
     }
-    assert_eq!(server.jwks_requests(), 3);
+    assert_eq!(server.jwks_requests(), 5);
 
     let expired = server.mint_token(TokenSpec::new().lifetime_secs(-1));
     assert!(matches!(verifier.verify(&expired).await, Err(VerifyError::Expired)));

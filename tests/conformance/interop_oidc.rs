@@ -5,13 +5,14 @@
 //! scripted login and consent stand in for the browser), refreshes with rotation (directly and
 //! through a `Client` after a 401, and one whose caller gave up while the provider's answer was
 //! in flight), reads the discovery document, introspects, and
-//! `TokenVerifier` validates the provider's access tokens.
+//! `TokenVerifier` validates the provider's access tokens. Last, the provider's signing key
+//! changes, and a sign-in right after it verifies through a flow that had the old key cached.
 //!
 //! The package is installed with npm into `target/tmp/oidc-interop` on first use. Without
 //! Node.js the runner reports the case ignored, except with `CI=true`, where it fails.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -42,6 +43,26 @@ struct Provider {
     child: Child,
     issuer: String,
     log: PathBuf,
+    /// The lines it prints after the first.
+    output: std::sync::mpsc::Receiver<String>,
+}
+
+impl Provider {
+    /// Replaces the provider's signing key with a new one (`provider.mjs` withdraws the old
+    /// key); returns the new key id.
+    fn rotate_key(&mut self) -> Result<String, String> {
+        let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
+        stdin.write_all(b"rotate\n").and_then(|()| stdin.flush()).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.output.recv_timeout(left).map_err(|_| "the provider did not rotate its key")?;
+            let printed: Option<serde_json::Value> = serde_json::from_str(&line).ok();
+            if let Some(kid) = printed.as_ref().and_then(|p| p["rotated"].as_str()) {
+                return Ok(kid.to_owned());
+            }
+        }
+    }
 }
 
 impl Drop for Provider {
@@ -136,17 +157,17 @@ fn start_provider() -> Result<Provider, String> {
         .spawn()
         .map_err(|e| format!("cannot start node: {e}"))?;
     let stdout = child.stdout.take().ok_or_else(|| "no stdout".to_owned())?;
-    let (ready, line) = std::sync::mpsc::channel();
+    let (lines, output) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut stdout = BufReader::new(stdout);
-        let mut first = String::new();
-        let _ = stdout.read_line(&mut first);
-        let _ = ready.send(first);
-        // Keep draining: the provider logs to stdout and must never write into a closed pipe.
-        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        // Read to the end: the provider logs to stdout and must never write into a closed pipe.
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines.send(line);
+        }
     });
-    let mut provider = Provider { child, issuer: String::new(), log };
-    let first = line
+    let mut provider = Provider { child, issuer: String::new(), log, output };
+    let first = provider
+        .output
         .recv_timeout(Duration::from_secs(30))
         .map_err(|_| format!("the provider did not start; see {}", provider.log.display()))?;
     let announced: serde_json::Value = serde_json::from_str(&first)
@@ -227,9 +248,9 @@ impl Cookies {
 }
 
 /// Stands in for the browser: follows the provider's redirects, signs `login` in with the
-/// provider's development login form, grants consent, and stops at the redirect to the app
-/// (which it delivers to the loopback listener).
-async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) -> Result<(), String> {
+/// provider's development login form, grants consent, and stops at the redirect to the app,
+/// whose URL (the callback) it returns.
+async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) -> Result<String, String> {
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -238,8 +259,7 @@ async fn scripted_login(authorize_url: &str, redirect_uri: &str, login: &str) ->
     let mut next = authorize_url.to_owned();
     for _ in 0..12 {
         if next.starts_with(redirect_uri) {
-            http.get(&next).send().await.map_err(|e| format!("delivering the callback: {e}"))?;
-            return Ok(());
+            return Ok(next);
         }
         let response = http
             .get(&next)
@@ -294,12 +314,33 @@ async fn sign_in(issuer: &str, login: &str) -> (AuthorizationCodeFlow, TokenSet,
         "api/read",
     ]);
     let request = flow.authorize_url();
-    let (callback, scripted) =
-        tokio::join!(redirect.wait_for_callback(), scripted_login(request.url(), &redirect_uri, login));
-    scripted.expect("scripted login");
+    let browser = async {
+        let callback = scripted_login(request.url(), &redirect_uri, login).await?;
+        reqwest::get(callback).await.map_err(|e| format!("delivering the callback: {e}"))
+    };
+    let (callback, delivered) = tokio::join!(redirect.wait_for_callback(), browser);
+    delivered.expect("scripted login");
     let callback = callback.expect("callback");
     let tokens = flow.exchange(request, &callback).await.expect("code exchange with oidc-provider");
     (flow, tokens, callback)
+}
+
+/// The sign-in of `login` through `flow`, whose redirect URI nobody listens on: the callback
+/// is the provider's last redirect.
+async fn sign_in_through(flow: &AuthorizationCodeFlow, login: &str) -> TokenSet {
+    let request = flow.authorize_url();
+    let callback = scripted_login(request.url(), flow.redirect_uri(), login).await.expect("scripted login");
+    flow.exchange(request, &callback).await.expect("code exchange with oidc-provider")
+}
+
+/// The `kid` in the header of `tokens`' ID token.
+fn id_token_key_id(tokens: &TokenSet) -> String {
+    use base64::Engine as _;
+    let token = tokens.id_token.as_ref().expect("an id token").secret();
+    let header = token.split('.').next().expect("a header");
+    let header = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header).expect("base64url");
+    let header: serde_json::Value = serde_json::from_slice(&header).expect("json");
+    header["kid"].as_str().expect("a kid").to_owned()
 }
 
 /// Relays TCP connections to `upstream`, holding every chunk of its answers back for `delay`:
@@ -332,7 +373,7 @@ async fn slow_relay(upstream: std::net::SocketAddr, delay: Duration) -> std::net
 }
 
 async fn the_sdk_interoperates_with_oidc_provider() {
-    let provider = tokio::task::spawn_blocking(start_provider)
+    let mut provider = tokio::task::spawn_blocking(start_provider)
         .await
         .expect("setup task")
         .unwrap_or_else(|reason| panic!("oidc-provider is not available: {reason}"));
@@ -456,6 +497,21 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     assert!(!introspector.introspect("not-a-token").await.expect("introspection").active);
     let err = introspector.introspect(saved.access_token.secret()).await.expect_err("structured tokens");
     assert_eq!(err.code(), Some(&ErrorCode::Other("unsupported_token_type".into())));
+
+    // The provider's signing key changes. A flow that verified an ID token under the old key
+    // signs the next user in with the new one (one JWKS fetch finds it), and the resource
+    // server's verifier accepts the new access token.
+    let flow = AuthorizationCodeFlow::new(&issuer, APP, "http://127.0.0.1:1/callback")
+        .expect("flow")
+        .scopes(["openid", "offline_access", "api/read"]);
+    let before = sign_in_through(&flow, "dave").await;
+    assert_eq!(id_token_key_id(&before), "interop-key-1");
+    let rotated = tokio::task::block_in_place(|| provider.rotate_key()).expect("a new signing key");
+    let after = sign_in_through(&flow, "erin").await;
+    assert_eq!(id_token_key_id(&after), rotated, "the new ID token is signed with the new key");
+    assert_eq!(after.id_token_claims().and_then(|c| c.sub.as_deref()), Some("erin"));
+    let access = remote.verify(after.access_token.secret()).await.expect("the new key, fetched");
+    assert_eq!(access.sub.as_deref(), Some("erin"));
 
     println!(
         "oidc-provider {OIDC_PROVIDER_VERSION} interop passed in {:.1} s",

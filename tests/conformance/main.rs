@@ -31,6 +31,7 @@ mod models;
 mod openapi;
 mod pagination;
 mod pagination_guards;
+mod relying_party;
 mod resilience;
 mod secrets;
 #[cfg(feature = "redis")]
@@ -62,6 +63,7 @@ fn catalogue() -> Vec<harness::Case> {
         openapi::CASES,
         pagination::CASES,
         pagination_guards::CASES,
+        relying_party::CASES,
         secrets::CASES,
         #[cfg(feature = "redis")]
         shared_cache::CASES,

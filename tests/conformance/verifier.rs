@@ -16,7 +16,7 @@ crate::cases! {
 }
 
 /// A second RSA key for rotations (test data only).
-const ROTATED_KEY_PEM: &str = include_str!("fixtures/rotated_signing_key.pem");
+pub const ROTATED_KEY_PEM: &str = include_str!("fixtures/rotated_signing_key.pem");
 
 fn small() -> ReferenceServerBuilder {
     ReferenceServer::builder().companies(1).contacts_per_company(0)

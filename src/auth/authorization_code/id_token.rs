@@ -1,24 +1,37 @@
-//! ID-token verification of a flow: signature, issuer, audience, times, and the nonce of the
-//! sign-in.
+//! ID-token verification of a flow (OpenID Connect Core sections 2 and 3.1.3.7): the verifier's
+//! signature, issuer, audience and time checks, then the claims an ID token must have, its
+//! audiences and authorized party, and the nonce of the sign-in; and the identity a refreshed ID
+//! token must keep (section 12.2).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
 
 use super::super::pkce::constant_time_eq;
-use super::super::{Claims, IdToken, TokenVerifier};
+use super::super::verify::{untrusted_audience, unverified_claims};
+use super::super::{Claims, IdToken, TokenSet, TokenVerifier};
 use super::AuthorizationCodeFlow;
 use crate::Error;
-use crate::error::VerifyError;
+use crate::error::{ReauthenticationRequired, VerifyError};
 
 impl AuthorizationCodeFlow {
-    /// Verifies an ID token: RS256 signature with a key from the JWKS (selected by `kid`),
-    /// `iss` equal to the issuer, `aud` containing the client id, `exp` in the future and
-    /// `nbf` and `iat` not, each within the [`id_token_leeway`](Self::id_token_leeway). The
-    /// JWKS requests go through the flow's HTTP client.
+    /// Verifies an ID token as OpenID Connect Core sections 2 and 3.1.3.7 require: an RS256
+    /// signature with a key from the JWKS (selected by `kid`, or the only signing key when the
+    /// token has none); `iss` equal to the issuer; `sub`, `aud`, `exp` and `iat` present; `aud`
+    /// containing the client id and no audience besides it that the flow does not
+    /// [trust](Self::trusted_audiences); `azp`, required when there are several audiences, equal
+    /// to the client id; `exp` in the future and `nbf` and `iat` not, each within the
+    /// [`id_token_leeway`](Self::id_token_leeway). The JWKS requests go through the flow's HTTP
+    /// client.
     ///
     /// # Errors
     ///
     /// [`Error::TokenVerification`] naming the first failed check.
     pub async fn verify_id_token(&self, id_token: &IdToken) -> Result<Claims, Error> {
         let verifier = self.id_verifier()?;
-        Ok(verifier.verify(id_token.secret()).await?)
+        let claims = verifier.verify(id_token.secret()).await?;
+        self.check_id_claims(&claims)?;
+        Ok(claims)
     }
 
     pub(super) async fn verify_id_token_nonce(
@@ -28,12 +41,38 @@ impl AuthorizationCodeFlow {
     ) -> Result<Claims, Error> {
         let claims = self.verify_id_token(id_token).await?;
         if let Some(expected) = nonce {
-            let got = claims.extra.get("nonce").and_then(serde_json::Value::as_str);
+            let got = claims.extra.get("nonce").and_then(Value::as_str);
             if !got.is_some_and(|got| constant_time_eq(got.as_bytes(), expected.as_bytes())) {
                 return Err(VerifyError::InvalidNonce.into());
             }
         }
         Ok(claims)
+    }
+
+    /// The checks of an ID token's claims beyond those of the verifier, which has checked the
+    /// signature, `iss`, `exp`, `nbf`, `iat` when present, and that `aud` names the client.
+    fn check_id_claims(&self, claims: &Claims) -> Result<(), VerifyError> {
+        let missing = |claim: &str| VerifyError::MissingClaim { claim: claim.to_owned() };
+        if claims.sub.as_deref().is_none_or(str::is_empty) {
+            return Err(missing("sub"));
+        }
+        if claims.iat.is_none() {
+            return Err(missing("iat"));
+        }
+        let client_id = self.config.client_id.as_str();
+        let trusted = |audience: &str| {
+            audience == client_id || self.config.trusted_audiences.iter().any(|t| t == audience)
+        };
+        if let Some(untrusted) = claims.aud.iter().find(|audience| !trusted(audience)) {
+            return Err(untrusted_audience(untrusted));
+        }
+        let audiences: BTreeSet<&str> = claims.aud.iter().map(String::as_str).collect();
+        match claims.extra.get("azp") {
+            Some(Value::String(azp)) if azp == client_id => Ok(()),
+            Some(_) => Err(VerifyError::InvalidAuthorizedParty),
+            None if audiences.len() > 1 => Err(missing("azp")),
+            None => Ok(()),
+        }
     }
 
     fn id_verifier(&self) -> Result<&TokenVerifier, Error> {
@@ -43,7 +82,118 @@ impl AuthorizationCodeFlow {
         }
         let verifier = TokenVerifier::new(c.jwks_url.as_str(), c.issuer.clone(), c.client_id.clone())?
             .with_sender(c.sender.clone())
-            .leeway(c.id_token_leeway);
+            .leeway(c.id_token_leeway)
+            .refetch_interval(c.jwks_refetch_interval);
         Ok(c.id_verifier.get_or_init(|| verifier))
+    }
+}
+
+/// The claims a refreshed ID token must keep from the original (OpenID Connect Core section
+/// 12.2): `iss`, `sub`, `aud` (as a set) and `azp`.
+#[derive(Debug, PartialEq, Eq)]
+struct Identity {
+    iss: Option<String>,
+    sub: Option<String>,
+    aud: BTreeSet<String>,
+    azp: Option<String>,
+}
+
+impl Identity {
+    fn from_claims(claims: &Map<String, Value>) -> Self {
+        let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+        let aud = match claims.get("aud") {
+            Some(Value::String(one)) => BTreeSet::from([one.clone()]),
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            _ => BTreeSet::new(),
+        };
+        Identity { iss: text("iss"), sub: text("sub"), aud, azp: text("azp") }
+    }
+
+    /// The identity of `tokens`: their verified ID-token claims, or for a set loaded from a
+    /// store without them, the claims of their ID token (verified when it was received).
+    fn of_set(tokens: &TokenSet) -> Option<Self> {
+        if let Some(claims) = tokens.id_token_claims() {
+            return Some(Identity {
+                iss: Some(claims.iss.clone()),
+                sub: claims.sub.clone(),
+                aud: claims.aud.iter().cloned().collect(),
+                azp: claims.extra.get("azp").and_then(Value::as_str).map(str::to_owned),
+            });
+        }
+        let stored = unverified_claims(tokens.id_token.as_ref()?.secret())?;
+        Some(Identity::from_claims(&stored))
+    }
+
+    /// Why `self`, the identity of a refreshed ID token, is not `original`'s user.
+    fn differs_from(&self, original: &Identity) -> Option<&'static str> {
+        if self.iss != original.iss {
+            Some("the refreshed id token names another issuer (iss)")
+        } else if self.sub != original.sub {
+            Some("the refreshed id token names another user (sub)")
+        } else if self.aud != original.aud {
+            Some("the refreshed id token names other audiences (aud)")
+        } else if self.azp != original.azp {
+            Some("the refreshed id token names another authorized party (azp)")
+        } else {
+            None
+        }
+    }
+}
+
+/// OpenID Connect Core section 12.2: a refresh's new ID token, read as sent (its signature is
+/// checked later, once the new tokens are kept), must name the `iss`, `sub`, `aud` and `azp` of
+/// `previous`'s. When it does not, the response is not this user's, and signing in again is
+/// the way on. Without a previous ID token there is nothing to compare; an ID token that cannot
+/// be read fails its verification later and is dropped.
+pub(super) fn check_same_user(previous: &TokenSet, refreshed: &IdToken) -> Result<(), Error> {
+    let Some(original) = Identity::of_set(previous) else { return Ok(()) };
+    let Some(new) = unverified_claims(refreshed.secret()).map(|c| Identity::from_claims(&c)) else {
+        return Ok(());
+    };
+    match new.differs_from(&original) {
+        Some(reason) => {
+            tracing::warn!(reason, "a refresh answered for another user; its tokens are discarded");
+            Err(Error::ReauthenticationRequired(ReauthenticationRequired::new(reason)))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Checks the audiences given to [`AuthorizationCodeFlow::trusted_audiences`].
+pub(super) fn check_audience(audience: &str) -> Result<(), Error> {
+    if audience.trim().is_empty() {
+        return Err(Error::invalid("trusted_audiences", "expected non-empty audiences"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(json: Value) -> Map<String, Value> {
+        json.as_object().cloned().expect("an object")
+    }
+
+    #[test]
+    fn a_refreshed_identity_must_keep_iss_sub_aud_and_azp() {
+        let original = Identity::from_claims(&claims(
+            serde_json::json!({"iss": "i", "sub": "u1", "aud": ["app", "api"], "azp": "app", "exp": 1}),
+        ));
+        let same = Identity::from_claims(&claims(
+            serde_json::json!({"iss": "i", "sub": "u1", "aud": ["api", "app"], "azp": "app", "exp": 2}),
+        ));
+        assert_eq!(same.differs_from(&original), None, "audiences compare as a set, other claims may change");
+        for (changed, claim) in [
+            (serde_json::json!({"iss": "j", "sub": "u1", "aud": ["app", "api"], "azp": "app"}), "iss"),
+            (serde_json::json!({"iss": "i", "sub": "u2", "aud": ["app", "api"], "azp": "app"}), "sub"),
+            (serde_json::json!({"iss": "i", "aud": ["app", "api"], "azp": "app"}), "sub"),
+            (serde_json::json!({"iss": "i", "sub": "u1", "aud": "app", "azp": "app"}), "aud"),
+            (serde_json::json!({"iss": "i", "sub": "u1", "aud": ["app", "api"], "azp": "other"}), "azp"),
+            (serde_json::json!({"iss": "i", "sub": "u1", "aud": ["app", "api"]}), "azp"),
+        ] {
+            let reason = Identity::from_claims(&claims(changed)).differs_from(&original);
+            assert!(reason.is_some_and(|r| r.contains(&format!("({claim})"))), "{claim}: {reason:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use url::Url;
 
 use super::super::PkceVerifier;
 use crate::error::CallbackError;
+use crate::text::shown_raw_url;
 use crate::{Error, urls};
 
 /// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
@@ -91,19 +92,37 @@ impl CallbackParams {
     }
 }
 
-/// A redirect URI: absolute, no fragment, and plain http only on loopback (RFC 8252).
+/// A redirect URI: absolute, no fragment, plain http only on loopback, and a private-use scheme
+/// only as a reverse domain name, which has a period (RFC 8252 sections 7.1 and 8.3).
 pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
     let url = Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid("redirect_uri", format!("expected an absolute URL, got {raw:?} ({e})"))
+        Error::invalid(
+            "redirect_uri",
+            format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)),
+        )
     })?;
     if url.fragment().is_some() {
         return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
     }
-    if url.scheme() == "http" && !urls::is_loopback(&url) {
-        return Err(Error::invalid(
-            "redirect_uri",
-            "expected https, a loopback http URL or an app's own scheme",
-        ));
+    match url.scheme() {
+        "https" => {}
+        "http" if urls::is_loopback(&url) => {}
+        "http" => {
+            return Err(Error::invalid(
+                "redirect_uri",
+                "expected https, a loopback http URL or an app's own scheme",
+            ));
+        }
+        scheme if !scheme.contains('.') => {
+            return Err(Error::invalid(
+                "redirect_uri",
+                format!(
+                    "expected a private-use scheme that is a reverse domain name with a period, such as \
+                     com.example.app (RFC 8252 section 7.1), got {scheme:?}"
+                ),
+            ));
+        }
+        _ => {}
     }
     RedirectUrl::new(raw.trim().to_owned())
         .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))

@@ -126,6 +126,19 @@ fn callbacks_are_checked_issuer_first_then_state_then_error() {
         format!("{:?}", CallbackError::Malformed)
     );
 
+    // RFC 9207 required: a callback without `iss` is refused before anything else, a denial too.
+    let strict = flow.clone().require_iss_parameter(true);
+    for without in
+        [format!("{base}?code=c1&state={state}"), format!("{base}?error=access_denied&state={state}")]
+    {
+        assert_eq!(
+            callback_error(check(&strict, &request, &without)),
+            format!("{:?}", CallbackError::MissingIssuer)
+        );
+    }
+    let with = format!("{base}?code=c1&state={state}&iss={iss}");
+    assert_eq!(check(&strict, &request, &with).expect("iss present"), "c1");
+
     let denied = format!("{base}?error=access_denied&error_description=The%20user%0Asaid%20no&state={state}");
     let err = check(&flow, &request, &denied).expect_err("a denial");
     assert!(matches!(err, Error::Authorization(_)), "{err:?}");
@@ -181,11 +194,26 @@ fn bad_settings_are_named() {
     for ok in [
         "https://app.example.com/cb",
         "com.example.app:/callback",
+        "com.example.app:callback",
         "http://[::1]:9/cb",
         "http://localhost:1/cb",
     ] {
         assert!(new("https://auth.example.com", "app", ok).is_ok(), "{ok}");
     }
+    // RFC 8252 section 7.1: a private-use scheme is a reverse domain name, so it has a period.
+    for refused in ["myapp:callback", "myapp:/callback", "myapp://callback"] {
+        let err = new("https://auth.example.com", "app", refused).expect_err(refused);
+        assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "redirect_uri"), "{err:?}");
+        assert!(err.to_string().contains("RFC 8252"), "{err}");
+    }
+    let err =
+        new("https://user:s3cret@auth.example.com", "app", "http://127.0.0.1/cb").expect_err("a credential");
+    assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "auth_url"), "{err:?}");
+    assert!(!err.to_string().contains("s3cret"), "{err}");
+    let bad_audience = flow().trusted_audiences(["api", " "]);
+    assert!(
+        matches!(bad_audience.check(), Err(Error::InvalidArgument(ref e)) if e.argument() == "trusted_audiences")
+    );
     let bad_scope = flow().scopes(["api read"]);
     assert!(matches!(bad_scope.check(), Err(Error::InvalidArgument(ref e)) if e.argument() == "scopes"));
     let no_time = flow().timeout(Duration::ZERO);
@@ -217,4 +245,26 @@ fn a_discovery_document_without_a_needed_endpoint_is_a_bad_document() {
         .expect_err("no introspection endpoint");
     assert!(introspection.to_string().contains("introspection_endpoint"), "{introspection}");
     assert!(matches!(introspection, Error::Decode(_)), "{introspection:?}");
+}
+
+#[test]
+fn a_server_that_advertises_rfc_9207_gets_callbacks_without_iss_refused() {
+    let metadata = |advertised: bool| -> AuthServerMetadata {
+        serde_json::from_value(serde_json::json!({
+            "issuer": "https://auth.example.com",
+            "authorization_endpoint": "https://auth.example.com/authorize",
+            "token_endpoint": "https://auth.example.com/token",
+            "jwks_uri": "https://auth.example.com/jwks",
+            "authorization_response_iss_parameter_supported": advertised,
+        }))
+        .expect("a document")
+    };
+    let without_iss = |advertised: bool| {
+        let flow = AuthorizationCodeFlow::from_metadata(&metadata(advertised), "app", "http://127.0.0.1/cb")
+            .expect("a flow");
+        let request = flow.authorize_url();
+        check(&flow, &request, &format!("?code=c&state={}", request.state()))
+    };
+    assert_eq!(callback_error(without_iss(true)), format!("{:?}", CallbackError::MissingIssuer));
+    assert_eq!(without_iss(false).expect("not advertised: accepted"), "c");
 }

@@ -1,44 +1,67 @@
-//! The verifier's key cache: the JWKS, fetched through the crate's one HTTP door
-//! ([`HttpSender`]), fetched again once it is older than the maximum age, and after a failed
-//! fetch tried again with exponential backoff.
+//! The JWKS document: fetched through the crate's one HTTP door ([`HttpSender`]), read into the
+//! signature keys it publishes, and the key a token's header selects (OpenID Connect Core
+//! section 10.1).
 //!
-//! Rules, each one a test:
-//! - A key younger than the maximum age is used without I/O.
-//! - An unknown `kid` fetches the JWKS, at most once per refetch interval after a successful
-//!   fetch, so tokens with made-up key ids cannot flood the authorization server.
-//! - Keys older than the maximum age are fetched again; a key the new document no longer
-//!   publishes is no longer trusted. While one task refetches, others keep using the cached
-//!   key instead of waiting. When the refetch fails, the cached keys stay in use (nothing
-//!   shows they were withdrawn) and the fetch is tried again after the backoff.
-//! - After a failed fetch, the next one waits `initial * 2^(n-1)` (capped), drawn between half
-//!   and all of it; verifications that need keys meanwhile fail at once with the last error.
+//! A key verifies RS256 signatures when it is an RSA key whose `use` (if any) is `sig`, whose
+//! `key_ops` (if any) include `verify`, and whose `alg` (if any) is `RS256`; every other key is
+//! left out, so an encryption key or a key registered for another algorithm never verifies a
+//! signature. Keys without `kid` are kept: a token without `kid` is verified with the set's one
+//! signing key, and refused when the set holds several.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use jsonwebtoken::DecodingKey;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{VerifyError, unknown_key};
-use crate::RetryPolicy;
+use super::VerifyError;
+use super::header::unknown_key;
 use crate::error::{ApiError, DecodeError, Error};
 use crate::limits::BodyKind;
 use crate::wire::HttpSender;
 
-/// Keys by `kid`.
-pub(super) type KeyMap = HashMap<String, Arc<DecodingKey>>;
+/// The signature keys of a JWKS document.
+#[derive(Clone, Default)]
+pub(super) struct Jwks {
+    /// Keys with a `kid`, by `kid`.
+    by_kid: HashMap<String, Arc<DecodingKey>>,
+    /// Every signature key, with or without a `kid`.
+    all: Vec<Arc<DecodingKey>>,
+}
 
-/// When keys are fetched again.
-#[derive(Debug, Clone)]
-pub(super) struct FetchPolicy {
-    /// Keys older than this are fetched again.
-    pub(super) max_age: Duration,
-    /// Least time between a successful fetch and one for an unknown `kid`.
-    pub(super) refetch_interval: Duration,
-    /// Backoff after failed fetches (its initial and maximum delay; it never gives up).
-    pub(super) backoff: RetryPolicy,
+impl Jwks {
+    /// Number of signature keys.
+    pub(super) fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    /// The key for a token whose header names `kid`: that key, or for a token without `kid`
+    /// the set's only key. `Ok(None)` when no key has that id (or the set is empty);
+    /// [`VerifyError::MissingKeyId`] when a token without `kid` could match several keys.
+    pub(super) fn select(&self, kid: Option<&str>) -> Result<Option<Arc<DecodingKey>>, VerifyError> {
+        match kid {
+            Some(kid) => Ok(self.by_kid.get(kid).cloned()),
+            None => match self.all.as_slice() {
+                [] => Ok(None),
+                [only] => Ok(Some(Arc::clone(only))),
+                _ => Err(VerifyError::MissingKeyId),
+            },
+        }
+    }
+
+    /// [`select`](Self::select), with a missing key as an error.
+    pub(super) fn require(&self, kid: Option<&str>) -> Result<Arc<DecodingKey>, VerifyError> {
+        self.select(kid)?.ok_or_else(|| missing_key(kid))
+    }
+}
+
+/// No key for a token whose header names `kid` (or has none).
+pub(super) fn missing_key(kid: Option<&str>) -> VerifyError {
+    match kid {
+        Some(kid) => unknown_key(kid),
+        None => VerifyError::MissingKeyId,
+    }
 }
 
 /// Where keys come from.
@@ -48,140 +71,8 @@ pub(super) struct JwksSource {
     pub(super) sender: HttpSender,
 }
 
-/// The cached keys and when they were fetched (`None` for a fixed set, which never ages).
-struct KeySet {
-    keys: KeyMap,
-    fetched_at: Option<Instant>,
-}
-
-/// The fetch side: one fetch at a time, and the backoff after failures.
-#[derive(Default)]
-struct FetchState {
-    /// Failed fetches in a row.
-    failures: u32,
-    /// No fetch before this instant (after a failure).
-    retry_at: Option<Instant>,
-    /// Why the last fetch failed.
-    last_error: Option<Error>,
-    /// Ceilings of the coming backoffs, from the policy's schedule.
-    ceilings: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
-}
-
-/// The keys of a verifier, shared by its clones.
-pub(super) struct KeyCache {
-    keys: RwLock<KeySet>,
-    fetch: tokio::sync::Mutex<FetchState>,
-}
-
-impl KeyCache {
-    /// A cache holding `keys`, which never age (`fixed`) or count as just fetched.
-    pub(super) fn new(keys: KeyMap) -> Self {
-        KeyCache {
-            keys: RwLock::new(KeySet { keys, fetched_at: None }),
-            fetch: tokio::sync::Mutex::new(FetchState::default()),
-        }
-    }
-
-    /// The cached key `kid`, whatever its age.
-    pub(super) fn cached(&self, kid: &str) -> Option<Arc<DecodingKey>> {
-        self.keys.read().unwrap_or_else(|e| e.into_inner()).keys.get(kid).cloned()
-    }
-
-    /// Number of cached keys, if the cache is not being written.
-    pub(super) fn len(&self) -> Option<usize> {
-        self.keys.try_read().map(|k| k.keys.len()).ok()
-    }
-
-    /// The cached key `kid` if the keys are younger than `max_age`.
-    fn fresh(&self, kid: &str, max_age: Duration) -> Option<Arc<DecodingKey>> {
-        let set = self.keys.read().unwrap_or_else(|e| e.into_inner());
-        let young = set.fetched_at.is_none_or(|at| at.elapsed() < max_age);
-        young.then(|| set.keys.get(kid).cloned()).flatten()
-    }
-
-    fn fetched_at(&self) -> Option<Instant> {
-        self.keys.read().unwrap_or_else(|e| e.into_inner()).fetched_at
-    }
-
-    /// The key `kid`, fetching the JWKS from `source` when the rules above say so.
-    pub(super) async fn key(
-        &self,
-        kid: &str,
-        source: &JwksSource,
-        policy: &FetchPolicy,
-    ) -> Result<Arc<DecodingKey>, VerifyError> {
-        if let Some(key) = self.fresh(kid, policy.max_age) {
-            return Ok(key);
-        }
-        let stale = self.cached(kid);
-        let mut fetch = match &stale {
-            // Another task is refetching: the cached key serves meanwhile.
-            Some(key) => match self.fetch.try_lock() {
-                Ok(fetch) => fetch,
-                Err(_) => return Ok(Arc::clone(key)),
-            },
-            None => self.fetch.lock().await,
-        };
-        // Another task may have fetched while this one waited.
-        if let Some(key) = self.fresh(kid, policy.max_age) {
-            return Ok(key);
-        }
-        let now = Instant::now();
-        if let (Some(at), Some(last)) = (fetch.retry_at, &fetch.last_error)
-            && now < at
-        {
-            return stale.ok_or_else(|| VerifyError::Jwks(last.clone()));
-        }
-        let recently_fetched =
-            self.fetched_at().is_some_and(|at| now.duration_since(at) < policy.refetch_interval);
-        if stale.is_none() && fetch.failures == 0 && recently_fetched {
-            return Err(unknown_key(kid));
-        }
-        match fetch_jwks(source).await {
-            Ok(keys) => {
-                *fetch = FetchState::default();
-                *self.keys.write().unwrap_or_else(|e| e.into_inner()) =
-                    KeySet { keys, fetched_at: Some(Instant::now()) };
-                drop(fetch);
-                self.cached(kid).ok_or_else(|| unknown_key(kid))
-            }
-            Err(err) => {
-                let delay = fetch.failed(&err, &policy.backoff);
-                tracing::warn!(
-                    error = %err,
-                    failures = fetch.failures,
-                    retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    "jwks fetch failed"
-                );
-                match stale {
-                    // Nothing shows the key was withdrawn: it stays in use until a fetch succeeds.
-                    Some(key) => Ok(key),
-                    None => Err(VerifyError::Jwks(err)),
-                }
-            }
-        }
-    }
-}
-
-impl FetchState {
-    /// Records a failed fetch; returns the wait before the next one.
-    fn failed(&mut self, err: &Error, backoff: &RetryPolicy) -> Duration {
-        self.failures = self.failures.saturating_add(1);
-        let ceiling = self
-            .ceilings
-            .get_or_insert_with(|| backoff.ceilings())
-            .next()
-            .unwrap_or_else(|| backoff.longest_delay());
-        // Between half and all of the ceiling: some jitter, and never a retry storm.
-        let delay = ceiling.mul_f64(0.5 + fastrand::f64() / 2.0);
-        self.retry_at = Instant::now().checked_add(delay);
-        self.last_error = Some(err.clone());
-        delay
-    }
-}
-
 /// Fetches and parses the JWKS.
-async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, Error> {
+pub(super) async fn fetch_jwks(source: &JwksSource) -> Result<Jwks, Error> {
     let path = source.url.path();
     let mut request = reqwest::Request::new(reqwest::Method::GET, source.url.clone());
     request
@@ -196,51 +87,99 @@ async fn fetch_jwks(source: &JwksSource) -> Result<KeyMap, Error> {
     parse_jwks(&body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
 }
 
-/// Parses a JWKS document, keeping RSA signature keys that have a `kid`.
-pub(super) fn parse_jwks(json: &[u8]) -> Result<KeyMap, serde_json::Error> {
+/// Parses a JWKS document, keeping the keys that verify RS256 signatures (see the module docs).
+pub(super) fn parse_jwks(json: &[u8]) -> Result<Jwks, serde_json::Error> {
     #[derive(Deserialize)]
     struct JwkSet {
         keys: Vec<Value>,
     }
     let set: JwkSet = serde_json::from_slice(json)?;
-    let mut keys = HashMap::new();
+    let mut jwks = Jwks::default();
     for jwk in &set.keys {
         let field = |name: &str| jwk.get(name).and_then(Value::as_str);
         if field("kty") != Some("RSA") {
             continue;
         }
-        if field("use").is_some_and(|u| u != "sig") || field("alg").is_some_and(|a| a != "RS256") {
+        let verifies = match jwk.get("key_ops") {
+            None => true,
+            Some(ops) => ops.as_array().is_some_and(|ops| ops.iter().any(|op| op == "verify")),
+        };
+        if !verifies || field("use").is_some_and(|u| u != "sig") || field("alg").is_some_and(|a| a != "RS256")
+        {
             continue;
         }
-        let (Some(kid), Some(n), Some(e)) = (field("kid"), field("n"), field("e")) else {
+        let (Some(n), Some(e)) = (field("n"), field("e")) else {
             continue;
         };
-        if let Ok(key) = DecodingKey::from_rsa_components(n, e) {
-            keys.insert(kid.to_owned(), Arc::new(key));
+        let Ok(key) = DecodingKey::from_rsa_components(n, e) else {
+            continue;
+        };
+        let key = Arc::new(key);
+        if let Some(kid) = field("kid").filter(|kid| !kid.is_empty()) {
+            jwks.by_kid.insert(kid.to_owned(), Arc::clone(&key));
         }
+        jwks.all.push(key);
     }
-    Ok(keys)
+    Ok(jwks)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const N: &str = "AQAB";
+
+    fn kids(jwks: &Jwks) -> Vec<&str> {
+        let mut kids: Vec<&str> = jwks.by_kid.keys().map(String::as_str).collect();
+        kids.sort_unstable();
+        kids
+    }
+
     #[test]
-    fn backoff_doubles_between_half_and_all_of_the_ceiling_and_resets() {
-        let policy = RetryPolicy::default()
-            .initial_delay(Duration::from_millis(100))
-            .max_delay(Duration::from_millis(350))
-            .max_attempts(u32::MAX);
-        let mut state = FetchState::default();
-        let err = Error::Auth(ApiError::new(503, None, "/jwks"));
-        for ceiling in [100, 200, 350, 350] {
-            let delay = state.failed(&err, &policy);
-            let ceiling = Duration::from_millis(ceiling);
-            assert!(delay >= ceiling / 2 && delay <= ceiling, "{delay:?} for {ceiling:?}");
-        }
-        assert_eq!(state.failures, 4);
-        assert_eq!(state.last_error.as_ref().and_then(Error::status), Some(503));
-        assert!(state.retry_at.is_some());
+    fn only_rsa_signature_keys_for_rs256_are_kept() {
+        let json = format!(
+            r#"{{"keys":[
+            {{"kty":"EC","kid":"ec","crv":"P-256","x":"AA","y":"AA"}},
+            {{"kty":"RSA","kid":"enc","use":"enc","n":"{N}","e":"AQAB"}},
+            {{"kty":"RSA","kid":"wrap","key_ops":["wrapKey"],"n":"{N}","e":"AQAB"}},
+            {{"kty":"RSA","kid":"rs512","alg":"RS512","n":"{N}","e":"AQAB"}},
+            {{"kty":"RSA","kid":"no-n","e":"AQAB"}},
+            {{"kty":"RSA","n":"{N}","e":"AQAB"}},
+            {{"kty":"RSA","kid":"ops","key_ops":["verify"],"n":"{N}","e":"AQAB"}},
+            {{"kty":"RSA","kid":"ok","alg":"RS256","use":"sig","n":"{N}","e":"AQAB"}}
+        ]}}"#
+        );
+        let jwks = parse_jwks(json.as_bytes()).unwrap();
+        assert_eq!(kids(&jwks), ["ok", "ops"]);
+        assert_eq!(jwks.len(), 3, "the key without kid is kept");
+        assert!(parse_jwks(b"[]").is_err());
+    }
+
+    #[test]
+    fn a_token_without_kid_takes_the_only_key_and_is_refused_among_several() {
+        let one =
+            parse_jwks(format!(r#"{{"keys":[{{"kty":"RSA","n":"{N}","e":"AQAB"}}]}}"#).as_bytes()).unwrap();
+        assert!(one.require(None).is_ok());
+        assert!(matches!(one.require(Some("k")), Err(VerifyError::UnknownKey { kid }) if kid == "k"));
+
+        let with_kid =
+            parse_jwks(format!(r#"{{"keys":[{{"kty":"RSA","kid":"k","n":"{N}","e":"AQAB"}}]}}"#).as_bytes())
+                .unwrap();
+        assert!(with_kid.require(None).is_ok(), "a single key with a kid serves a token without one");
+        assert!(with_kid.require(Some("k")).is_ok());
+
+        let two = parse_jwks(
+            format!(
+                r#"{{"keys":[{{"kty":"RSA","kid":"a","n":"{N}","e":"AQAB"}},{{"kty":"RSA","kid":"b","n":"{N}","e":"AQAB"}}]}}"#
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert!(matches!(two.require(None), Err(VerifyError::MissingKeyId)));
+        assert!(two.require(Some("b")).is_ok());
+
+        let none = Jwks::default();
+        assert!(matches!(none.select(None), Ok(None)));
+        assert!(matches!(none.require(None), Err(VerifyError::MissingKeyId)));
     }
 }

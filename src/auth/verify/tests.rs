@@ -33,6 +33,13 @@ fn header_checks() {
     assert!(matches!(parse_header("abc"), Err(VerifyError::Malformed)));
     assert!(matches!(parse_header("a.b.c.d"), Err(VerifyError::Malformed)));
     assert!(matches!(parse_header("..c"), Err(VerifyError::Malformed)));
+    // An unsigned token is named for its algorithm; an RS256 one without signature is malformed.
+    let unsigned = format!("{}.e30.", b64url_encode(br#"{"alg":"none"}"#));
+    assert!(
+        matches!(parse_header(&unsigned), Err(VerifyError::UnsupportedAlgorithm { alg }) if alg == "none")
+    );
+    let unsigned = format!("{}.e30.", b64url_encode(br#"{"alg":"RS256","kid":"k"}"#));
+    assert!(matches!(parse_header(&unsigned), Err(VerifyError::Malformed)));
     assert!(matches!(
         parse_header(&token_with_header(r#"{"alg":"HS256","kid":"k"}"#)),
         Err(VerifyError::UnsupportedAlgorithm { alg }) if alg == "HS256"
@@ -41,10 +48,12 @@ fn header_checks() {
         parse_header(&token_with_header(r#"{"alg":"none"}"#)),
         Err(VerifyError::UnsupportedAlgorithm { .. })
     ));
-    assert!(matches!(parse_header(&token_with_header(r#"{"alg":"RS256"}"#)), Err(VerifyError::MissingKeyId)));
+    // No `kid` (or an empty one): the key set's only signing key will be used.
+    assert!(matches!(parse_header(&token_with_header(r#"{"alg":"RS256"}"#)), Ok(None)));
+    assert!(matches!(parse_header(&token_with_header(r#"{"alg":"RS256","kid":""}"#)), Ok(None)));
     assert_eq!(
         parse_header(&token_with_header(r#"{"alg":"RS256","kid":"k1","typ":"JWT"}"#)).ok(),
-        Some("k1".to_owned())
+        Some(Some("k1".to_owned()))
     );
     assert!(matches!(
         parse_header(&token_with_header(r#"{"alg":"RS256","kid":"k","crit":["x"]}"#)),
@@ -66,18 +75,20 @@ fn url_rules() {
 }
 
 #[test]
-fn jwks_parsing_skips_unusable_keys() {
-    let json = r#"{"keys":[
-        {"kty":"EC","kid":"ec","crv":"P-256","x":"AA","y":"AA"},
-        {"kty":"RSA","kid":"enc","use":"enc","n":"AQAB","e":"AQAB"},
-        {"kty":"RSA","n":"AQAB","e":"AQAB"},
-        {"kty":"RSA","kid":"ok","alg":"RS256","use":"sig","n":"AQAB","e":"AQAB"}
-    ]}"#;
-    let keys = parse_jwks(json.as_bytes()).unwrap();
-    assert_eq!(keys.keys().collect::<Vec<_>>(), vec!["ok"]);
-    assert!(parse_jwks(b"[]").is_err());
+fn a_document_that_is_not_a_jwks_is_named() {
     let err = TokenVerifier::from_jwks("[]", "i", "a").expect_err("not a JWKS");
     assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "jwks_json"), "{err:?}");
+}
+
+#[test]
+fn unverified_claims_are_read_from_a_well_formed_token_only() {
+    let payload = b64url_encode(br#"{"sub":"u1","aud":["a"]}"#);
+    let token = format!("{}.{payload}.c2ln", b64url_encode(br#"{"alg":"RS256"}"#));
+    let claims = unverified_claims(&token).expect("a payload");
+    assert_eq!(claims.get("sub"), Some(&Value::from("u1")));
+    for broken in ["a.b", "a..c", &format!("x.{}.c", b64url_encode(b"[1]")), &format!("{token}.d")] {
+        assert!(unverified_claims(broken).is_none(), "{broken}");
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use url::Url;
 use wiremock::{Request, ResponseTemplate};
 
+use super::super::hostile::Hostile;
 use super::form::printable;
 use super::grants::PendingCode;
 use super::{AuthServer, granted_scopes};
@@ -121,7 +122,7 @@ impl AuthServer {
         {
             return Err(invalid_request("code_challenge is not an S256 challenge"));
         }
-        if self.settings.deny_authorization {
+        if self.settings.deny_authorization || self.hostile(Hostile::AccessDenied) {
             return Err(Failure::Redirect {
                 error: "access_denied",
                 description: "the user denied the request".into(),
@@ -141,17 +142,21 @@ impl AuthServer {
         Ok(code)
     }
 
-    /// 302 to the redirect URI with `params`, `state` (when the request had one) and `iss`.
+    /// 302 to the redirect URI with `params`, `state` (when the request had one) and `iss`
+    /// (both as the [`Hostile`] switches say).
     fn redirect(&self, mut target: Url, params: &[(&str, &str)], state: Option<&str>) -> ResponseTemplate {
+        let (state, iss) = self.callback_state_and_iss(state);
         {
             let mut pairs = target.query_pairs_mut();
             for (name, value) in params {
                 pairs.append_pair(name, value);
             }
-            if let Some(state) = state {
+            if let Some(state) = &state {
                 pairs.append_pair("state", state);
             }
-            pairs.append_pair("iss", &self.settings.issuer);
+            if let Some(iss) = &iss {
+                pairs.append_pair("iss", iss);
+            }
         }
         ResponseTemplate::new(302)
             .insert_header("location", target.as_str())

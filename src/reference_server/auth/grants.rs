@@ -8,7 +8,8 @@ use serde_json::json;
 use wiremock::{Request, ResponseTemplate};
 
 use super::super::ErrorReply;
-use super::super::jwt::{IdTokenClaims, unix_now};
+use super::super::jwt::unix_now;
+use super::id_token::IdTokenClaims;
 use super::{AuthServer, Form, token_response};
 use crate::auth::pkce::{constant_time_eq, random_value, s256_challenge};
 
@@ -128,6 +129,8 @@ struct UserGrant<'a> {
     scopes: &'a [String],
     nonce: Option<&'a str>,
     refresh_token: Option<String>,
+    /// A refresh response rather than a sign-in.
+    refreshed: bool,
 }
 
 impl AuthServer {
@@ -181,6 +184,7 @@ impl AuthServer {
             scopes: &pending.scopes,
             nonce: pending.nonce.as_deref(),
             refresh_token: Some(refresh_token),
+            refreshed: false,
         })
     }
 
@@ -238,10 +242,11 @@ impl AuthServer {
         drop(sessions);
         self.user_tokens(&UserGrant {
             client_id,
-            subject: &record.subject,
+            subject: self.refresh_subject(&record.subject),
             scopes: &scopes,
             nonce: None,
             refresh_token,
+            refreshed: true,
         })
     }
 
@@ -259,18 +264,14 @@ impl AuthServer {
             body["refresh_token"] = json!(refresh_token);
         }
         if grant.scopes.iter().any(|s| s == "openid") {
-            let id_token = self
-                .keys
-                .current()
-                .signer
-                .id_token(&IdTokenClaims {
-                    issuer: &self.settings.issuer,
-                    subject: grant.subject,
-                    audience: grant.client_id,
-                    nonce: grant.nonce,
-                    lifetime_secs: self.settings.id_token_lifetime_secs,
-                })
-                .map_err(|_| ErrorReply::new(500, "server_error", "token signing failed"))?;
+            let id_token = self.id_token(&IdTokenClaims {
+                issuer: &self.settings.issuer,
+                subject: grant.subject,
+                audience: grant.client_id,
+                nonce: grant.nonce,
+                lifetime_secs: self.settings.id_token_lifetime_secs,
+                refreshed: grant.refreshed,
+            })?;
             body["id_token"] = json!(id_token);
         }
         Ok(token_response(body))

@@ -10,6 +10,7 @@
 mod authorize;
 mod form;
 mod grants;
+mod id_token;
 mod metadata;
 
 use std::collections::HashMap;
@@ -206,7 +207,7 @@ impl AuthServer {
         let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
         let response = ResponseTemplate::new(200)
             .insert_header("cache-control", "public, max-age=300")
-            .set_body_raw(self.keys.current().jwks_json.clone().into_bytes(), "application/json");
+            .set_body_raw(self.published_jwks().into_bytes(), "application/json");
         let Some(fault) = faults.draw(Target::Jwks) else {
             return response;
         };
@@ -391,4 +392,4 @@ fn granted_scopes(requested: Option<&str>, allowed: &[String]) -> Result<Vec<Str
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

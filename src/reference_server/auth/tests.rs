@@ -16,7 +16,7 @@ fn http() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
-fn valid_params() -> Vec<(&'static str, String)> {
+pub(crate) fn valid_params() -> Vec<(&'static str, String)> {
     vec![
         ("response_type", "code".into()),
         ("client_id", ReferenceServer::DEFAULT_PUBLIC_CLIENT_ID.into()),
@@ -30,7 +30,7 @@ fn valid_params() -> Vec<(&'static str, String)> {
 }
 
 /// The answer of `/oauth2/authorize`: the status, and the redirect's query when it redirected.
-async fn authorize(
+pub(crate) async fn authorize(
     server: &ReferenceServer,
     params: &[(&str, String)],
 ) -> (u16, Option<HashMap<String, String>>) {
@@ -44,7 +44,7 @@ async fn authorize(
     (status, query)
 }
 
-async fn token(server: &ReferenceServer, form: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) async fn token(server: &ReferenceServer, form: &[(&str, &str)]) -> (u16, Value) {
     let response = http().post(server.token_url()).form(form).send().await.unwrap();
     (response.status().as_u16(), response.json().await.unwrap())
 }
@@ -65,7 +65,7 @@ fn exchange_form<'a>(code: &'a str, verifier: &'a str) -> Vec<(&'a str, &'a str)
     ]
 }
 
-async fn sign_in(server: &ReferenceServer) -> Value {
+pub(crate) async fn sign_in(server: &ReferenceServer) -> Value {
     let code = code(server).await;
     let (status, body) = token(server, &exchange_form(&code, VERIFIER)).await;
     assert_eq!(status, 200, "{body}");

@@ -4,9 +4,11 @@
 // discovery document. Access tokens are RS256 JWTs for the audience `business-records-api`.
 //
 // Prints one JSON line `{"issuer": "..."}` when it is ready; exits when stdin closes, so it never
-// outlives the test that started it.
+// outlives the test that started it. A line `rotate` on stdin replaces the signing key with a new
+// one (a new key id, the old key withdrawn from the JWKS) and prints `{"rotated": "<kid>"}`.
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:http';
+import { createInterface } from 'node:readline';
 
 import Provider from 'oidc-provider';
 
@@ -14,8 +16,11 @@ const AUDIENCE = 'business-records-api';
 const RESOURCE = 'https://api.business-records.example';
 const API_SCOPES = 'api/read api/write';
 
-const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'interop-key-1', alg: 'RS256', use: 'sig' };
+// A fresh RSA signing key under `kid`, as a private JWK.
+const signingKey = (kid) => {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' };
+};
 
 const configuration = {
   clients: [
@@ -45,7 +50,7 @@ const configuration = {
       redirect_uris: ['http://127.0.0.1/callback'],
     },
   ],
-  jwks: { keys: [jwk] },
+  jwks: { keys: [signingKey('interop-key-1')] },
   routes: {
     authorization: '/oauth2/authorize',
     token: '/oauth2/token',
@@ -81,18 +86,38 @@ const configuration = {
   ttl: { AccessToken: 60, ClientCredentials: 60, IdToken: 3600, RefreshToken: 86400 },
 };
 
-const server = createServer();
-server.listen(0, '127.0.0.1', () => {
-  const issuer = `http://127.0.0.1:${server.address().port}`;
-  const provider = new Provider(issuer, configuration);
+// A provider for `issuer` signing with `keys`; it takes over the server's requests.
+const serve = (server, issuer, keys) => {
+  const provider = new Provider(issuer, { ...configuration, jwks: { keys } });
   // Diagnostics for a failing test: error kinds and details only, never tokens.
   for (const event of ['grant.error', 'authorization.error', 'server_error']) {
     provider.on(event, (_ctx, err) => process.stderr.write(`${event}: ${err.error ?? err.name}: ${err.error_detail ?? err.message}\n`));
   }
+  server.removeAllListeners('request');
   server.on('request', provider.callback());
+};
+
+// Rotates the signing key once the server listens: a new provider instance with a new key
+// answers from the next request on (same issuer, same clients; sign-ins started before are not
+// carried over).
+let rotate = () => {};
+createInterface({ input: process.stdin })
+  .on('line', (line) => {
+    if (line.trim() === 'rotate') rotate();
+  })
+  .on('close', () => process.exit(0));
+process.stdin.on('error', () => process.exit(0));
+
+const server = createServer();
+server.listen(0, '127.0.0.1', () => {
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  serve(server, issuer, configuration.jwks.keys);
+  let rotations = 1;
+  rotate = () => {
+    rotations += 1;
+    const kid = `interop-key-${rotations}`;
+    serve(server, issuer, [signingKey(kid)]);
+    process.stdout.write(`${JSON.stringify({ rotated: kid })}\n`);
+  };
   process.stdout.write(`${JSON.stringify({ issuer })}\n`);
 });
-
-process.stdin.resume();
-process.stdin.on('end', () => process.exit(0));
-process.stdin.on('error', () => process.exit(0));
