@@ -82,7 +82,6 @@ pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;
 mod refresh_turn;
-#[cfg(feature = "redis")]
 pub(crate) mod seal;
 mod secret;
 mod store;
