@@ -77,6 +77,7 @@
 mod authorization_code;
 mod client_credentials;
 mod discovery;
+mod keyed_store;
 mod loopback;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
@@ -93,6 +94,7 @@ pub use crate::error::{TokenStoreError, VerifyError};
 pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
 pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
+pub use keyed_store::{DirectoryTokenStore, KeyedTokenStore, MemoryKeyedStore};
 pub use loopback::LoopbackRedirect;
 #[cfg(feature = "redis")]
 pub use redis::{RedisTokenCache, RedisUserStore};
