@@ -42,6 +42,7 @@ mod token_chaos;
 mod verifier;
 mod version_signals;
 mod versioning;
+mod web_app;
 mod web_sign_in;
 
 /// Every case of every module, in the order they start: `resilience` first, whose first case
@@ -73,6 +74,7 @@ fn catalogue() -> Vec<harness::Case> {
         verifier::CASES,
         version_signals::CASES,
         versioning::CASES,
+        web_app::CASES,
         web_sign_in::CASES,
     ]
     .concat()
