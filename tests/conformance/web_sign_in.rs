@@ -166,10 +166,13 @@ async fn sealed_sign_ins_tampered_expired_or_foreign_fail_before_any_token_reque
     assert_eq!(server.token_requests(), 1);
 }
 
+/// Turns the callback URL the browser came back with into the form a framework hands over.
+type CallbackForm = fn(&url::Url) -> String;
+
 async fn every_callback_form_signs_in() {
     let server = ReferenceServer::builder().companies(5).start().await;
     let flow = web_flow(&server);
-    let forms: [(&str, fn(&url::Url) -> String); 5] = [
+    let forms: [(&str, CallbackForm); 5] = [
         ("absolute URL", |url| url.to_string()),
         ("origin-form, as axum's Uri", |url| format!("{}?{}", url.path(), url.query().unwrap_or(""))),
         ("query with ?", |url| format!("?{}", url.query().unwrap_or(""))),

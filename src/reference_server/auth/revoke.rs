@@ -4,7 +4,7 @@
 //! as at the token endpoint. A refresh token ends its grant: every refresh token renewed from
 //! the same sign-in is refused afterwards. An access token is refused by the API from then on.
 //! A token the server does not know, or that belongs to another client, is answered 200 and
-//! nothing happens (section 2.2); `token_type_hint` only says where to look first.
+//! nothing happens (section 2.2).
 
 use std::sync::atomic::Ordering;
 
@@ -19,14 +19,9 @@ impl AuthServer {
         let form = Form::parse(request)?;
         let (client_id, _) = self.identify_client(request, &form)?;
         let token = form.require("token")?;
-        let access_first = form.get("token_type_hint") == Some("access_token");
-        let revoked = if access_first {
-            self.revoke_access_token(token, client_id)
-                || self.shared.sessions().revoke_refresh_token(token, client_id)
-        } else {
-            self.shared.sessions().revoke_refresh_token(token, client_id)
-                || self.revoke_access_token(token, client_id)
-        };
+        // `token_type_hint` may only save a look-up: both kinds are looked for.
+        let revoked = self.shared.sessions().revoke_refresh_token(token, client_id)
+            || self.revoke_access_token(token, client_id);
         tracing::debug!(revoked, "token revocation");
         Ok(ResponseTemplate::new(200).insert_header("cache-control", "no-store"))
     }
