@@ -23,10 +23,13 @@ use crate::wire::HttpSender;
 /// token is verified. A save that fails is logged and retried in the background; the client
 /// goes on with the new tokens. See the refresh guarantees in the [`auth`](super) module.
 ///
-/// Build one [`Client`](crate::Client) per signed-in user and clone it: clones share the
-/// tokens. Two clients built from the same `UserAuth` would each renew with the same refresh
+/// Give each signed-in user one client and clone it: clones share the tokens. A web app with
+/// many users derives each user's client from one shared client with
+/// [`Client::with_auth`](crate::Client::with_auth), which shares the connection pool and every
+/// setting for a few microseconds and a few KiB per user; a desktop app builds its one client
+/// as below. Two clients made from the same `UserAuth` would each renew with the same refresh
 /// token, and a server that rotates refresh tokens treats the second use as theft and revokes
-/// the sign-in.
+/// the sign-in. [`Client::sign_out`](crate::Client::sign_out) ends the sign-in.
 ///
 /// ```no_run
 /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
