@@ -342,8 +342,9 @@ impl AuthorizationCodeFlow {
     /// and the URL to open in the user's browser with every parameter of spec Part 4.2.
     ///
     /// Keep the returned request until the callback arrives and pass it to
-    /// [`exchange`](Self::exchange); a web app keeps it in the user's session (it is
-    /// `Serialize`).
+    /// [`exchange`](Self::exchange); a web app seals it into a cookie with
+    /// [`seal_pending`](Self::seal_pending). [`authorize_url_with`](Self::authorize_url_with)
+    /// adds parameters such as `login_hint`.
     pub fn authorize_url(&self) -> AuthorizationRequest {
         self.authorization_request(&[])
     }

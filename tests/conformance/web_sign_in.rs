@@ -3,12 +3,14 @@
 //! with RFC 7009 revocation, and callbacks in the forms web frameworks hand over; over real
 //! HTTP against the reference server.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, KeyedTokenStore, MemoryKeyedStore, TokenSet, TokenStore,
 };
-use business_records::reference_server::{Fault, Faults, ReferenceServer};
+use business_records::reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer};
 use business_records::{Auth, CallbackError, Client, Error, ErrorCode};
 
 use crate::support;
@@ -16,6 +18,7 @@ use crate::support;
 crate::cases! {
     ServerControl:
         three_users_derived_from_one_client_sign_in_by_login_hint_and_one_signs_out,
+        derived_clients_keep_the_shared_clients_settings_and_deprecation_reporting,
         sealed_sign_ins_tampered_expired_or_foreign_fail_before_any_token_request,
         every_callback_form_signs_in,
         sign_out_forgets_the_tokens_even_when_revocation_fails,
@@ -130,6 +133,40 @@ async fn three_users_derived_from_one_client_sign_in_by_login_hint_and_one_signs
     let err = flow.exchange_sealed(&cookie, &authorize(request.url()).await).await.expect_err("unknown user");
     assert!(matches!(err, Error::Authorization(_)), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::AccessDenied));
+}
+
+async fn derived_clients_keep_the_shared_clients_settings_and_deprecation_reporting() {
+    let server = ReferenceServer::builder()
+        .companies(30)
+        .users(["alice", "bob"])
+        .deprecated("/v1/companies", DeprecationHeaders::deprecated())
+        .record_headers(["user-agent", "x-api-preview"])
+        .start()
+        .await;
+    let notices = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&notices);
+    let app = support::client_for(&server)
+        .user_agent("shared-app/1.0")
+        .preview("2026-03")
+        .on_deprecation(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .expect("the app's client");
+    let flow = web_flow(&server);
+    for name in ["alice", "bob"] {
+        let user = app.with_auth(Auth::user(flow.clone(), sign_in(&flow, name).await)).expect("derived");
+        let page = user.companies().limit(5).send().await.expect("a page");
+        assert!(page.deprecation.is_some());
+    }
+    assert_eq!(notices.load(Ordering::SeqCst), 2, "the shared callback saw both users' notices");
+    let listings: Vec<_> =
+        server.recorded_requests().into_iter().filter(|r| r.path == "/v1/companies").collect();
+    assert_eq!(listings.len(), 2);
+    for listing in listings {
+        assert_eq!(listing.header("user-agent"), Some("shared-app/1.0"));
+        assert_eq!(listing.header("x-api-preview"), Some("2026-03"));
+    }
 }
 
 async fn sealed_sign_ins_tampered_expired_or_foreign_fail_before_any_token_request() {
