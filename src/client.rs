@@ -89,8 +89,12 @@ impl Client {
     }
 
     /// A client that authenticates with `auth` and shares everything else with this one: the
-    /// connection pool, settings, middleware, retry policy and deprecation reporting. A web app
-    /// builds one client and derives one per signed-in user from it.
+    /// connection pool, settings, middleware, retry policy and deprecation reporting (one
+    /// warning per endpoint for all of them). A web app builds one client and derives one per
+    /// signed-in user from it, for a few microseconds and a few KiB each; with one
+    /// [`AuthorizationCodeFlow`](crate::auth::AuthorizationCodeFlow) cloned into every user's
+    /// [`Auth::user`], the users share its JWKS cache too. Clones of the derived client share its
+    /// tokens, as clones of any client do.
     ///
     /// ```no_run
     /// # async fn run(app: business_records::Client, flow: business_records::auth::AuthorizationCodeFlow,
@@ -115,6 +119,50 @@ impl Client {
                 paging: inner.paging,
             }),
         })
+    }
+
+    /// Signs this client's user out: revokes the refresh token, then the access token, at the
+    /// authorization server (RFC 7009, through the flow's
+    /// [`revocation_endpoint`](crate::auth::AuthorizationCodeFlow::revocation_endpoint)),
+    /// forgets them, and clears the user's [`TokenStore`](crate::auth::TokenStore). A refresh
+    /// under way finishes first, so its new refresh token is the one revoked. Afterwards every
+    /// request of this client and its clones fails with [`Error::ReauthenticationRequired`]
+    /// ("the user signed out"); other users' clients derived from the same client go on.
+    ///
+    /// ```no_run
+    /// # async fn run(user: business_records::Client) -> Result<(), business_records::Error> {
+    /// user.sign_out().await?;
+    /// assert!(user.companies().send().await.unwrap_err().needs_reauthentication());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The tokens are forgotten and the store cleared whatever happens; the error says what
+    /// failed first: [`Error::InvalidArgument`] naming `auth` for a client without a signed-in
+    /// user (client credentials, a static token), or naming `revocation_url` when the server
+    /// offers no revocation endpoint; [`Error::Auth`] or [`Error::Http`] when the revocation
+    /// request fails; [`Error::TokenStore`] when the store cannot be cleared. Revoking tokens
+    /// the server no longer knows is no error (RFC 7009 section 2.2).
+    pub async fn sign_out(&self) -> Result<(), Error> {
+        self.inner.transport.sign_out().await
+    }
+
+    /// The signed-in user's current tokens (renewed ones included), with the verified claims of
+    /// the ID token ([`TokenSet::id_token_claims`](crate::auth::TokenSet::id_token_claims):
+    /// who is signed in). `None` for a client without a user, and after
+    /// [`sign_out`](Self::sign_out). Waits for a refresh under way.
+    ///
+    /// ```no_run
+    /// # async fn run(user: business_records::Client) {
+    /// if let Some(tokens) = user.token_set().await {
+    ///     let sub = tokens.id_token_claims().and_then(|claims| claims.sub.as_deref());
+    ///     println!("signed in as {sub:?}, access token until {:?}", tokens.expires_at);
+    /// }
+    /// # }
+    /// ```
+    pub async fn token_set(&self) -> Option<crate::auth::TokenSet> {
+        self.inner.transport.token_set().await
     }
 }
 
@@ -444,6 +492,39 @@ mod tests {
             ),
             "user_agent"
         );
+    }
+
+    #[tokio::test]
+    async fn derived_clients_share_everything_but_their_tokens() {
+        let app = Client::builder()
+            .base_url("https://api.example.com")
+            .auth(Auth::static_token("app"))
+            .prefetch(false)
+            .build()
+            .expect("valid client");
+        let flow = crate::auth::AuthorizationCodeFlow::new(
+            "https://auth.example.com",
+            "my-web-app",
+            "https://app.example.com/callback",
+        )
+        .expect("flow");
+        let user = app
+            .with_auth(Auth::user(flow.clone(), crate::auth::TokenSet::new("alice-token")))
+            .expect("derived");
+        assert!(user.inner.transport.shares_with(&app.inner.transport));
+        assert_eq!(user.api_root(), app.api_root());
+        assert!(!user.inner.paging.prefetch, "paging settings are shared");
+        let tokens = user.token_set().await.expect("a user's client has tokens");
+        assert_eq!(tokens.access_token.secret(), "alice-token");
+        assert!(app.token_set().await.is_none(), "a static token is no user");
+        assert_eq!(argument_of(app.with_auth(Auth::static_token(" "))), "auth");
+        let bad = Auth::user(flow.scopes(["a b"]), crate::auth::TokenSet::new("t"));
+        assert_eq!(argument_of(app.with_auth(bad)), "scopes");
+        match app.sign_out().await {
+            Err(Error::InvalidArgument(e)) => assert_eq!(e.argument(), "auth"),
+            other => panic!("a client without a user cannot sign out: {other:?}"),
+        }
+        assert!(app.token_set().await.is_none());
     }
 
     #[test]

@@ -29,7 +29,8 @@
 //! | You are | Use |
 //! |---|---|
 //! | a backend (server to server) | [`Auth::client_credentials`]: HTTP Basic by default, `.credentials_in_body()` for the form |
-//! | a desktop, mobile or web app whose users sign in | [`auth::AuthorizationCodeFlow`] (PKCE), [`auth::LoopbackRedirect`], then [`Auth::user`] |
+//! | a desktop or mobile app whose users sign in | [`auth::AuthorizationCodeFlow`] (PKCE), [`auth::LoopbackRedirect`], then [`Auth::user`] |
+//! | a web app whose users sign in | one [`auth::AuthorizationCodeFlow`] with a [`sealing_secret`](auth::AuthorizationCodeFlow::sealing_secret): [`seal_pending`](auth::AuthorizationCodeFlow::seal_pending) into a cookie, [`exchange_sealed`](auth::AuthorizationCodeFlow::exchange_sealed) at the callback; each user's client from one shared client with [`Client::with_auth`], tokens in an [`auth::KeyedTokenStore`], [`Client::sign_out`] |
 //! | holding a token obtained elsewhere | [`Auth::static_token`] |
 //! | a resource server receiving these tokens | [`auth::TokenVerifier`] |
 //!
@@ -43,6 +44,12 @@
 //! through an [`auth::TokenStore`] such as [`auth::FileTokenStore`]. A token request runs to
 //! completion whoever stops waiting for it, and nothing the server answered is lost: see the
 //! refresh guarantees in the [`auth`] module, and `examples/desktop_login.rs`.
+//!
+//! A web app serves every user from one process: one flow, one shared client and a client
+//! derived from it per user ([`Client::with_auth`]: the connection pool and settings are
+//! shared), the pending sign-in sealed into a cookie so that any instance finishes it, one
+//! [`auth::KeyedTokenStore`] for every user, and [`Client::sign_out`] to revoke a user's tokens
+//! (RFC 7009). See `examples/web_app.rs`.
 //!
 //! Many processes with the same credentials can share one token, and one user's refreshes, over
 //! Redis: see `auth::RedisTokenCache` (feature `redis`).
@@ -159,7 +166,7 @@
 //! |---|---|
 //! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`Preview`], [`RetryPolicy`] |
 //! | authenticate | [`Auth`]; in [`auth`]: [`ClientCredentials`](auth::ClientCredentials), [`UserAuth`](auth::UserAuth), [`AuthorizationCodeFlow`](auth::AuthorizationCodeFlow), [`AuthorizationRequest`](auth::AuthorizationRequest), [`LoopbackRedirect`](auth::LoopbackRedirect), [`AuthServerMetadata`](auth::AuthServerMetadata) |
-//! | keep tokens | in [`auth`]: [`TokenSet`](auth::TokenSet), [`TokenStore`](auth::TokenStore), [`MemoryTokenStore`](auth::MemoryTokenStore), [`FileTokenStore`](auth::FileTokenStore), [`RefreshLock`](auth::RefreshLock), [`RefreshTurn`](auth::RefreshTurn), `RedisTokenCache` and `RedisUserStore` (feature `redis`); the secrets [`AccessToken`](auth::AccessToken), [`RefreshToken`](auth::RefreshToken), [`IdToken`](auth::IdToken), [`ClientSecret`](auth::ClientSecret), [`PkceVerifier`](auth::PkceVerifier) |
+//! | keep tokens | in [`auth`]: [`TokenSet`](auth::TokenSet), [`TokenStore`](auth::TokenStore), [`MemoryTokenStore`](auth::MemoryTokenStore), [`FileTokenStore`](auth::FileTokenStore), for many users [`KeyedTokenStore`](auth::KeyedTokenStore), [`MemoryKeyedStore`](auth::MemoryKeyedStore), [`DirectoryTokenStore`](auth::DirectoryTokenStore), [`RefreshLock`](auth::RefreshLock), [`RefreshTurn`](auth::RefreshTurn), `RedisTokenCache` and `RedisUserStore` (feature `redis`); the secrets [`AccessToken`](auth::AccessToken), [`RefreshToken`](auth::RefreshToken), [`IdToken`](auth::IdToken), [`ClientSecret`](auth::ClientSecret), [`PkceVerifier`](auth::PkceVerifier) |
 //! | check tokens (resource servers) | in [`auth`]: [`TokenVerifier`](auth::TokenVerifier), [`Claims`](auth::Claims), [`TokenIntrospector`](auth::TokenIntrospector), [`Introspection`](auth::Introspection) |
 //! | list | [`List`], [`ListCompanies`], [`ListContacts`], [`Page`], [`Cursor`], [`PageStream`], [`ItemStream`], [`OnUndecodable`], [`Undecodable`] |
 //! | sort | [`CompanySort`], [`ContactSort`], [`SortOrder`], [`Sort`], [`IntoSort`] and [`SortField`] (sealed) |
@@ -274,6 +281,8 @@ const _: () = {
     assert_send_sync::<auth::UserAuth>();
     assert_send_sync::<auth::FileTokenStore>();
     assert_send_sync::<auth::MemoryTokenStore>();
+    assert_send_sync::<auth::MemoryKeyedStore>();
+    assert_send_sync::<auth::DirectoryTokenStore>();
     assert_send_sync::<auth::TokenIntrospector>();
 };
 

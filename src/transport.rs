@@ -76,6 +76,23 @@ impl Transport {
         Transport { shared: Arc::clone(&self.shared), tokens }
     }
 
+    /// Whether `other` shares this pipeline's settings and connection pool.
+    #[cfg(test)]
+    pub(crate) fn shares_with(&self, other: &Transport) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Signs this client's user out through the shared connection pool (see
+    /// [`TokenManager::sign_out`]).
+    pub(crate) async fn sign_out(&self) -> Result<(), Error> {
+        self.tokens.sign_out(&self.shared.sender).await
+    }
+
+    /// The signed-in user's current token set, if this client has one.
+    pub(crate) async fn token_set(&self) -> Option<crate::auth::TokenSet> {
+        self.tokens.current().await
+    }
+
     /// Sends a GET and decodes a JSON body of type `T`, retrying transient failures under
     /// the request's retry policy (or the client's).
     pub(crate) async fn get_json<T: DeserializeOwned>(

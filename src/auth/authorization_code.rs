@@ -1,9 +1,13 @@
 //! User sign-in: the authorization-code flow with PKCE (spec Parts 4.2, 5.2 and 5.3;
 //! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
 
+mod authorize;
 mod id_token;
+mod pending;
 mod request;
+mod revoke;
 mod tokens;
+mod web;
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -12,8 +16,8 @@ use std::time::Duration;
 use chrono::Utc;
 use oauth2::basic::{BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse};
 use oauth2::{
-    AuthUrl, ClientId, CsrfToken, EndpointNotSet, EndpointSet, RedirectUrl, Scope, StandardRevocableToken,
-    TokenResponse, TokenUrl,
+    AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, StandardRevocableToken, TokenResponse,
+    TokenUrl,
 };
 use url::Url;
 
@@ -24,7 +28,7 @@ pub(crate) use self::tokens::Refreshed;
 use self::tokens::{OidcTokenResponse, token_set};
 use super::client_credentials::token_error;
 use super::discovery::{AuthServerMetadata, missing_endpoint};
-use super::pkce::{Pkce, constant_time_eq, random_value};
+use super::pkce::constant_time_eq;
 use super::token_manager::clamp_lifetime;
 use super::{TokenSet, TokenVerifier};
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
@@ -103,6 +107,8 @@ struct FlowConfig {
     invalid: Option<Error>,
     /// Checks ID tokens (`aud` = client id); made when first needed.
     id_verifier: OnceLock<TokenVerifier>,
+    /// Sealed pending sign-ins and sign-out.
+    web: web::WebSettings,
 }
 
 impl fmt::Debug for AuthorizationCodeFlow {
@@ -153,6 +159,7 @@ impl AuthorizationCodeFlow {
             urls::join_path(&base, JWKS_PATH),
         );
         Self::with_endpoints(issuer, endpoints, client_id.into(), redirect_uri.as_ref())
+            .map(|flow| flow.with_revocation(Some(urls::join_path(&base, revoke::REVOCATION_PATH))))
     }
 
     /// The flow with the endpoints and issuer of a discovery document (see
@@ -184,7 +191,9 @@ impl AuthorizationCodeFlow {
             client_id.into(),
             redirect_uri.as_ref(),
         )?;
-        Ok(flow.require_iss_parameter(metadata.authorization_response_iss_parameter_supported))
+        Ok(flow
+            .require_iss_parameter(metadata.authorization_response_iss_parameter_supported)
+            .with_revocation(metadata.revocation_endpoint.clone()))
     }
 
     fn with_endpoints(
@@ -215,6 +224,7 @@ impl AuthorizationCodeFlow {
                 middleware: Layers::new(),
                 invalid: None,
                 id_verifier: OnceLock::new(),
+                web: web::WebSettings::default(),
             }),
         })
     }
@@ -412,22 +422,11 @@ impl AuthorizationCodeFlow {
     /// and the URL to open in the user's browser with every parameter of spec Part 4.2.
     ///
     /// Keep the returned request until the callback arrives and pass it to
-    /// [`exchange`](Self::exchange); a web app keeps it in the user's session (it is
-    /// `Serialize`).
+    /// [`exchange`](Self::exchange); a web app seals it into a cookie with
+    /// [`seal_pending`](Self::seal_pending). [`authorize_url_with`](Self::authorize_url_with)
+    /// adds parameters such as `login_hint`.
     pub fn authorize_url(&self) -> AuthorizationRequest {
-        let pkce = Pkce::generate();
-        let state = random_value();
-        let nonce = self.wants_id_token().then(random_value);
-        let client = self.oauth_client();
-        let mut request = client
-            .authorize_url(|| CsrfToken::new(state.clone()))
-            .add_scopes(self.config.scopes.iter().cloned().map(Scope::new))
-            .set_pkce_challenge(pkce.challenge);
-        if let Some(nonce) = &nonce {
-            request = request.add_extra_param("nonce", nonce.clone());
-        }
-        let (url, _) = request.url();
-        AuthorizationRequest { url: url.into(), state, verifier: pkce.verifier, nonce }
+        self.authorization_request(&[])
     }
 
     /// Finishes a sign-in: checks the callback, then exchanges its code for tokens (with the
@@ -576,3 +575,5 @@ impl AuthorizationCodeFlow {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod web_tests;

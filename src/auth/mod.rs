@@ -65,6 +65,40 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Web apps
+//!
+//! One [`AuthorizationCodeFlow`] serves every user. At `/login`, [`AuthorizationCodeFlow::authorize_url_with`]
+//! (a `login_hint`, a `prompt`) starts the sign-in and [`AuthorizationCodeFlow::seal_pending`]
+//! seals it into a cookie (AES-256-GCM under the [`sealing_secret`](AuthorizationCodeFlow::sealing_secret),
+//! bound to the flow, 10 minutes at most); at `/callback`, any instance with the secret calls
+//! [`AuthorizationCodeFlow::exchange_sealed`] with the cookie and the request's URI as the
+//! framework gives it. Each user's client is derived from the app's with
+//! [`Client::with_auth`](crate::Client::with_auth), its tokens kept in a [`KeyedTokenStore`]
+//! ([`MemoryKeyedStore`], [`DirectoryTokenStore`], `RedisTokenCache`), and
+//! [`Client::sign_out`](crate::Client::sign_out) revokes them (RFC 7009) and clears the store.
+//!
+//! ```no_run
+//! # async fn run(app: business_records::Client, cookie: &str, uri: &str) -> Result<(), business_records::Error> {
+//! use business_records::auth::{AuthorizationCodeFlow, KeyedTokenStore, MemoryKeyedStore, TokenStore};
+//! use business_records::Auth;
+//!
+//! let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-web-app", "https://app.example.com/callback")?
+//!     .scopes(["openid", "api/read"])
+//!     .sealing_secret("32 bytes or more from the app's secret manager");
+//! let stores = MemoryKeyedStore::new();
+//! // /login
+//! let request = flow.authorize_url_with([("login_hint", "alice@example.com")])?;
+//! let sealed = flow.seal_pending(&request)?;      // Set-Cookie, then redirect to request.url()
+//! // /callback, on any instance
+//! let tokens = flow.exchange_sealed(cookie, uri).await?;
+//! let store = stores.for_user("session-id");
+//! store.save(&tokens).await.map_err(business_records::Error::TokenStore)?;
+//! let user = app.with_auth(Auth::user(flow.clone(), tokens).store(store))?;
+//! // /logout
+//! user.sign_out().await?;
+//! # let _ = sealed; Ok(()) }
+//! ```
+//!
 //! # Many processes
 //!
 //! Caching and single flight end at the process boundary. With the `redis` feature,
@@ -82,12 +116,12 @@
 mod authorization_code;
 mod client_credentials;
 mod discovery;
+mod keyed_store;
 mod loopback;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;
 mod refresh_turn;
-#[cfg(feature = "redis")]
 pub(crate) mod seal;
 mod secret;
 mod store;
@@ -99,6 +133,7 @@ pub use crate::error::{TokenStoreError, VerifyError};
 pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
 pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
+pub use keyed_store::{DirectoryTokenStore, KeyedTokenStore, MemoryKeyedStore};
 pub use loopback::LoopbackRedirect;
 #[cfg(feature = "redis")]
 pub use redis::{RedisTokenCache, RedisUserStore};

@@ -42,8 +42,9 @@ pub struct TokenSet {
     /// The granted scopes.
     #[serde(default)]
     pub scopes: Vec<String>,
-    /// The ID token's claims, set only after the ID token was verified.
-    #[serde(skip)]
+    /// The ID token's claims, set only after the ID token was verified; kept through a store
+    /// (sets saved before they were kept read back without them).
+    #[serde(default, rename = "id_token_claims", skip_serializing_if = "Option::is_none")]
     id_claims: Option<Claims>,
     /// Why the ID token of the refresh that made this set was dropped.
     #[serde(skip)]
@@ -97,8 +98,10 @@ impl TokenSet {
     ///
     /// Set on the sets returned by
     /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange) and by
-    /// refreshes, after the ID token's signature, issuer, audience and expiry were checked;
-    /// `None` on a set loaded from a store (verify it again with
+    /// refreshes, after the ID token's signature, issuer, audience and expiry were checked, and
+    /// kept when the set is saved to a [`TokenStore`] and loaded again (so a web app knows who a
+    /// stored set belongs to: `sub`). `None` on a set saved by a version of this crate that did
+    /// not keep them (verify its ID token again with
     /// [`AuthorizationCodeFlow::verify_id_token`](super::AuthorizationCodeFlow::verify_id_token)).
     /// A refreshed ID token that failed verification was dropped: the claims are then those of
     /// the previous one, and [`id_token_error`](Self::id_token_error) says why.
@@ -202,6 +205,14 @@ pub trait TokenStore: Send + Sync + 'static {
         let _ = current;
         Box::pin(async { Ok(RefreshTurn::proceed()) })
     }
+
+    /// Deletes the stored set: the user signed out
+    /// ([`Client::sign_out`](crate::Client::sign_out)). The default does nothing, so stores
+    /// written before this method existed keep compiling; their sets stay stored, revoked and
+    /// useless. The crate's stores delete them.
+    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
@@ -218,6 +229,10 @@ impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
         current: &'a TokenSet,
     ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
         (**self).begin_refresh(current)
+    }
+
+    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+        (**self).clear()
     }
 }
 
@@ -271,6 +286,13 @@ impl TokenStore for MemoryTokenStore {
         Box::pin(async move {
             *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokens.clone());
             self.inner.saves.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = None;
             Ok(())
         })
     }
@@ -344,6 +366,11 @@ impl TokenStore for FileTokenStore {
                 .await
                 .map_err(|e| TokenStoreError::with_source("the token file writer stopped", e))?
         })
+    }
+
+    /// Deletes the file, as [`remove`](FileTokenStore::remove) does.
+    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+        Box::pin(self.remove())
     }
 }
 

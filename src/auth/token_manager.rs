@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::AccessToken;
+use super::{AccessToken, TokenSet};
 use crate::Error;
 use crate::error::{HttpError, ReauthenticationRequired};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
@@ -58,6 +58,27 @@ pub(crate) trait TokenSource: Send + Sync + std::fmt::Debug + 'static {
     /// The API refused `token` (401 `invalid_token`); the manager forgot it and fetches anew.
     /// Default: nothing more to do.
     fn rejected(&self, _token: &AccessToken) {}
+
+    /// Whether this source holds a signed-in user's tokens (and so can sign out). Default: no.
+    fn has_user(&self) -> bool {
+        false
+    }
+
+    /// The user's current token set. Default: none.
+    fn current(&self) -> BoxFuture<'_, Option<TokenSet>> {
+        Box::pin(std::future::ready(None))
+    }
+
+    /// Forgets the user's tokens, revokes them and clears the store; called once, after the
+    /// manager stopped handing out tokens. Default (no user): nothing to do.
+    fn sign_out<'a>(&'a self, _sender: &'a HttpSender) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// What a client that signed its user out answers every request.
+pub(crate) fn signed_out() -> Error {
+    Error::ReauthenticationRequired(ReauthenticationRequired::new("the user signed out"))
 }
 
 /// How long before expiry a token of `lifetime` is refreshed: the smaller of five minutes and
@@ -127,6 +148,8 @@ struct State {
     failure: Option<Failure>,
     /// Failed token requests in a row.
     failures: u32,
+    /// The user signed out: no token is handed out any more.
+    signed_out: bool,
 }
 
 struct Inner {
@@ -143,6 +166,9 @@ impl Inner {
     fn finish(&self, result: Result<IssuedToken, Error>, sent_at: Instant) -> Result<AccessToken, Error> {
         let mut state = self.lock();
         state.flight = None;
+        if state.signed_out {
+            return Err(signed_out());
+        }
         let now = Instant::now();
         match result {
             Ok(issued) => {
@@ -279,6 +305,9 @@ impl TokenManager {
 
     fn next(&self, sender: &HttpSender) -> Next {
         let mut state = self.inner.lock();
+        if state.signed_out {
+            return Next::Done(Err(signed_out()));
+        }
         let now = Instant::now();
         if let Some(cached) = state.cached.as_ref().filter(|c| c.is_fresh(now)) {
             return Next::Done(Ok(cached.token.clone()));
@@ -322,6 +351,33 @@ impl TokenManager {
             .map(|answer| answer.unwrap_or_else(|_| Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)))))
             .boxed()
             .shared()
+    }
+
+    /// Signs the user out: from now on no token is handed out (every request is
+    /// [`signed_out`]), then the source revokes the tokens and clears its store. Either way the
+    /// tokens are forgotten; the first failure is returned.
+    pub(crate) async fn sign_out(&self, sender: &HttpSender) -> Result<(), Error> {
+        if !self.inner.source.has_user() {
+            return Err(Error::invalid(
+                "auth",
+                "sign-out is for a signed-in user's client (`Auth::user`); this client has no user",
+            ));
+        }
+        {
+            let mut state = self.inner.lock();
+            state.signed_out = true;
+            state.cached = None;
+            state.failure = None;
+        }
+        self.inner.source.sign_out(sender).await
+    }
+
+    /// The signed-in user's current tokens; `None` for other clients and after sign-out.
+    pub(crate) async fn current(&self) -> Option<TokenSet> {
+        if self.inner.lock().signed_out {
+            return None;
+        }
+        self.inner.source.current().await
     }
 
     /// Forgets `rejected` after the API refused it, unless a newer token already replaced it.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::sync::Mutex;
 
-use super::token_manager::{IssuedToken, TokenManager, TokenSource};
+use super::token_manager::{IssuedToken, TokenManager, TokenSource, signed_out};
 use super::{AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::wire::HttpSender;
@@ -23,10 +23,13 @@ use crate::wire::HttpSender;
 /// token is verified. A save that fails is logged and retried in the background; the client
 /// goes on with the new tokens. See the refresh guarantees in the [`auth`](super) module.
 ///
-/// Build one [`Client`](crate::Client) per signed-in user and clone it: clones share the
-/// tokens. Two clients built from the same `UserAuth` would each renew with the same refresh
+/// Give each signed-in user one client and clone it: clones share the tokens. A web app with
+/// many users derives each user's client from one shared client with
+/// [`Client::with_auth`](crate::Client::with_auth), which shares the connection pool and every
+/// setting for a few microseconds and a few KiB per user; a desktop app builds its one client
+/// as below. Two clients made from the same `UserAuth` would each renew with the same refresh
 /// token, and a server that rotates refresh tokens treats the second use as theft and revokes
-/// the sign-in.
+/// the sign-in. [`Client::sign_out`](crate::Client::sign_out) ends the sign-in.
 ///
 /// ```no_run
 /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
@@ -81,7 +84,7 @@ impl UserAuth {
         }
         let token = self.tokens.access_token.clone();
         let expires_at = self.tokens.expires_at;
-        let state = UserState { current: self.tokens, unverified: None, unsaved: false };
+        let state = UserState { current: self.tokens, unverified: None, unsaved: false, signed_out: false };
         let source = UserSource { flow: self.flow, state: Arc::new(Mutex::new(state)), store: self.store };
         Ok(TokenManager::with_token(Box::new(source), token, expires_at))
     }
@@ -108,6 +111,8 @@ struct UserState {
     unverified: Option<(IdToken, TokenSet)>,
     /// `current` is not in the store: a save failed and is being retried in the background.
     unsaved: bool,
+    /// The user signed out: `current` is empty, nothing is saved or refreshed any more.
+    signed_out: bool,
 }
 
 impl fmt::Debug for UserSource {
@@ -120,7 +125,7 @@ impl UserSource {
     /// Saves `state.current`; after a failure, keeps retrying in the background until a save
     /// succeeds, so the store catches up with memory.
     async fn save(&self, state: &mut UserState) {
-        let Some(store) = &self.store else { return };
+        let Some(store) = self.store.as_ref().filter(|_| !state.signed_out) else { return };
         if save_once(store.as_ref(), &state.current).await {
             state.unsaved = false;
         } else if !state.unsaved {
@@ -174,6 +179,9 @@ impl TokenSource for UserSource {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let mut state = self.state.lock().await;
+            if state.signed_out {
+                return Err(signed_out());
+            }
             // A store shared by several processes locks the refresh for all of them, and hands
             // back the set another process saved meanwhile.
             let turn = match &self.store {
@@ -217,6 +225,38 @@ impl TokenSource for UserSource {
                 expires_in: refreshed.expires_in,
                 scopes: state.current.scopes.clone(),
             })
+        })
+    }
+
+    fn has_user(&self) -> bool {
+        true
+    }
+
+    fn current(&self) -> BoxFuture<'_, Option<TokenSet>> {
+        Box::pin(async move {
+            let state = self.state.lock().await;
+            (!state.signed_out).then(|| state.current.clone())
+        })
+    }
+
+    /// Waits for a refresh under way (so the newest refresh token is the one revoked), forgets
+    /// the tokens, then revokes them and clears the store, whatever the revocation's outcome.
+    fn sign_out<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<(), Error>> {
+        Box::pin(async move {
+            let mut state = self.state.lock().await;
+            state.signed_out = true;
+            state.unsaved = false;
+            state.unverified = None;
+            let tokens = std::mem::replace(&mut state.current, TokenSet::new(String::new()));
+            let revoked = self.flow.revoke_with(sender, &tokens).await;
+            let cleared = match &self.store {
+                Some(store) => store.clear().await.map_err(Error::TokenStore),
+                None => Ok(()),
+            };
+            if let Err(error) = &revoked {
+                tracing::warn!(error = %error, "revoking the user's tokens failed; they are forgotten here");
+            }
+            revoked.and(cleared)
         })
     }
 

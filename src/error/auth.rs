@@ -35,6 +35,16 @@ pub enum CallbackError {
     /// The callback has neither a `code` nor an `error`.
     #[error("the callback has no `code` parameter")]
     MissingCode,
+    /// A sealed pending sign-in was altered, sealed under another secret, or is not one at all
+    /// (see [`AuthorizationCodeFlow::open_pending`](crate::auth::AuthorizationCodeFlow::open_pending)).
+    #[error("the sealed pending sign-in cannot be opened: it was altered or sealed under another secret")]
+    SealedSignInTampered,
+    /// A sealed pending sign-in is older than the flow's maximum age: the user must start again.
+    #[error("the sealed pending sign-in is older than {0:?}")]
+    SealedSignInExpired(Duration),
+    /// A sealed pending sign-in was made by another flow (another client id or redirect URI).
+    #[error("the sealed pending sign-in belongs to another flow")]
+    SealedSignInForeign,
     /// No callback arrived before the loopback listener's timeout.
     #[error("no authorization callback arrived within {0:?}")]
     Timeout(Duration),

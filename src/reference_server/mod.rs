@@ -5,7 +5,8 @@
 //! ([`auth_url`](ReferenceServer::auth_url): `GET /oauth2/authorize`,
 //! `POST /oauth2/token` with the client-credentials, authorization-code and
 //! refresh-token grants, `GET /.well-known/jwks.json`,
-//! `GET /.well-known/openid-configuration`, `POST /oauth2/introspect`) and the
+//! `GET /.well-known/openid-configuration`, `POST /oauth2/introspect`,
+//! `POST /oauth2/revoke`) and the
 //! API ([`base_url`](ReferenceServer::base_url): `GET /v1/companies`,
 //! `GET /v1/contacts`). It is the specification made executable, including
 //! the decisions the specification leaves open:
@@ -21,6 +22,10 @@
 //!   RFC 9700 section 4.14.2); [`active_refresh_tokens`](ReferenceServer::active_refresh_tokens)
 //!   and [`refresh_token_reuses`](ReferenceServer::refresh_token_reuses) show where a sign-in
 //!   stands.
+//! - [`users`](ReferenceServerBuilder::users) adds users besides the test user; an authorization
+//!   request's `login_hint` chooses who signs in. `POST /oauth2/revoke` (RFC 7009, advertised in
+//!   discovery) ends a refresh token's grant or revokes one access token; unknown tokens are
+//!   answered 200.
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request with

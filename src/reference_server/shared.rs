@@ -1,7 +1,7 @@
 //! State shared between the responders and the handle: counters, logs, sessions, faults and
 //! lifecycles.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -14,6 +14,9 @@ pub(crate) struct Shared {
     pub(crate) token_requests: AtomicUsize,
     pub(crate) jwks_requests: AtomicUsize,
     pub(crate) authorize_requests: AtomicUsize,
+    pub(crate) revocation_requests: AtomicUsize,
+    /// `jti` of access tokens revoked one by one (RFC 7009).
+    revoked_access_tokens: Mutex<HashSet<String>>,
     /// Token requests by `grant_type`.
     grants: Mutex<HashMap<String, usize>>,
     /// Tokens of an earlier generation are refused as revoked.
@@ -49,6 +52,17 @@ impl Shared {
         log.push_back(request);
     }
 
+    /// Revokes the access token whose `jti` this is.
+    pub(crate) fn revoke_access_token(&self, jti: String) {
+        self.revoked_access_tokens.lock().unwrap_or_else(|e| e.into_inner()).insert(jti);
+    }
+
+    /// Whether the access token with these claims was revoked on its own.
+    pub(crate) fn is_revoked(&self, claims: &crate::auth::Claims) -> bool {
+        let Some(jti) = claims.extra.get("jti").and_then(serde_json::Value::as_str) else { return false };
+        self.revoked_access_tokens.lock().unwrap_or_else(|e| e.into_inner()).contains(jti)
+    }
+
     /// The lifecycle of the endpoint at `path`.
     pub(crate) fn lifecycle(&self, path: &str) -> Lifecycle {
         let lifecycles = self.lifecycles.lock().unwrap_or_else(|e| e.into_inner());
@@ -73,6 +87,7 @@ impl Shared {
         self.token_requests.store(0, Ordering::Relaxed);
         self.jwks_requests.store(0, Ordering::Relaxed);
         self.authorize_requests.store(0, Ordering::Relaxed);
+        self.revocation_requests.store(0, Ordering::Relaxed);
         self.grants.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.api_log.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }

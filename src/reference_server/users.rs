@@ -17,6 +17,8 @@ pub(crate) struct UserOptions {
     /// Public clients and their redirect URIs.
     public_clients: Vec<(String, Vec<String>)>,
     test_user: String,
+    /// Users `login_hint` can pick besides the test user.
+    more_users: Vec<String>,
     deny_authorization: bool,
     rotate_refresh_tokens: bool,
     refresh_token_lifetime: Duration,
@@ -27,6 +29,7 @@ impl Default for UserOptions {
         UserOptions {
             public_clients: Vec::new(),
             test_user: ReferenceServer::DEFAULT_TEST_USER.to_owned(),
+            more_users: Vec::new(),
             deny_authorization: false,
             rotate_refresh_tokens: false,
             refresh_token_lifetime: Duration::from_secs(30 * 24 * 3600),
@@ -65,6 +68,7 @@ impl UserOptions {
             code_lifetime_secs: 60,
             rotate_refresh_tokens: self.rotate_refresh_tokens,
             test_user: self.test_user.clone(),
+            users: std::iter::once(&self.test_user).chain(&self.more_users).cloned().collect(),
             deny_authorization: self.deny_authorization,
         }
     }
@@ -93,6 +97,26 @@ impl ReferenceServerBuilder {
     /// [`DEFAULT_TEST_USER`](ReferenceServer::DEFAULT_TEST_USER).
     pub fn test_user(mut self, subject: impl Into<String>) -> Self {
         self.users.test_user = subject.into();
+        self
+    }
+
+    /// Registers more users: an authorization request whose `login_hint` names one signs that
+    /// user in; without a hint the [`test_user`](Self::test_user) signs in, and a hint that
+    /// names nobody is answered `error=access_denied`. Default: the test user alone.
+    ///
+    /// ```
+    /// # async fn run() {
+    /// use business_records::reference_server::ReferenceServer;
+    /// let server = ReferenceServer::builder().users(["alice", "bob", "carol"]).start().await;
+    /// assert_eq!(server.users(), ["reference-user", "alice", "bob", "carol"]);
+    /// # }
+    /// ```
+    pub fn users<I, S>(mut self, subjects: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.users.more_users.extend(subjects.into_iter().map(Into::into));
         self
     }
 
@@ -135,6 +159,22 @@ impl ReferenceServer {
     /// The subject of the test user.
     pub fn test_user(&self) -> &str {
         &self.auth_settings.test_user
+    }
+
+    /// Every user that can sign in: the test user first, then those of
+    /// [`users`](ReferenceServerBuilder::users).
+    pub fn users(&self) -> &[String] {
+        &self.auth_settings.users
+    }
+
+    /// The revocation URL (RFC 7009), `{auth_url}/oauth2/revoke`.
+    pub fn revocation_url(&self) -> String {
+        format!("{}{}", self.auth_url, auth::REVOCATION_PATH)
+    }
+
+    /// `POST /oauth2/revoke` requests received (any outcome).
+    pub fn revocation_requests(&self) -> usize {
+        self.shared.revocation_requests.load(Ordering::Relaxed)
     }
 
     /// The authorization URL, `{auth_url}/oauth2/authorize`.

@@ -3,8 +3,8 @@
 //! `--ignored`, `--list`, `--test-threads`, panics caught, cases in parallel threads).
 //!
 //! A case whose need is not met here is reported ignored with the reason, never passed. Without
-//! `redis-server` or Node.js on this machine, a case that needs them fails instead when
-//! `CI=true`: CI must run them.
+//! `redis-server`, Node.js or Chromium on this machine, a case that needs them fails instead
+//! when `CI=true`: CI must run them.
 
 use std::cell::OnceCell;
 use std::future::Future;
@@ -93,6 +93,8 @@ pub enum Need {
     Redis,
     /// Node.js, to run `oidc-provider`.
     Node,
+    /// Chromium and chromedriver (Debian `chromium`, `chromium-driver`), driven over WebDriver.
+    Chromium,
     /// Linux's `/proc`, to read the process's peak memory.
     Proc,
     /// Runs only in the process its parent case starts (with [`CHILD`] set and `--ignored`).
@@ -136,6 +138,8 @@ pub struct Host {
     child: bool,
     redis: OnceCell<Result<(), String>>,
     node: OnceCell<Result<(), String>>,
+    chromium: OnceCell<Result<(), String>>,
+    chromedriver: OnceCell<Result<(), String>>,
 }
 
 impl Host {
@@ -146,6 +150,8 @@ impl Host {
             child: std::env::var(CHILD).as_deref() == Ok("1"),
             redis: OnceCell::new(),
             node: OnceCell::new(),
+            chromium: OnceCell::new(),
+            chromedriver: OnceCell::new(),
         }
     }
 
@@ -173,6 +179,10 @@ impl Host {
             Need::ServerControl => Ok(()),
             Need::Redis => self.program(&self.redis, "redis-server"),
             Need::Node => self.program(&self.node, "node"),
+            Need::Chromium => {
+                self.program(&self.chromium, "chromium")?;
+                self.program(&self.chromedriver, "chromedriver")
+            }
             Need::Proc if !std::path::Path::new("/proc/self/status").exists() => {
                 unmet("peak memory is read from /proc (Linux only)")
             }

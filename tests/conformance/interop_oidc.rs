@@ -4,9 +4,10 @@
 //! The SDK performs client credentials (HTTP Basic and form body), the full PKCE sign-in (a
 //! scripted login and consent stand in for the browser), refreshes with rotation (directly and
 //! through a `Client` after a 401, and one whose caller gave up while the provider's answer was
-//! in flight), reads the discovery document, introspects, and
-//! `TokenVerifier` validates the provider's access tokens. Last, the provider's signing key
-//! changes, and a sign-in right after it verifies through a flow that had the old key cached.
+//! in flight), reads the discovery document, introspects, signs a user out (RFC 7009: the
+//! provider then refuses the refresh token), and `TokenVerifier` validates the provider's
+//! access tokens. Last, the provider's signing key changes, and a sign-in right after it
+//! verifies through a flow that had the old key cached.
 //!
 //! The package is installed with npm into `target/tmp/oidc-interop` on first use. Without
 //! Node.js the runner reports the case ignored, except with `CI=true`, where it fails.
@@ -20,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, LoopbackRedirect, MemoryTokenStore, TokenIntrospector,
-    TokenSet, TokenVerifier,
+    TokenSet, TokenStore, TokenVerifier,
 };
 use business_records::{Auth, Client, ErrorCode};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -387,6 +388,7 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     assert_eq!(metadata.authorization_endpoint, at("/oauth2/authorize"));
     assert_eq!(metadata.token_endpoint, at("/oauth2/token"));
     assert_eq!(metadata.jwks_uri, at("/.well-known/jwks.json"));
+    assert_eq!(metadata.revocation_endpoint, at("/oauth2/revoke"));
     assert!(metadata.supports_pkce_s256());
     assert!(metadata.authorization_response_iss_parameter_supported);
 
@@ -497,6 +499,25 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     assert!(!introspector.introspect("not-a-token").await.expect("introspection").active);
     let err = introspector.introspect(saved.access_token.secret()).await.expect_err("structured tokens");
     assert_eq!(err.code(), Some(&ErrorCode::Other("unsupported_token_type".into())));
+
+    // Sign-out: the refresh token is revoked at the provider, which then refuses it; its JWT
+    // access tokens it will not revoke (`unsupported_token_type`), which is no failure.
+    let (_, tokens, _) = sign_in(&issuer, "dave").await;
+    let flow = AuthorizationCodeFlow::from_metadata(&metadata, APP, "http://127.0.0.1:1/callback")
+        .expect("flow")
+        .scopes(["openid", "offline_access", "api/read"]);
+    let store = MemoryTokenStore::new();
+    store.save(&tokens).await.expect("saved");
+    let app =
+        Client::builder().base_url(api.uri()).auth(Auth::static_token("unused")).build().expect("client");
+    let dave = app.with_auth(Auth::user(flow.clone(), tokens.clone()).store(store.clone())).expect("derived");
+    dave.companies().send().await.expect("dave lists");
+    dave.sign_out().await.expect("sign-out at oidc-provider");
+    assert!(store.get().is_none(), "the store was cleared");
+    assert!(dave.companies().send().await.expect_err("signed out").needs_reauthentication());
+    let err = flow.refresh(&tokens).await.expect_err("the revoked refresh token");
+    assert_eq!(err.code(), Some(&ErrorCode::InvalidGrant));
+    flow.revoke(&tokens).await.expect("revoking it again is no error");
 
     // The provider's signing key changes. A flow that verified an ID token under the old key
     // signs the next user in with the new one (one JWKS fetch finds it), and the resource

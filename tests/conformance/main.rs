@@ -43,6 +43,8 @@ mod token_chaos;
 mod verifier;
 mod version_signals;
 mod versioning;
+mod web_app;
+mod web_sign_in;
 
 /// Every case of every module, in the order they start: `resilience` first, whose first case
 /// waits out Retry-After for a minute and a half while the others run beside it.
@@ -74,6 +76,8 @@ fn catalogue() -> Vec<harness::Case> {
         verifier::CASES,
         version_signals::CASES,
         versioning::CASES,
+        web_app::CASES,
+        web_sign_in::CASES,
     ]
     .concat()
 }

@@ -16,7 +16,8 @@ use crate::shared_cache::{connect, redis, servers};
 crate::cases! {
     (ServerControl, Redis):
         a_rotating_refresh_token_is_presented_once_across_processes,
-        without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in;
+        without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in,
+        a_user_signed_out_by_one_process_is_signed_out_in_every_one;
     Redis:
         a_refresh_lock_whose_holder_died_expires,
         a_user_store_without_a_user_secret_says_so,
@@ -87,6 +88,24 @@ async fn a_rotating_refresh_token_is_presented_once_across_processes() {
     let late = process(&server, &redis, &flow).await;
     late.companies().limit(1).send().await.expect("a page with the stored tokens");
     assert_eq!(server.token_requests(), before);
+}
+
+async fn a_user_signed_out_by_one_process_is_signed_out_in_every_one() {
+    use business_records::auth::KeyedTokenStore;
+    let (server, redis) = servers(ReferenceServer::builder().companies(3)).await;
+    let (flow, tokens) = sign_in(&server).await;
+    let users = connect(&redis).await.user_secret(USER_SECRET);
+    users.for_user("user-7").save(&tokens).await.expect("first save");
+    let first = user_client(&server, &flow, users.for_user("user-7")).await;
+    let other = connect(&redis).await.user_secret(USER_SECRET);
+    let second = user_client(&server, &flow, other.for_user("user-7")).await;
+    second.companies().limit(1).send().await.expect("signed in");
+
+    first.sign_out().await.expect("sign-out");
+    assert!(other.for_user("user-7").load().await.expect("redis answers").is_none(), "deleted for all");
+    // The other process's tokens were revoked at the server: it must sign in again.
+    let err = second.companies().limit(1).send().await.expect_err("revoked everywhere");
+    assert!(err.needs_reauthentication(), "{err:?}");
 }
 
 async fn without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in() {

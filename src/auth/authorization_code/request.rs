@@ -66,14 +66,24 @@ pub(super) struct CallbackParams {
 }
 
 impl CallbackParams {
+    /// Reads the callback in any form a web framework or a listener hands over: an absolute
+    /// URL, an origin-form path with its query (`/callback?code=..`), or the query alone, with
+    /// or without its `?`. Values are decoded leniently: characters a browser leaves unencoded
+    /// (`:` and `/` in `iss`) are taken as they are, and a fragment is ignored.
     pub(super) fn parse(callback: &str) -> Result<Self, CallbackError> {
         let callback = callback.trim();
-        let query = match (Url::parse(callback), callback.strip_prefix('?')) {
-            (Ok(url), _) => url.query().unwrap_or("").to_owned(),
-            (Err(_), Some(query)) => query.to_owned(),
-            (Err(_), None) if callback.contains('=') && !callback.contains(['/', ' ']) => callback.to_owned(),
-            (Err(_), None) => return Err(CallbackError::Malformed),
+        let query = if let Some(query) = callback.strip_prefix('?') {
+            query
+        } else if callback.starts_with('/') {
+            callback.split_once('?').map_or("", |(_, query)| query)
+        } else if let Some(query) = absolute_url_query(callback) {
+            query
+        } else if callback.contains('=') && !callback.contains(char::is_whitespace) {
+            callback
+        } else {
+            return Err(CallbackError::Malformed);
         };
+        let query = query.split_once('#').map_or(query, |(query, _)| query);
         let mut params = CallbackParams::default();
         for (name, value) in url::form_urlencoded::parse(query.as_bytes()) {
             let (slot, name) = match name.as_ref() {
@@ -90,6 +100,19 @@ impl CallbackParams {
         }
         Ok(params)
     }
+}
+
+/// The query of `callback` when it is an absolute URL (`https://app.example.com/cb?..`,
+/// `com.example.app:/cb?..`): a scheme, then `:`. A bare query whose first value holds a `:`
+/// (`state=a&iss=https://..`) is not one: its "scheme" would hold `=`.
+fn absolute_url_query(callback: &str) -> Option<&str> {
+    let (scheme, _) = callback.split_once(':')?;
+    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !is_scheme || Url::parse(callback).is_err() {
+        return None;
+    }
+    Some(callback.split_once('?').map_or("", |(_, query)| query))
 }
 
 /// A redirect URI: absolute, no fragment, plain http only on loopback, and a private-use scheme

@@ -210,6 +210,14 @@ impl RedisTokenCache {
     }
 }
 
+/// Every user's store from one object: [`user_store`](RedisTokenCache::user_store) (needs a
+/// [`user_secret`](RedisTokenCache::user_secret)).
+impl super::KeyedTokenStore for RedisTokenCache {
+    fn for_user(&self, user_key: &str) -> Arc<dyn super::TokenStore> {
+        Arc::new(self.user_store(user_key))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

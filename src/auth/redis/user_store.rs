@@ -132,6 +132,17 @@ impl TokenStore for RedisUserStore {
         })
     }
 
+    /// Deletes the user's set from Redis (sign-out).
+    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            self.redis
+                .query::<i64>("delete", redis::cmd("DEL").arg(&self.key))
+                .await
+                .map(|_| ())
+                .ok_or_else(|| TokenStoreError::new("redis is unavailable"))
+        })
+    }
+
     fn begin_refresh<'a>(
         &'a self,
         current: &'a TokenSet,

@@ -171,3 +171,33 @@ async fn readers_never_see_a_partial_file() {
     assert!(reads > 0);
     assert_eq!(entries(&dir.0), ["tokens.json"]);
 }
+
+#[tokio::test]
+async fn verified_claims_survive_a_store_and_old_sets_still_load() {
+    let claims: Claims = serde_json::from_value(serde_json::json!({
+        "iss": "https://auth.example.com", "sub": "alice", "aud": "my-app", "exp": 2_000_000_000, "email": "a@example.com"
+    }))
+    .expect("claims");
+    let mut tokens = sample(1);
+    tokens.set_id_claims(Some(claims));
+    let dir = TempDir::new("claims");
+    let store = FileTokenStore::new(dir.0.join("tokens.json"));
+    store.save(&tokens).await.expect("save");
+    let loaded = store.load().await.expect("load").expect("stored");
+    let claims = loaded.id_token_claims().expect("claims kept");
+    assert_eq!(claims.sub.as_deref(), Some("alice"));
+    assert_eq!(claims.extra["email"], "a@example.com");
+    // A set saved before claims were kept has none, and loads.
+    let legacy: TokenSet =
+        serde_json::from_str(r#"{"access_token":"a","refresh_token":"r","scopes":["openid"]}"#)
+            .expect("old set");
+    assert!(legacy.id_token_claims().is_none());
+    // Cleared: the file is gone, and clearing again is no error.
+    store.clear().await.expect("clear");
+    assert!(store.load().await.expect("load").is_none());
+    store.clear().await.expect("clear again");
+    let memory = MemoryTokenStore::new();
+    memory.save(&tokens).await.expect("save");
+    memory.clear().await.expect("clear");
+    assert!(memory.get().is_none());
+}

@@ -171,3 +171,49 @@ fn a_stored_expiry_far_in_the_future_is_clamped_too() {
     let cached = state.cached.as_ref().expect("a usable token");
     assert!(cached.expires_at.is_some_and(|at| at <= Instant::now() + MAX_TOKEN_LIFETIME));
 }
+
+/// A user whose sign-out is counted; every fetch would be a fresh token.
+#[derive(Debug, Default)]
+struct CountingUser {
+    sign_outs: std::sync::atomic::AtomicUsize,
+}
+
+impl TokenSource for Arc<CountingUser> {
+    fn fetch<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
+        Box::pin(async {
+            Ok(IssuedToken { access_token: AccessToken::new("fresh"), expires_in: None, scopes: vec![] })
+        })
+    }
+
+    fn has_user(&self) -> bool {
+        true
+    }
+
+    fn current(&self) -> BoxFuture<'_, Option<TokenSet>> {
+        Box::pin(async { Some(TokenSet::new("current")) })
+    }
+
+    fn sign_out<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<(), Error>> {
+        self.sign_outs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[tokio::test]
+async fn a_signed_out_manager_hands_out_no_token_and_no_set() {
+    let sender = HttpSender::standalone(Duration::from_secs(1)).expect("sender");
+    let user = Arc::new(CountingUser::default());
+    let manager = TokenManager::with_token(Box::new(Arc::clone(&user)), AccessToken::new("t0"), None);
+    assert_eq!(manager.token(&sender).await.expect("a token").secret(), "t0");
+    assert!(manager.current().await.is_some());
+    manager.sign_out(&sender).await.expect("signed out");
+    assert_eq!(user.sign_outs.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let err = manager.token(&sender).await.expect_err("no token after sign-out");
+    assert!(err.needs_reauthentication(), "{err:?}");
+    assert!(manager.current().await.is_none());
+    assert!(manager.invalidate(&AccessToken::new("t0")), "nothing cached to send again");
+    // A client without a user cannot sign out, and keeps working.
+    let fixed = TokenManager::fixed(AccessToken::new("static"));
+    assert!(matches!(fixed.sign_out(&sender).await, Err(Error::InvalidArgument(_))));
+    assert_eq!(fixed.token(&sender).await.expect("still works").secret(), "static");
+}

@@ -232,7 +232,9 @@ impl ApiServer {
             .verify_cached(token)
             .map_err(|e| bearer_error("invalid_token", &e.to_string(), None))?;
         let generation = claims.extra.get("gen").and_then(serde_json::Value::as_u64).unwrap_or(0);
-        if generation < self.shared.token_generation.load(std::sync::atomic::Ordering::SeqCst) {
+        if generation < self.shared.token_generation.load(std::sync::atomic::Ordering::SeqCst)
+            || self.shared.is_revoked(&claims)
+        {
             return Err(bearer_error("invalid_token", "the token has been revoked", None));
         }
         if !claims.has_scope(READ_SCOPE) {

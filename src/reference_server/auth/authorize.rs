@@ -3,8 +3,8 @@
 //! Every parameter of the spec is required and checked. While the client or the redirect URI
 //! is in doubt the answer is a 400 page, never a redirect (RFC 6749 section 4.1.2.1); after
 //! that, errors go back to the redirect URI with `error`, `state` and `iss`. A valid request is
-//! approved for the configured test user at once: the user agent is sent back with `code`,
-//! `state` and `iss` (RFC 9207).
+//! approved at once for the user its `login_hint` names (one of the server's users), or else
+//! the test user: the user agent is sent back with `code`, `state` and `iss` (RFC 9207).
 
 use std::collections::HashMap;
 
@@ -128,6 +128,17 @@ impl AuthServer {
                 description: "the user denied the request".into(),
             });
         }
+        let subject = match query.get("login_hint") {
+            None => self.settings.test_user.clone(),
+            Some(hint) => {
+                self.settings.users.iter().find(|user| *user == hint).cloned().ok_or_else(|| {
+                    Failure::Redirect {
+                        error: "access_denied",
+                        description: "login_hint names no user of this server".into(),
+                    }
+                })?
+            }
+        };
         let code = random_value();
         let pending = PendingCode {
             client_id: client_id.to_owned(),
@@ -135,7 +146,7 @@ impl AuthServer {
             challenge: challenge.to_owned(),
             scopes,
             nonce: query.get("nonce").map(str::to_owned),
-            subject: self.settings.test_user.clone(),
+            subject,
             expires_at: super::super::jwt::unix_now().saturating_add(self.settings.code_lifetime_secs),
         };
         self.shared.sessions().codes.insert(code.clone(), pending);

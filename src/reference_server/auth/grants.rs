@@ -61,6 +61,15 @@ impl Sessions {
         self.revoked_families.extend(families);
     }
 
+    /// Revokes the grant of refresh token `token` when it was issued to `client_id` (RFC 7009:
+    /// revoking a refresh token ends its grant). False when there is no such token.
+    pub(crate) fn revoke_refresh_token(&mut self, token: &str, client_id: &str) -> bool {
+        let Some(record) = self.refresh.get(token).filter(|r| r.client_id == client_id) else { return false };
+        let family = record.family;
+        self.revoked_families.insert(family);
+        true
+    }
+
     /// Whether `record` would be accepted now.
     fn is_active(&self, record: &RefreshRecord) -> bool {
         !record.rotated && !self.revoked_families.contains(&record.family) && record.expires_at > unix_now()

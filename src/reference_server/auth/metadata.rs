@@ -7,7 +7,10 @@ use serde_json::{Value, json};
 use wiremock::{Request, ResponseTemplate};
 
 use super::super::ErrorReply;
-use super::{AUTHORIZE_PATH, AuthServer, Form, INTROSPECTION_PATH, JWKS_PATH, TOKEN_PATH, token_response};
+use super::{
+    AUTHORIZE_PATH, AuthServer, Form, INTROSPECTION_PATH, JWKS_PATH, REVOCATION_PATH, TOKEN_PATH,
+    token_response,
+};
 
 impl AuthServer {
     /// The discovery document.
@@ -23,6 +26,8 @@ impl AuthServer {
             "token_endpoint": format!("{issuer}{TOKEN_PATH}"),
             "jwks_uri": format!("{issuer}{JWKS_PATH}"),
             "introspection_endpoint": format!("{issuer}{INTROSPECTION_PATH}"),
+            "revocation_endpoint": format!("{issuer}{REVOCATION_PATH}"),
+            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
             "scopes_supported": scopes,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
@@ -54,7 +59,8 @@ impl AuthServer {
     fn introspect_access_token(&self, token: &str) -> Option<Value> {
         let claims = self.keys.current().verifier.verify_cached(token).ok()?;
         let generation = claims.extra.get("gen").and_then(Value::as_u64).unwrap_or(0);
-        if generation < self.shared.token_generation.load(Ordering::SeqCst) {
+        if generation < self.shared.token_generation.load(Ordering::SeqCst) || self.shared.is_revoked(&claims)
+        {
             return None;
         }
         Some(json!({

@@ -6,12 +6,14 @@
 //! | `POST /oauth2/token` | [`AuthServer::token`], one method per grant ([`grants`] for the user grants) |
 //! | `GET /.well-known/jwks.json` | here |
 //! | `GET /.well-known/openid-configuration`, `POST /oauth2/introspect` | [`metadata`] |
+//! | `POST /oauth2/revoke` | [`revoke`] |
 
 mod authorize;
 mod form;
 mod grants;
 mod id_token;
 mod metadata;
+mod revoke;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +37,7 @@ pub(crate) const JWKS_PATH: &str = "/.well-known/jwks.json";
 pub(crate) const DISCOVERY_PATH: &str = "/.well-known/openid-configuration";
 pub(crate) const OAUTH_METADATA_PATH: &str = "/.well-known/oauth-authorization-server";
 pub(crate) const INTROSPECTION_PATH: &str = "/oauth2/introspect";
+pub(crate) const REVOCATION_PATH: &str = "/oauth2/revoke";
 /// `realm` of the `WWW-Authenticate: Basic` challenge.
 const REALM: &str = "business-records";
 
@@ -111,6 +114,8 @@ pub(crate) struct AuthSettings {
     pub(crate) rotate_refresh_tokens: bool,
     /// The user `/oauth2/authorize` signs in without asking.
     pub(crate) test_user: String,
+    /// Every user `login_hint` can pick, the test user first.
+    pub(crate) users: Vec<String>,
     /// Answer every authorization request with `access_denied`.
     pub(crate) deny_authorization: bool,
 }
@@ -140,10 +145,15 @@ impl Respond for AuthServer {
             INTROSPECTION_PATH if method == "POST" => {
                 self.introspect(request).unwrap_or_else(ErrorReply::into_response)
             }
+            REVOCATION_PATH if method == "POST" => {
+                self.revoke(request).unwrap_or_else(ErrorReply::into_response)
+            }
             AUTHORIZE_PATH | JWKS_PATH | DISCOVERY_PATH | OAUTH_METADATA_PATH => {
                 ErrorReply::method_not_allowed("GET").into_response()
             }
-            TOKEN_PATH | INTROSPECTION_PATH => ErrorReply::method_not_allowed("POST").into_response(),
+            TOKEN_PATH | INTROSPECTION_PATH | REVOCATION_PATH => {
+                ErrorReply::method_not_allowed("POST").into_response()
+            }
             _ => ErrorReply::not_found().into_response(),
         }
     }

@@ -1,7 +1,7 @@
 // A real, independent OpenID provider (the npm package `oidc-provider`) for the interop test in
 // `tests/conformance/interop_oidc.rs`. It serves the spec's paths on 127.0.0.1 (a free port):
-// `/oauth2/authorize`, `/oauth2/token`, `/.well-known/jwks.json`, `/oauth2/introspect` and the
-// discovery document. Access tokens are RS256 JWTs for the audience `business-records-api`.
+// `/oauth2/authorize`, `/oauth2/token`, `/.well-known/jwks.json`, `/oauth2/introspect`,
+// `/oauth2/revoke` and the discovery document. Access tokens are RS256 JWTs for the audience `business-records-api`.
 //
 // Prints one JSON line `{"issuer": "..."}` when it is ready; exits when stdin closes, so it never
 // outlives the test that started it. A line `rotate` on stdin replaces the signing key with a new
@@ -56,6 +56,7 @@ const configuration = {
     token: '/oauth2/token',
     jwks: '/.well-known/jwks.json',
     introspection: '/oauth2/introspect',
+    revocation: '/oauth2/revoke',
   },
   scopes: ['openid', 'offline_access', 'profile', 'email'],
   claims: { openid: ['sub'], email: ['email'], profile: ['name'] },
@@ -68,6 +69,7 @@ const configuration = {
     devInteractions: { enabled: true },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
+    revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: async () => RESOURCE,

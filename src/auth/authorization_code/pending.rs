@@ -1,0 +1,173 @@
+//! A pending sign-in sealed for a cookie: any instance of a web app that holds the same
+//! secret opens it and finishes the sign-in, with nothing kept on the server.
+//!
+//! The value is `base64url(flow tag || sealed)`. The flow tag (8 bytes of SHA-256 over the
+//! client id and the redirect URI) tells a value of another flow from a damaged one; `sealed`
+//! is AES-256-GCM ([`Sealer`](super::super::seal::Sealer)) over the creation time and the
+//! `state`, PKCE verifier and `nonce`, with the purpose, client id and redirect URI as
+//! additional data. The authorize URL is not kept: it is not needed to finish.
+
+use aws_lc_rs::digest;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Utc;
+
+use super::super::{PkceVerifier, TokenSet};
+use super::web::PENDING_PURPOSE;
+use super::{AuthorizationCodeFlow, AuthorizationRequest};
+use crate::Error;
+use crate::error::CallbackError;
+
+const TAG_LEN: usize = 8;
+
+impl AuthorizationCodeFlow {
+    /// The pending sign-in `request` sealed into a cookie-safe string (base64url, about 270
+    /// characters), to keep in the user's browser until the callback: the app needs no
+    /// server-side state, and any instance with the same
+    /// [`sealing_secret`](Self::sealing_secret) finishes the sign-in with
+    /// [`exchange_sealed`](Self::exchange_sealed) (or [`open_pending`](Self::open_pending) and
+    /// [`exchange`](Self::exchange)).
+    ///
+    /// The value is encrypted and authenticated, bound to this flow's client id and redirect
+    /// URI, and carries its creation time; it can be opened for
+    /// [`pending_max_age`](Self::pending_max_age). Send it as an `HttpOnly`, `Secure`,
+    /// `SameSite=Lax` cookie.
+    ///
+    /// ```
+    /// use business_records::auth::AuthorizationCodeFlow;
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-web-app", "https://app.example.com/callback")?
+    ///     .sealing_secret("a secret of at least 32 bytes, from the app's vault");
+    /// let request = flow.authorize_url();
+    /// let cookie = flow.seal_pending(&request)?;
+    /// let opened = flow.open_pending(&cookie)?;
+    /// assert_eq!(opened.state(), request.state());
+    /// # Ok::<(), business_records::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming `sealing_secret` when none was set (or it is too short),
+    /// or naming `request` when it was not made by a flow (a value over 255 bytes).
+    pub fn seal_pending(&self, request: &AuthorizationRequest) -> Result<String, Error> {
+        self.check()?;
+        let sealer = self.config.web.sealer.as_ref().ok_or_else(no_secret)?;
+        let mut plain = Vec::with_capacity(8 + 3 + 160);
+        plain.extend_from_slice(&Utc::now().timestamp_millis().to_be_bytes());
+        let fields =
+            [request.state.as_str(), request.verifier.secret(), request.nonce.as_deref().unwrap_or("")];
+        for field in fields {
+            let len = u8::try_from(field.len()).map_err(|_| {
+                Error::invalid(
+                    "request",
+                    "expected a request made by `authorize_url` (values of at most 255 bytes)",
+                )
+            })?;
+            plain.push(len);
+            plain.extend_from_slice(field.as_bytes());
+        }
+        let sealed = sealer
+            .seal(&self.binding(), &plain)
+            .ok_or_else(|| Error::invalid("sealing_secret", "the operating system's random source failed"))?;
+        let mut value = self.flow_tag().to_vec();
+        value.extend_from_slice(&sealed);
+        Ok(URL_SAFE_NO_PAD.encode(value))
+    }
+
+    /// Opens a value of [`seal_pending`](Self::seal_pending). The request it gives back has no
+    /// [`url`](AuthorizationRequest::url) (the browser has already been there).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Callback`] with [`CallbackError::SealedSignInForeign`] for a value sealed by
+    /// another flow (another client id or redirect URI),
+    /// [`CallbackError::SealedSignInTampered`] for one that was altered, sealed under another
+    /// secret or is not a sealed sign-in at all, and [`CallbackError::SealedSignInExpired`]
+    /// for one older than [`pending_max_age`](Self::pending_max_age); [`Error::InvalidArgument`]
+    /// naming `sealing_secret` when none was set.
+    pub fn open_pending(&self, sealed: &str) -> Result<AuthorizationRequest, Error> {
+        self.check()?;
+        let sealer = self.config.web.sealer.as_ref().ok_or_else(no_secret)?;
+        let value = URL_SAFE_NO_PAD.decode(sealed.trim()).map_err(|_| CallbackError::SealedSignInTampered)?;
+        if value.len() < TAG_LEN {
+            return Err(CallbackError::SealedSignInTampered.into());
+        }
+        let (tag, sealed) = value.split_at(TAG_LEN);
+        if tag != self.flow_tag() {
+            return Err(CallbackError::SealedSignInForeign.into());
+        }
+        let plain = sealer.open(&self.binding(), sealed).ok_or(CallbackError::SealedSignInTampered)?;
+        let mut reader = Reader(&plain);
+        let created_ms = reader.created().ok_or(CallbackError::SealedSignInTampered)?;
+        let (state, verifier, nonce) = match (reader.field(), reader.field(), reader.field()) {
+            (Some(state), Some(verifier), Some(nonce)) if reader.0.is_empty() => (state, verifier, nonce),
+            _ => return Err(CallbackError::SealedSignInTampered.into()),
+        };
+        let max_age = self.config.web.pending_max_age;
+        let age_ms = Utc::now().timestamp_millis().saturating_sub(created_ms);
+        if u128::try_from(age_ms).unwrap_or(0) > max_age.as_millis() {
+            return Err(CallbackError::SealedSignInExpired(max_age).into());
+        }
+        Ok(AuthorizationRequest {
+            url: String::new(),
+            state,
+            verifier: PkceVerifier::new(verifier),
+            nonce: Some(nonce).filter(|n| !n.is_empty()),
+        })
+    }
+
+    /// Finishes a sign-in whose pending request was sealed with
+    /// [`seal_pending`](Self::seal_pending): [`open_pending`](Self::open_pending), then
+    /// [`exchange`](Self::exchange). Nothing is sent when the value cannot be opened.
+    ///
+    /// ```no_run
+    /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow, cookie: &str, uri: &str)
+    /// #     -> Result<(), business_records::Error> {
+    /// // In the callback handler: the cookie set at /login, and the request's URI as the
+    /// // framework gives it (`/callback?code=..&state=..&iss=..`).
+    /// let tokens = flow.exchange_sealed(cookie, uri).await?;
+    /// # let _ = tokens; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`open_pending`](Self::open_pending), then as [`exchange`](Self::exchange).
+    pub async fn exchange_sealed(&self, sealed: &str, callback: &str) -> Result<TokenSet, Error> {
+        let request = self.open_pending(sealed)?;
+        self.exchange(request, callback).await
+    }
+
+    /// The additional data every sealed value of this flow is bound to.
+    fn binding(&self) -> String {
+        format!("{PENDING_PURPOSE}\n{}\n{}", self.config.client_id, self.config.redirect_uri.as_str())
+    }
+
+    /// Says which flow sealed a value (public data: the client id and redirect URI).
+    fn flow_tag(&self) -> [u8; TAG_LEN] {
+        let digest = digest::digest(&digest::SHA256, self.binding().as_bytes());
+        let mut tag = [0u8; TAG_LEN];
+        tag.copy_from_slice(&digest.as_ref()[..TAG_LEN]);
+        tag
+    }
+}
+
+fn no_secret() -> Error {
+    Error::invalid("sealing_secret", "required to seal or open a pending sign-in: call `sealing_secret(..)`")
+}
+
+/// Reads the plaintext of a sealed sign-in.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn created(&mut self) -> Option<i64> {
+        let (head, rest) = self.0.split_first_chunk::<8>()?;
+        self.0 = rest;
+        Some(i64::from_be_bytes(*head))
+    }
+
+    fn field(&mut self) -> Option<String> {
+        let (&len, rest) = self.0.split_first()?;
+        let (value, rest) = rest.split_at_checked(usize::from(len))?;
+        self.0 = rest;
+        String::from_utf8(value.to_vec()).ok()
+    }
+}
