@@ -55,6 +55,10 @@
 //!   a proxy or load balancer would, so a faulted refresh never rotates a refresh token and a
 //!   faulted code exchange never consumes the code. [`ReferenceServer::fault_counts`] says
 //!   what was injected.
+//! - A rate limit shared by every caller of a client id, when set ([`TokenBucket`]): over it,
+//!   429 `rate_limited` with `Retry-After` in whole seconds, and the IETF `RateLimit` /
+//!   `RateLimit-Policy` fields as an option; [`rate_limit_counts`](ReferenceServer::rate_limit_counts)
+//!   says how many requests it let through and refused.
 //! - [`OddRecords`] sends records the way a server that follows only the spec's letter may:
 //!   nulls, epoch numbers, space-separated timestamps, missing fields, unreadable values and
 //!   elements that are not objects.
@@ -90,6 +94,7 @@ mod faults;
 mod jwt;
 mod odd;
 mod proxy;
+mod rate_limit;
 mod recorder;
 #[cfg(feature = "redis")]
 mod redis_server;
@@ -110,6 +115,7 @@ pub use builder::ReferenceServerBuilder;
 pub use dataset::{COMPANY_STATUSES, Dataset, DatasetCompany, DatasetContact};
 pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter};
 pub use odd::{OddKind, OddRecords};
+pub use rate_limit::{RateLimitCounts, TokenBucket};
 pub use recorder::RecordedRequest;
 #[cfg(feature = "redis")]
 pub use redis_server::RedisServer;
@@ -285,6 +291,19 @@ impl ReferenceServer {
     /// What the fault injection did since the schedule was set.
     pub fn fault_counts(&self) -> FaultCounts {
         self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).counts()
+    }
+
+    /// Replaces the rate limit of the list endpoints (`None`: no limit), from the next request,
+    /// with every bucket full and the [`rate_limit_counts`](Self::rate_limit_counts) at zero.
+    pub fn set_rate_limit(&self, limit: Option<TokenBucket>) {
+        self.shared.rate_limit.set(limit);
+        self.shared.rate_limit.reset_counts();
+    }
+
+    /// How many API requests the rate limit let through and refused since it was set (or the
+    /// counters were reset).
+    pub fn rate_limit_counts(&self) -> RateLimitCounts {
+        self.shared.rate_limit.counts()
     }
 
     /// Moves the endpoint at `path` (e.g. `/v1/companies`) to another stage

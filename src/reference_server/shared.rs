@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::served::{API_LOG_CAPACITY, ServedRequest};
-use super::{Lifecycle, auth, faults};
+use super::{Lifecycle, auth, faults, rate_limit};
 
 /// State shared between the responders and the [`ReferenceServer`](super::ReferenceServer) handle.
 #[derive(Debug, Default)]
@@ -23,6 +23,8 @@ pub(crate) struct Shared {
     api_log: Mutex<VecDeque<ServedRequest>>,
     pub(crate) faults: Mutex<faults::FaultState>,
     lifecycles: Mutex<HashMap<String, Lifecycle>>,
+    /// The rate limit of the list endpoints, per client id.
+    pub(crate) rate_limit: rate_limit::Buckets,
 }
 
 impl Shared {
@@ -73,5 +75,6 @@ impl Shared {
         self.authorize_requests.store(0, Ordering::Relaxed);
         self.grants.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.api_log.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.rate_limit.reset_counts();
     }
 }
