@@ -29,6 +29,7 @@ mod leniency;
 mod limits;
 mod models;
 mod openapi;
+mod pacing;
 mod pagination;
 mod pagination_guards;
 mod resilience;
@@ -60,6 +61,7 @@ fn catalogue() -> Vec<harness::Case> {
         limits::CASES,
         models::CASES,
         openapi::CASES,
+        pacing::CASES,
         pagination::CASES,
         pagination_guards::CASES,
         secrets::CASES,
