@@ -37,6 +37,8 @@ mod secrets;
 #[cfg(feature = "redis")]
 mod shared_cache;
 #[cfg(feature = "redis")]
+mod shared_pacing;
+#[cfg(feature = "redis")]
 mod shared_user_store;
 mod telemetry;
 mod token_chaos;
@@ -67,6 +69,8 @@ fn catalogue() -> Vec<harness::Case> {
         secrets::CASES,
         #[cfg(feature = "redis")]
         shared_cache::CASES,
+        #[cfg(feature = "redis")]
+        shared_pacing::CASES,
         #[cfg(feature = "redis")]
         shared_user_store::CASES,
         telemetry::CASES,
