@@ -4,7 +4,13 @@
 //! The rate follows aws-sdk-rust's adaptive retry mode (CUBIC, as TCP uses it): a throttling
 //! answer sets the rate to `BETA` times the rate the client was sending at, and successes then
 //! raise it along `SCALE * (t - K)^3 + last_max`, which comes back to the old rate after `K`
-//! seconds, stays near it for a while, and probes above it after. One throttle per round of
+//! seconds, stays near it for a while, and probes above it after. Two of TCP's refinements
+//! shorten the search: after the first throttle of a client that had no limit, the rate it
+//! measured then says little (a burst, or a second of mostly waiting), so the rate doubles every
+//! `SLOW_START_STEP` of successes until the next throttle (slow start); and a throttle at or
+//! below the rate of the one before sets `last_max` between the two (fast convergence), so the
+//! plateau settles under the server's limit instead of on the burst it absorbed. One throttle
+//! per round of
 //! requests counts: a 429 to a request sent before the last decrease, or within
 //! `ROUND` of it, does not decrease again, so that the refusals of one burst are one signal, as
 //! TCP counts one loss per window.
@@ -17,8 +23,12 @@ use std::collections::VecDeque;
 
 use crate::Error;
 
-/// How much of the sending rate is kept after a throttling answer.
-const BETA: f64 = 0.7;
+/// How much of the sending rate is kept after a throttling answer. aws-sdk-rust keeps 0.7; with
+/// a server that pauses every request for whole seconds after each 429, keeping more and
+/// settling sooner loses less (`benches/pacing.rs`).
+const BETA: f64 = 0.8;
+/// While in slow start, the rate doubles after this long without a throttle, in seconds.
+const SLOW_START_STEP: f64 = 0.25;
 /// How fast the rate grows back (requests per second per cubed second).
 const SCALE: f64 = 0.4;
 /// The shortest time between two decreases, in seconds.
@@ -54,8 +64,10 @@ pub(super) struct Limiter {
     /// GCRA's theoretical arrival time of the next request.
     tat: f64,
     pause: Option<Pause>,
-    /// The last decrease: when, and the rate it decreased from.
+    /// The last decrease: when, and the rate the cubic comes back to (`last_max`).
     decreased: Option<(f64, f64)>,
+    /// In slow start since this time (the last doubling, or the first throttle).
+    slow_start: Option<f64>,
     /// When recent requests were sent, for the measured rate.
     sends: VecDeque<f64>,
 }
@@ -72,6 +84,7 @@ impl Limiter {
             tat: 0.0,
             pause: None,
             decreased: None,
+            slow_start: None,
             sends: VecDeque::new(),
         }
     }
@@ -173,13 +186,27 @@ impl Limiter {
         }
         let measured = self.measured(now).max(MIN_RATE);
         let sending = self.rate.map_or(measured, |rate| rate.min(measured));
-        self.decreased = Some((now, sending));
+        let last_max = match self.decreased {
+            Some((_, before)) if sending <= before * 1.05 => sending * (1.0 + BETA) / 2.0,
+            _ => sending,
+        };
+        self.slow_start = self.rate.is_none().then_some(now);
+        self.decreased = Some((now, last_max));
         self.engage((sending * BETA).clamp(MIN_RATE, self.limit().max(MIN_RATE)));
     }
 
-    /// A successful answer at `now`: the rate grows back along the cubic, up to the limit.
+    /// A successful answer at `now`: the rate grows back along the cubic (or doubles, in slow
+    /// start), up to the limit.
     pub(super) fn succeeded(&mut self, now: f64) {
         let (Some(rate), Some((at, last_max))) = (self.rate, self.decreased) else { return };
+        if let Some(since) = self.slow_start {
+            let paused = self.pause.as_ref().map_or(since, |pause| pause.until.max(since));
+            if now - paused >= SLOW_START_STEP {
+                self.slow_start = Some(now);
+                self.rate = Some((rate * 2.0).min(self.limit()));
+            }
+            return;
+        }
         let recovery = (last_max * (1.0 - BETA) / SCALE).cbrt();
         let target = SCALE * (now - at - recovery).powi(3) + last_max;
         let measured = self.measured(now);
@@ -234,33 +261,64 @@ mod tests {
         assert!(limiter.pause(4.0).is_none());
     }
 
-    #[test]
-    fn a_throttle_cuts_the_rate_once_per_round_and_successes_bring_it_back() {
-        let mut limiter = Limiter::new(f64::INFINITY, 1);
-        let times = send(&mut limiter, 0.0, 10);
-        assert_eq!(times, [0.0; 10]);
-        limiter.throttled(0.01, 0.0);
-        assert_eq!(limiter.rate(), Some(7.0), "BETA of the 10 sent in the last second");
-        // Refusals of the same round do not cut again.
-        limiter.throttled(0.02, 0.0);
-        assert_eq!(limiter.rate(), Some(7.0));
-
-        // Growing back: K = cbrt(10 * 0.3 / 0.4) ~ 1.96 s after the decrease, near 10 again.
-        let mut now = 0.01;
+    /// A backlogged client: sends as soon as allowed until `until`, each answer a success;
+    /// the rate after each.
+    fn drive(limiter: &mut Limiter, from: f64, until: f64) -> Vec<(f64, f64)> {
+        let mut now = from;
         let mut rates = Vec::new();
-        while now < 6.0 {
+        loop {
             now = limiter.next_slot(now);
+            if now >= until {
+                return rates;
+            }
             limiter.take(now);
             limiter.succeeded(now);
-            rates.push((now, limiter.rate().unwrap_or_default()));
+            rates.push((now, limiter.rate.unwrap_or_default()));
         }
-        let at = |t: f64| rates.iter().find(|(when, _)| *when >= t).map(|(_, r)| *r).unwrap_or_default();
-        assert!(at(1.0) > 7.0 && at(1.0) < 10.0, "{rates:?}");
-        assert!((at(2.0) - 10.0).abs() < 0.5, "{rates:?}");
-        assert!(at(5.5) > 15.0, "probes above the old rate: {rates:?}");
-        // A new round: a request sent after the decrease is a new signal.
-        limiter.throttled(now, now - 0.01);
-        assert!(limiter.rate().is_some_and(|r| r < at(5.5)));
+    }
+
+    fn rate_at(rates: &[(f64, f64)], t: f64) -> f64 {
+        rates.iter().rev().find(|(when, _)| *when <= t).map(|(_, rate)| *rate).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_throttle_cuts_the_rate_once_per_round_then_slow_start_then_the_cubic() {
+        let mut limiter = Limiter::new(f64::INFINITY, 1);
+        assert_eq!(send(&mut limiter, 0.0, 10), [0.0; 10]);
+        limiter.throttled(0.01, 0.0);
+        assert_eq!(limiter.rate(), Some(8.0), "BETA of the 10 sent in the last second");
+        // Refusals of the same round do not cut again.
+        limiter.throttled(0.02, 0.0);
+        assert_eq!(limiter.rate(), Some(8.0));
+
+        // The first throttle of a client without a limit: slow start, doubling every 0.25 s.
+        let rates = drive(&mut limiter, 0.01, 1.0);
+        assert_eq!(rate_at(&rates, 0.2), 8.0, "{rates:?}");
+        assert_eq!(rate_at(&rates, 0.4), 16.0, "{rates:?}");
+        assert_eq!(rate_at(&rates, 0.99), 64.0, "{rates:?}");
+
+        // The next throttle ends it: down to BETA of what was sent, then the cubic, which
+        // comes back to that rate after K = cbrt(last_max * (1 - BETA) / SCALE) seconds and
+        // probes above it after.
+        limiter.throttled(1.0, 0.99);
+        let (_, last_max) = limiter.decreased.expect("a decrease");
+        assert!((limiter.rate().unwrap_or_default() - BETA * last_max).abs() < 1e-9);
+        let recovery = (last_max * (1.0 - BETA) / SCALE).cbrt();
+        let rates = drive(&mut limiter, 1.0, 1.0 + recovery + 3.0);
+        let back = rate_at(&rates, 1.0 + recovery);
+        assert!(rate_at(&rates, 1.5) < last_max && rate_at(&rates, 1.5) > BETA * last_max, "{rates:?}");
+        assert!((back - last_max).abs() < 0.5, "back near {last_max} after {recovery} s: {rates:?}");
+        assert!(rate_at(&rates, 1.0 + recovery + 2.9) > last_max + 2.0, "probes above: {rates:?}");
+
+        // A throttle at about the same rate again: the plateau settles between the two.
+        let now = 1.0 + recovery + 0.1;
+        let mut again = Limiter::new(f64::INFINITY, 1);
+        again.rate = Some(last_max);
+        again.decreased = Some((0.0, last_max));
+        drive(&mut again, now - 1.0, now);
+        again.throttled(now, now - 0.01);
+        let (_, settled) = again.decreased.expect("a decrease");
+        assert!(settled < last_max && settled > BETA * last_max, "{settled} against {last_max}");
     }
 
     #[test]

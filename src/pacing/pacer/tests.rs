@@ -68,7 +68,7 @@ async fn a_429_pauses_every_request_of_the_client_and_slows_it_down() {
     assert_eq!(pacer.current_rate(), None);
     pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(1)));
     let slowed = pacer.current_rate().expect("a rate after a 429");
-    assert!((slowed - 7.0).abs() < 1e-9, "BETA of the 10 requests of the last second: {slowed}");
+    assert!((slowed - 8.0).abs() < 1e-9, "BETA of the 10 requests of the last second: {slowed}");
 
     // Another listing's request waits out the pause.
     let waited = pacer.admit(PATIENT, false).await.expect("admitted after the pause");
