@@ -286,6 +286,7 @@ const _: () = {
     assert_send_sync::<auth::FileTokenStore>();
     assert_send_sync::<auth::MemoryTokenStore>();
     assert_send_sync::<auth::TokenIntrospector>();
+    assert_send_sync::<RateLimit>();
 };
 
 // An `Error` stays small: every context lives behind an `Arc`, so results stay cheap to move.

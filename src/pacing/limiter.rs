@@ -68,6 +68,9 @@ pub(super) struct Limiter {
     decreased: Option<(f64, f64)>,
     /// In slow start since this time (the last doubling, or the first throttle).
     slow_start: Option<f64>,
+    /// When an adaptive budget began to limit: a throttle of a request sent before then says
+    /// nothing about the rate set since.
+    engaged_at: Option<f64>,
     /// When recent requests were sent, for the measured rate.
     sends: VecDeque<f64>,
 }
@@ -85,6 +88,7 @@ impl Limiter {
             pause: None,
             decreased: None,
             slow_start: None,
+            engaged_at: None,
             sends: VecDeque::new(),
         }
     }
@@ -154,21 +158,22 @@ impl Limiter {
         }
     }
 
-    /// The server advertises `rate` requests a second as its policy.
-    pub(super) fn advertise(&mut self, rate: f64) {
+    /// The server advertises `rate` requests a second as its policy, in an answer read at `now`.
+    pub(super) fn advertise(&mut self, rate: f64, now: f64) {
         self.advertised = Some(rate.max(MIN_RATE));
         let limit = self.limit();
-        self.engage(self.rate.map_or(limit, |current| current.min(limit)));
+        self.engage(self.rate.map_or(limit, |current| current.min(limit)), now);
     }
 
     /// Limits to `rate` from now on. When nothing limited before, the last request sent takes
     /// its slot, so the next one waits its interval after it: what was sent before the limit
     /// was known counts against it.
-    fn engage(&mut self, rate: f64) {
-        if self.rate.is_none()
-            && let Some(&last) = self.sends.back()
-        {
-            self.tat = self.tat.max(last + 1.0 / rate);
+    fn engage(&mut self, rate: f64, now: f64) {
+        if self.rate.is_none() {
+            self.engaged_at = Some(now);
+            if let Some(&last) = self.sends.back() {
+                self.tat = self.tat.max(last + 1.0 / rate);
+            }
         }
         self.rate = Some(rate);
     }
@@ -181,7 +186,8 @@ impl Limiter {
     /// A throttling answer at `now` to a request sent at `sent_at`: the rate drops to `BETA`
     /// times what was being sent, once per round of requests.
     pub(super) fn throttled(&mut self, now: f64, sent_at: f64) {
-        if self.decreased.is_some_and(|(at, _)| sent_at < at || now - at < ROUND) {
+        let stale = self.engaged_at.is_some_and(|at| sent_at < at);
+        if stale || self.decreased.is_some_and(|(at, _)| sent_at < at || now - at < ROUND) {
             return;
         }
         let measured = self.measured(now).max(MIN_RATE);
@@ -192,7 +198,7 @@ impl Limiter {
         };
         self.slow_start = self.rate.is_none().then_some(now);
         self.decreased = Some((now, last_max));
-        self.engage((sending * BETA).clamp(MIN_RATE, self.limit().max(MIN_RATE)));
+        self.engage((sending * BETA).clamp(MIN_RATE, self.limit().max(MIN_RATE)), now);
     }
 
     /// A successful answer at `now`: the rate grows back along the cubic (or doubles, in slow
@@ -324,7 +330,7 @@ mod tests {
     #[test]
     fn the_rate_stays_within_the_ceiling_and_the_advertised_policy() {
         let mut limiter = Limiter::new(20.0, 1);
-        limiter.advertise(5.0);
+        limiter.advertise(5.0, 0.0);
         assert_eq!(limiter.rate(), Some(5.0));
         for t in 0..100 {
             limiter.take(f64::from(t) * 0.2);
@@ -335,10 +341,16 @@ mod tests {
         assert!(limiter.rate().is_some_and(|r| (MIN_RATE..5.0).contains(&r)));
 
         let mut adaptive = Limiter::new(f64::INFINITY, 1);
-        adaptive.advertise(20.0);
+        adaptive.advertise(20.0, 0.0);
         assert_eq!(adaptive.rate(), Some(20.0), "an advertised policy paces from the first answer");
         adaptive.set_ceiling(2.5);
         assert_eq!(adaptive.rate(), Some(2.5));
+        // Refusals of requests sent before the policy was known say nothing about it.
+        let mut fresh = Limiter::new(f64::INFINITY, 1);
+        send(&mut fresh, 0.0, 8);
+        fresh.advertise(20.0, 0.005);
+        fresh.throttled(0.01, 0.0);
+        assert_eq!(fresh.rate(), Some(20.0));
         // A decrease from an idle client stays at the floor, never at zero.
         let mut idle = Limiter::new(f64::INFINITY, 1);
         idle.throttled(50.0, 49.0);

@@ -135,11 +135,12 @@ impl Pacer {
         let (now, sent) = (inner.now(), inner.at(sent_at));
         let mut state = inner.state();
         if let Some(rate) = hints.policy_rate {
-            state.advertise(rate);
+            state.advertise(rate, now);
         }
-        if hints.exhausted() {
-            // With a policy the client already paces; without one, wait for the quota.
-            if let Some(reset) = hints.reset.filter(|r| !r.is_zero() && state.advertised().is_none()) {
+        // With a policy the client already paces at its rate (a quota at zero is how a budget
+        // used in full looks); without one, a spent quota waits for its reset.
+        if hints.exhausted() && state.advertised().is_none() {
+            if let Some(reset) = hints.reset.filter(|reset| !reset.is_zero()) {
                 state.pause_until(now + reset.as_secs_f64(), None);
             }
             state.throttled(now, sent);
