@@ -47,7 +47,8 @@ async fn list_everywhere(clients: &[Client], per_process: usize) -> Vec<(Vec<Str
 }
 
 fn assert_complete(server: &ReferenceServer, results: &[(Vec<String>, Option<Error>)]) {
-    let expected: Vec<String> = server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect();
+    let expected: Vec<String> =
+        server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect();
     for (n, (ids, error)) in results.iter().enumerate() {
         assert!(error.is_none(), "listing {n} failed: {error:?}");
         assert!(*ids == expected, "listing {n}: every company once, in order ({} items)", ids.len());
