@@ -149,8 +149,9 @@ impl RetryPolicy {
     }
 
     /// [`run`](Self::run), each attempt first passing `gate` (the client's budget), which is
-    /// given how long it may wait (for a pause only before the first attempt, in all after a
-    /// failure) and answers how long it waited, or the error of a wait beyond that.
+    /// given how long a pause it may wait for and, after a failure, how long it may wait in
+    /// all (what is left of `max_elapsed`), and answers how long it waited, or the error of a
+    /// wait beyond that.
     ///
     /// With `paced` (a client that paces itself), a 429 (or `rate_limited`) uses up no attempt:
     /// with a `Retry-After` up to `max_delay` the request goes back to the gate, where the
@@ -166,13 +167,13 @@ impl RetryPolicy {
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
-        G: FnMut(Duration, bool) -> GFut,
+        G: FnMut(Duration, Option<Duration>) -> GFut,
         GFut: Future<Output = Result<Duration, Error>>,
     {
         let mut schedule = self.schedule();
         schedule.paced = paced;
         loop {
-            match gate(schedule.patience(), schedule.attempt() > 1).await {
+            match gate(schedule.patience(), schedule.time_left()).await {
                 Ok(waited) => schedule.waited_for_budget(waited),
                 Err(refused) => return Err(schedule.give_up_unsent(refused)),
             }
@@ -308,13 +309,17 @@ impl RetrySchedule {
         Some(delay)
     }
 
-    /// How long the request may wait before its next attempt: for a pause, `max_delay`; after
-    /// a failure, no more than what is left of `max_elapsed` in all.
+    /// How long a pause the request may wait for before its next attempt: `max_delay`, and
+    /// after a failure no more than what is left of `max_elapsed`.
     pub(crate) fn patience(&self) -> Duration {
-        if self.attempt == 1 {
-            return self.policy.max_delay;
-        }
-        self.policy.max_delay.min(self.policy.max_elapsed.saturating_sub(self.waited))
+        self.time_left().map_or(self.policy.max_delay, |left| left.min(self.policy.max_delay))
+    }
+
+    /// After a failure, how long the request may still wait in all (`max_elapsed` less the
+    /// waits so far); `None` before its first attempt, whose wait for the budget is not a
+    /// retry's.
+    pub(crate) fn time_left(&self) -> Option<Duration> {
+        (self.attempt > 1).then(|| self.policy.max_elapsed.saturating_sub(self.waited))
     }
 
     /// Counts a wait for the client's budget; after a failure, toward `max_elapsed`.
@@ -426,6 +431,7 @@ mod tests {
         }
         assert_eq!(schedule.attempt(), 26);
         assert_eq!(schedule.patience(), Duration::from_secs(5), "what is left of max_elapsed");
+        assert_eq!(schedule.time_left(), Some(Duration::from_secs(5)));
         // Every attempt of the policy is still there for a real failure.
         assert!(schedule.next_delay(&status(503, None)).is_some());
         assert!(schedule.next_delay(&status(503, None)).is_none(), "max_attempts(2): one retry");
@@ -449,6 +455,7 @@ mod tests {
     fn a_request_the_gate_refuses_reports_the_attempts_made() {
         let mut schedule = paced(RetryPolicy::default());
         assert_eq!(schedule.patience(), Duration::from_secs(10), "before any failure: max_delay");
+        assert_eq!(schedule.time_left(), None, "the first wait for the budget is not a retry's");
         schedule.waited_for_budget(Duration::from_secs(100));
         let refused = status(429, Some(Duration::from_secs(20)));
         assert!(matches!(schedule.give_up_unsent(refused.clone()), Error::Api(_)), "nothing was sent");

@@ -120,8 +120,8 @@ impl Transport {
             }
         };
         let pacer = &self.shared.pacer;
-        let gate = |patience, bounded| async move {
-            let waited = pacer.admit(patience, bounded).await?;
+        let gate = |patience, time_left| async move {
+            let waited = pacer.admit(patience, time_left).await?;
             if let Some(stats) = call.stats {
                 stats.count_wait(waited);
             }

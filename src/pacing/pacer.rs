@@ -81,9 +81,13 @@ impl Pacer {
     /// # Errors
     ///
     /// The 429 behind a pause that ends later than `patience` from now (with its remaining
-    /// time as `retry_after`), or with `bounded` (a request sent again after a failure), a wait
-    /// in all longer than `patience`: the request is not sent.
-    pub(crate) async fn admit(&self, patience: Duration, bounded: bool) -> Result<Duration, Error> {
+    /// time as `retry_after`), or with `time_left` (a request sent again after a failure), a
+    /// wait in all longer than that: the request is not sent.
+    pub(crate) async fn admit(
+        &self,
+        patience: Duration,
+        time_left: Option<Duration>,
+    ) -> Result<Duration, Error> {
         let Some(inner) = &self.inner else { return Ok(Duration::ZERO) };
         let started = Instant::now();
         let _turn = inner.queue.lock().await;
@@ -101,7 +105,7 @@ impl Pacer {
             };
             if let Step::WaitUntil(at) = step {
                 let left = Duration::from_secs_f64((at - now).max(0.0));
-                if bounded && started.elapsed() + left > patience {
+                if time_left.is_some_and(|budget| started.elapsed() + left > budget) {
                     return Err(inner.too_long(now, left));
                 }
             }
@@ -112,7 +116,7 @@ impl Pacer {
                 Step::AskFleet(rate, burst) => {
                     let Some(link) = &inner.fleet else { continue };
                     match link.reserve(rate, burst, patience, inner.now()).await {
-                        Ok(wait) if bounded && started.elapsed() + wait > patience => {
+                        Ok(wait) if time_left.is_some_and(|budget| started.elapsed() + wait > budget) => {
                             return Err(inner.too_long(inner.now(), wait));
                         }
                         Ok(wait) => {
@@ -225,18 +229,29 @@ impl Inner {
     /// The error of a request that would wait `left` more than it may: the 429 behind the pause
     /// in force, or one standing for the budget.
     fn too_long(&self, now: f64, left: Duration) -> Error {
-        let cause = self.state().pause(now).and_then(|pause| pause.cause.clone());
-        self.paused_error(cause.as_ref(), left)
+        match self.state().pause(now).and_then(|pause| pause.cause.clone()) {
+            Some(cause) => self.paused_error(Some(&cause), left),
+            None => self.standing_error(
+                left,
+                "the client's rate limit would hold the request past its retry policy's time",
+            ),
+        }
     }
 
     /// The 429 behind a pause (or one standing for it), with what is left of the pause.
     fn paused_error(&self, cause: Option<&Error>, remaining: Duration) -> Error {
-        let response = match cause {
-            Some(Error::Api(response)) => response.clone(),
-            _ => ApiError::new(429, Some(ErrorCode::RateLimited), &self.api_path)
-                .with_description(Some("the client is paused by an earlier 429".to_owned())),
-        };
-        Error::Api(response.with_retry_after(Some(remaining)))
+        match cause {
+            Some(Error::Api(response)) => Error::Api(response.clone().with_retry_after(Some(remaining))),
+            _ => self.standing_error(remaining, "the client is paused by an earlier 429"),
+        }
+    }
+
+    /// A 429 `rate_limited` made here, saying `why`, to come back after `remaining`.
+    fn standing_error(&self, remaining: Duration, why: &str) -> Error {
+        let response = ApiError::new(429, Some(ErrorCode::RateLimited), &self.api_path)
+            .with_description(Some(why.to_owned()))
+            .with_retry_after(Some(remaining));
+        Error::Api(response)
     }
 }
 
