@@ -249,7 +249,9 @@ impl ClientBuilder {
     }
 
     /// Minimum pause between the starts of two page requests of one listing (spec Part 8
-    /// advises pausing when paging through large datasets). Default: none.
+    /// advises pausing when paging through large datasets). It paces each listing on its own
+    /// and never its first page; [`rate_limit`](Self::rate_limit) paces the whole client.
+    /// Default: none.
     pub fn page_delay(mut self, delay: Duration) -> Self {
         self.page_delay = Some(delay);
         self
