@@ -131,7 +131,7 @@ struct Outcome {
 async fn parent() {
     let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-')).unwrap_or_default();
     let server = ReferenceServer::builder().companies(COMPANIES).contacts_per_company(0).start().await;
-    let redis = redis_server();
+    let (_redis, redis_url) = redis_server();
     println!(
         "reference server: {RATE} requests/s, burst {BURST}, Retry-After in whole seconds; \
          {COMPANIES} companies a listing ({PAGES} pages of 100)"
@@ -144,8 +144,8 @@ async fn parent() {
         println!("|---|---|---|---|---|");
         for (number, scenario) in SCENARIOS.iter().enumerate().filter(|(_, s)| chosen(mode, s)) {
             let shared = mode == Mode::Configured && scenario.processes > 1;
-            let redis_url = match (&redis, shared) {
-                (Some(redis), true) => Some(redis.url()),
+            let redis_url = match (&redis_url, shared) {
+                (Some(url), true) => Some(url.clone()),
                 (None, true) => {
                     println!(
                         "| {} | skipped: needs `--features redis` and redis-server | | | |",
@@ -181,17 +181,25 @@ async fn parent() {
     }
 }
 
+/// A `redis-server` of the bench's own (kept running while the first value lives) and its URL.
 #[cfg(feature = "redis")]
-fn redis_server() -> Option<business_records::reference_server::RedisServer> {
-    business_records::reference_server::RedisServer::start()
-        .map_err(|reason| println!("no Redis ({reason}): the shared rows are skipped"))
-        .ok()
+fn redis_server() -> (Option<business_records::reference_server::RedisServer>, Option<String>) {
+    match business_records::reference_server::RedisServer::start() {
+        Ok(redis) => {
+            let url = redis.url();
+            (Some(redis), Some(url))
+        }
+        Err(reason) => {
+            println!("no Redis ({reason}): the shared rows are skipped");
+            (None, None)
+        }
+    }
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_server() -> Option<String> {
+fn redis_server() -> ((), Option<String>) {
     println!("built without --features redis: the configured mode's multi-process rows are skipped");
-    None
+    ((), None)
 }
 
 /// Runs one scenario: its processes start, get ready, and list on `go`.
