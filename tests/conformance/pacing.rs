@@ -40,7 +40,8 @@ async fn list_together(client: &Client, listings: usize, limit: u32) -> Vec<(Vec
     .await
 }
 
-fn assert_complete(server: &ReferenceServer, results: &[(Vec<String>, Option<Error>)]) {
+/// Every listing ended without an error, with every company once, in order.
+pub fn assert_complete(server: &ReferenceServer, results: &[(Vec<String>, Option<Error>)]) {
     let expected = expected(server);
     for (n, (ids, error)) in results.iter().enumerate() {
         assert!(error.is_none(), "listing {n} failed: {error:?}");

@@ -14,6 +14,7 @@ use business_records::reference_server::{
 use business_records::{Client, Error, RateLimit};
 use futures::future::join_all;
 
+use crate::pacing::assert_complete;
 use crate::secrets::capture_traces;
 use crate::shared_cache::{connect, redis, redis_cli};
 use crate::support::{self, drain};
@@ -44,15 +45,6 @@ async fn list_everywhere(clients: &[Client], per_process: usize) -> Vec<(Vec<Str
         })
     });
     join_all(listings).await
-}
-
-fn assert_complete(server: &ReferenceServer, results: &[(Vec<String>, Option<Error>)]) {
-    let expected: Vec<String> =
-        server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect();
-    for (n, (ids, error)) in results.iter().enumerate() {
-        assert!(error.is_none(), "listing {n} failed: {error:?}");
-        assert!(*ids == expected, "listing {n}: every company once, in order ({} items)", ids.len());
-    }
 }
 
 async fn processes_sharing_a_budget_in_redis_keep_to_the_servers_rate_together() {
