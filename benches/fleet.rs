@@ -15,8 +15,10 @@
 //!    is then signed in again for the next round); with the shared user store, without its
 //!    refresh lock.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+mod child;
+
+use std::io::BufRead;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use business_records::auth::{
@@ -25,6 +27,7 @@ use business_records::auth::{
 };
 use business_records::reference_server::{RedisServer, ReferenceServer};
 use business_records::{Auth, Client};
+use child::Process;
 use futures::future::BoxFuture;
 
 const COLD_PROCESSES: usize = 50;
@@ -121,43 +124,6 @@ async fn parent() {
              ({sign_ins} sign-ins, {} token requests)",
             server.token_requests()
         );
-    }
-}
-
-/// A child process answering one line per line it is sent.
-struct Process {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Process {
-    fn spawn(mut command: Command) -> Process {
-        let mut child =
-            command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("a child process");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut process = Process { child, stdin, stdout };
-        assert_eq!(process.reply(), "ready");
-        process
-    }
-
-    /// Sends `line` without waiting for the answer, so that every process starts at once.
-    fn ask(&mut self, line: &str) {
-        writeln!(self.stdin, "{line}").and_then(|()| self.stdin.flush()).expect("a live child");
-    }
-
-    fn reply(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("a reply");
-        line.trim().to_owned()
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -12,6 +12,7 @@ use crate::auth::{Auth, AuthKind};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::list::{ListCompanies, ListContacts};
 use crate::model::{Company, Contact, Resource};
+use crate::pacing::{Pacer, RateLimit};
 use crate::pagination::{Paging, Source};
 use crate::transport::Transport;
 use crate::wire::{HttpSender, Layers};
@@ -89,9 +90,10 @@ impl Client {
     }
 
     /// A client that authenticates with `auth` and shares everything else with this one: the
-    /// connection pool, settings, middleware, retry policy and deprecation reporting (one
-    /// warning per endpoint for all of them). A web app builds one client and derives one per
-    /// signed-in user from it, for a few microseconds and a few KiB each; with one
+    /// connection pool, settings, middleware, retry policy, request budget
+    /// ([`ClientBuilder::rate_limit`]) and deprecation reporting (one warning per endpoint for all
+    /// of them). A web app builds one client and derives one per signed-in user from it, for a
+    /// few microseconds and a few KiB each; with one
     /// [`AuthorizationCodeFlow`](crate::auth::AuthorizationCodeFlow) cloned into every user's
     /// [`Auth::user`], the users share its JWKS cache too. Clones of the derived client share its
     /// tokens, as clones of any client do.
@@ -183,6 +185,7 @@ pub struct ClientBuilder {
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
     retry: Option<RetryPolicy>,
+    rate_limit: Option<RateLimit>,
     middleware: Layers,
     deprecation_policy: DeprecationPolicy,
     on_deprecation: Option<DeprecationCallback>,
@@ -294,7 +297,9 @@ impl ClientBuilder {
     }
 
     /// Minimum pause between the starts of two page requests of one listing (spec Part 8
-    /// advises pausing when paging through large datasets). Default: none.
+    /// advises pausing when paging through large datasets). It paces each listing on its own
+    /// and never its first page; [`rate_limit`](Self::rate_limit) paces the whole client.
+    /// Default: none.
     pub fn page_delay(mut self, delay: Duration) -> Self {
         self.page_delay = Some(delay);
         self
@@ -305,6 +310,27 @@ impl ClientBuilder {
     /// [`List::retry`](crate::List::retry).
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = Some(policy);
+        self
+    }
+
+    /// How fast the client sends API requests: one budget for every request of this client and
+    /// of the clients derived from it ([`Client::with_auth`]), listings and single pages alike,
+    /// first pages included, served in order of arrival. A 429's `Retry-After` pauses them all.
+    /// Token requests go to the authorization server and are not counted. Default:
+    /// [`RateLimit::adaptive`], which slows down when the server answers 429 or advertises its
+    /// limit in the IETF `RateLimit-Policy` field, and speeds up again with each success.
+    ///
+    /// ```
+    /// use business_records::{Auth, Client, RateLimit};
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret"))
+    ///     .rate_limit(RateLimit::per_second(20).burst(5))
+    ///     .build()?;
+    /// # Ok::<(), business_records::Error>(())
+    /// ```
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
         self
     }
 
@@ -416,10 +442,11 @@ impl ClientBuilder {
             .with_retry(retry.clone())
             .with_middleware(&self.middleware);
 
+        let pacer = Pacer::new(&self.rate_limit.unwrap_or_default(), &api_root, auth.client_id())?;
         let tokens = token_manager(auth)?;
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
         let max_page_bytes = self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES);
-        let transport = Transport::new(sender, tokens, self.preview, reporter, retry, max_page_bytes);
+        let transport = Transport::new(sender, tokens, self.preview, reporter, retry, max_page_bytes, pacer);
         Ok(Client {
             inner: Arc::new(ClientInner {
                 transport: Arc::new(transport),

@@ -113,6 +113,15 @@
 //! requests a listing sent again; after a failure, [`ItemStream::resume_cursor`] tells where to
 //! go on within the session.
 //!
+//! Every request of a client waits for one budget, [`ClientBuilder::rate_limit`], in order of
+//! arrival: listings share it fairly, first pages included, and a 429's `Retry-After` pauses
+//! the whole client. Without a setting the budget adapts ([`RateLimit::adaptive`]): a 429 slows
+//! the client down, successes speed it up, and the IETF `RateLimit-Policy` field, when the
+//! server sends it, sets the pace from the first answer. With a known rate,
+//! [`RateLimit::per_second`]; for many processes, one budget in Redis (`RateLimit::shared`,
+//! feature `redis`). While pacing, a 429 uses up no attempt of the [`RetryPolicy`], only its
+//! time; [`ItemStream::rate_limit_wait`] says how long a listing waited.
+//!
 //! ### Follow API versions
 //!
 //! [`ClientBuilder::api_version`] picks the URL segment ([`ApiVersion::V1`] by default) and
@@ -147,7 +156,7 @@
 //! `http.request.method`, `url.full`, `server.address`, `server.port`,
 //! `http.response.status_code`, `error.type`, `http.request.resend_count`); every page or item
 //! stream has a span `listing`, a child of the span current where the stream was made, with
-//! `pages`, `items` and `retries` recorded at its end, and every request of the listing
+//! `pages`, `items`, `retries` and `rate_limit_wait_ms` recorded at its end, and every request of the listing
 //! (prefetched ones too) is its child. [`ClientBuilder::middleware`] adds
 //! [`reqwest_middleware`] layers to every request, for example to send W3C `traceparent`, and
 //! [`RetryPolicy::retry_if`] chooses which failures are retried. No token or secret ever reaches
@@ -164,7 +173,7 @@
 //!
 //! | Task | Items |
 //! |---|---|
-//! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`Preview`], [`RetryPolicy`] |
+//! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`Preview`], [`RetryPolicy`], [`RateLimit`] |
 //! | authenticate | [`Auth`]; in [`auth`]: [`ClientCredentials`](auth::ClientCredentials), [`UserAuth`](auth::UserAuth), [`AuthorizationCodeFlow`](auth::AuthorizationCodeFlow), [`AuthorizationRequest`](auth::AuthorizationRequest), [`LoopbackRedirect`](auth::LoopbackRedirect), [`AuthServerMetadata`](auth::AuthServerMetadata) |
 //! | keep tokens | in [`auth`]: [`TokenSet`](auth::TokenSet), [`TokenStore`](auth::TokenStore), [`MemoryTokenStore`](auth::MemoryTokenStore), [`FileTokenStore`](auth::FileTokenStore), for many users [`KeyedTokenStore`](auth::KeyedTokenStore), [`MemoryKeyedStore`](auth::MemoryKeyedStore), [`DirectoryTokenStore`](auth::DirectoryTokenStore), [`RefreshLock`](auth::RefreshLock), [`RefreshTurn`](auth::RefreshTurn), `RedisTokenCache` and `RedisUserStore` (feature `redis`); the secrets [`AccessToken`](auth::AccessToken), [`RefreshToken`](auth::RefreshToken), [`IdToken`](auth::IdToken), [`ClientSecret`](auth::ClientSecret), [`PkceVerifier`](auth::PkceVerifier) |
 //! | check tokens (resource servers) | in [`auth`]: [`TokenVerifier`](auth::TokenVerifier), [`Claims`](auth::Claims), [`TokenIntrospector`](auth::TokenIntrospector), [`Introspection`](auth::Introspection) |
@@ -193,10 +202,10 @@
 //! | foundation | `text`, `timestamp`, `limits` | nothing of the crate |
 //! | | `deprecation` (header parsing) | `text`, `timestamp` |
 //! | | `error` | `deprecation`, `limits`, `text` |
-//! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts) | the foundation |
+//! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts), `pacing` (the request budget: its state, the rate-limit fields, the queue; a fleet's budget is an interface, implemented over Redis in `auth`) | the foundation |
 //! | wire | `wire`: `HttpSender`, the one place requests are sent; bodies read under their limits; error responses | the rows above |
 //! | authentication | `auth`: token sources, flows, stores, verification, shared caches | the wire and the rows above it |
-//! | API pipeline | `transport`: bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |
+//! | API pipeline | `transport`: the request budget before each attempt, bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |
 //! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings); `list`, the builder, on `pagination` | the pipeline, `model` and below |
 //! | client | `client`: builds everything and hands each listing its `Source` | everything |
 //!
@@ -215,6 +224,7 @@ mod error;
 pub mod limits;
 mod list;
 mod model;
+mod pacing;
 mod pagination;
 mod retry;
 mod telemetry;
@@ -242,6 +252,7 @@ pub use model::{
     Company, CompanySort, CompanyStatus, Contact, ContactSort, Extra, IntoSort, Resource, Sort, SortField,
     SortOrder,
 };
+pub use pacing::RateLimit;
 pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream};
 pub use retry::RetryPolicy;
 pub use version::{ApiVersion, Preview};
@@ -284,6 +295,7 @@ const _: () = {
     assert_send_sync::<auth::MemoryKeyedStore>();
     assert_send_sync::<auth::DirectoryTokenStore>();
     assert_send_sync::<auth::TokenIntrospector>();
+    assert_send_sync::<RateLimit>();
 };
 
 // An `Error` stays small: every context lives behind an `Arc`, so results stay cheap to move.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 
 use crate::Error;
-use crate::error::RetriesExhausted;
+use crate::error::{ErrorCode, RetriesExhausted};
 
 /// When and how often a failed request is sent again.
 ///
@@ -18,6 +18,10 @@ use crate::error::RetriesExhausted;
 /// retried at the same cursor and a listing never restarts. The wait before attempt n is drawn
 /// uniformly from zero to `initial_delay * 2^(n-2)` (capped at `max_delay`), or is the
 /// server's `Retry-After` when that is longer.
+///
+/// While the client paces itself (the default; see [`RateLimit`](crate::RateLimit)), a 429 is
+/// the server asking to slow down, not a failure: it uses up no attempt, its `Retry-After`
+/// pauses the whole client, and only `max_elapsed` bounds how long a request keeps trying.
 ///
 /// ```
 /// use std::time::Duration;
@@ -73,7 +77,7 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// No retries: every failure is returned at once.
+    /// No retries: every failure is returned at once, 429s included.
     pub fn none() -> Self {
         RetryPolicy { max_attempts: 1, ..RetryPolicy::default() }
     }
@@ -91,13 +95,15 @@ impl RetryPolicy {
     }
 
     /// Largest wait between two attempts, `Retry-After` included: a server asking for a longer
-    /// wait ends the retries. Default: 10 s.
+    /// wait ends the retries, and while the client paces itself, every request that would have
+    /// to wait for that pause ends at once with the 429 that asked for it. Default: 10 s.
     pub fn max_delay(mut self, delay: Duration) -> Self {
         self.max_delay = delay;
         self
     }
 
-    /// Total time spent waiting between attempts of one request. Default: 60 s.
+    /// Total time spent waiting between attempts of one request: backoff, `Retry-After`, and
+    /// while the client paces itself, the wait for its budget after a failure. Default: 60 s.
     pub fn max_elapsed(mut self, elapsed: Duration) -> Self {
         self.max_elapsed = elapsed;
         self
@@ -133,20 +139,53 @@ impl RetryPolicy {
 
     /// Runs `attempt` (given the attempt's number, 1 for the first) until it succeeds, fails
     /// for good, or this policy gives up; `on_retry` hears of every retry before its wait.
-    pub(crate) async fn run<T, F, Fut>(&self, mut attempt: F, mut on_retry: impl FnMut()) -> Result<T, Error>
+    pub(crate) async fn run<T, F, Fut>(&self, attempt: F, on_retry: impl FnMut()) -> Result<T, Error>
     where
         F: FnMut(u32) -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
+        let open = |_, _| std::future::ready(Ok(Duration::ZERO));
+        self.run_gated(false, open, attempt, on_retry).await
+    }
+
+    /// [`run`](Self::run), each attempt first passing `gate` (the client's budget), which is
+    /// given how long a pause it may wait for and, after a failure, how long it may wait in
+    /// all (what is left of `max_elapsed`), and answers how long it waited, or the error of a
+    /// wait beyond that.
+    ///
+    /// With `paced` (a client that paces itself), a 429 (or `rate_limited`) uses up no attempt:
+    /// with a `Retry-After` up to `max_delay` the request goes back to the gate, where the
+    /// client's pause holds it; without one it waits a backoff of its own. Time bounds it:
+    /// waits after a failure, the gate's included, count toward `max_elapsed`.
+    pub(crate) async fn run_gated<T, F, Fut, G, GFut>(
+        &self,
+        paced: bool,
+        mut gate: G,
+        mut attempt: F,
+        mut on_retry: impl FnMut(),
+    ) -> Result<T, Error>
+    where
+        F: FnMut(u32) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+        G: FnMut(Duration, Option<Duration>) -> GFut,
+        GFut: Future<Output = Result<Duration, Error>>,
+    {
         let mut schedule = self.schedule();
+        schedule.paced = paced;
         loop {
+            match gate(schedule.patience(), schedule.time_left()).await {
+                Ok(waited) => schedule.waited_for_budget(waited),
+                Err(refused) => return Err(schedule.give_up_unsent(refused)),
+            }
             match attempt(schedule.attempt()).await {
                 Ok(value) => return Ok(value),
                 Err(error) => match schedule.next_delay(&error) {
                     Some(delay) => {
                         tracing::debug!(error = %error, delay_ms = delay.as_millis() as u64, "transient failure; retrying");
                         on_retry();
-                        tokio::time::sleep(delay).await;
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
                     }
                     None => return Err(schedule.give_up(error)),
                 },
@@ -180,8 +219,20 @@ impl RetryPolicy {
     }
 
     pub(crate) fn schedule(&self) -> RetrySchedule {
-        RetrySchedule { policy: self.clone(), ceilings: None, waited: Duration::ZERO, attempt: 1 }
+        RetrySchedule {
+            policy: self.clone(),
+            ceilings: None,
+            waited: Duration::ZERO,
+            attempt: 1,
+            paced: false,
+            throttles: 0,
+        }
     }
+}
+
+/// A 429, or an answer whose code says the same: the server asks the client to slow down.
+pub(crate) fn is_throttle(error: &Error) -> bool {
+    error.status() == Some(429) || error.code() == Some(&ErrorCode::RateLimited)
 }
 
 /// The retry state of one request. The backoff is set up at the first failure, so a request
@@ -191,6 +242,10 @@ pub(crate) struct RetrySchedule {
     ceilings: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
     waited: Duration,
     attempt: u32,
+    /// The client paces itself: 429s use up no attempt (see [`RetryPolicy::run_gated`]).
+    paced: bool,
+    /// 429s without `Retry-After` in a row, for their backoff while pacing.
+    throttles: u32,
 }
 
 impl RetrySchedule {
@@ -204,6 +259,10 @@ impl RetrySchedule {
         if !self.policy.should_retry(error) {
             return None;
         }
+        if self.paced && is_throttle(error) {
+            return self.after_throttle(error);
+        }
+        self.throttles = 0;
         let ceiling = self.ceilings.get_or_insert_with(|| self.policy.ceilings()).next()?;
         let jittered = ceiling.mul_f64(fastrand::f64());
         let delay = match error.retry_after() {
@@ -211,6 +270,37 @@ impl RetrySchedule {
             Some(asked) => asked.max(jittered),
             None => jittered,
         };
+        self.spend(delay)
+    }
+
+    /// A 429 while pacing: no attempt used up. Its `Retry-After` is waited for at the gate,
+    /// where the client's pause holds every request; without one, a backoff of its own.
+    fn after_throttle(&mut self, error: &Error) -> Option<Duration> {
+        if self.policy.max_attempts == 1 {
+            // A policy that never retries does not retry a 429 either.
+            return None;
+        }
+        let (delay, held) = match error.retry_after() {
+            Some(asked) if asked > self.policy.max_delay => return None,
+            Some(asked) => (Duration::ZERO, asked),
+            None => {
+                let ceiling = self
+                    .policy
+                    .initial_delay
+                    .saturating_mul(1 << self.throttles.min(20))
+                    .min(self.policy.max_delay);
+                self.throttles += 1;
+                (ceiling.mul_f64(fastrand::f64()), Duration::ZERO)
+            }
+        };
+        if self.waited + delay + held > self.policy.max_elapsed {
+            return None;
+        }
+        self.spend(delay)
+    }
+
+    /// Counts `delay` toward `max_elapsed` and moves to the next attempt, unless it does not fit.
+    fn spend(&mut self, delay: Duration) -> Option<Duration> {
         if self.waited + delay > self.policy.max_elapsed {
             return None;
         }
@@ -219,10 +309,40 @@ impl RetrySchedule {
         Some(delay)
     }
 
+    /// How long a pause the request may wait for before its next attempt: `max_delay`, and
+    /// after a failure no more than what is left of `max_elapsed`.
+    pub(crate) fn patience(&self) -> Duration {
+        self.time_left().map_or(self.policy.max_delay, |left| left.min(self.policy.max_delay))
+    }
+
+    /// After a failure, how long the request may still wait in all (`max_elapsed` less the
+    /// waits so far); `None` before its first attempt, whose wait for the budget is not a
+    /// retry's.
+    pub(crate) fn time_left(&self) -> Option<Duration> {
+        (self.attempt > 1).then(|| self.policy.max_elapsed.saturating_sub(self.waited))
+    }
+
+    /// Counts a wait for the client's budget; after a failure, toward `max_elapsed`.
+    pub(crate) fn waited_for_budget(&mut self, waited: Duration) {
+        if self.attempt > 1 {
+            self.waited += waited;
+        }
+    }
+
     /// Wraps the last error once retries are over, if any retry was made.
     pub(crate) fn give_up(&self, error: Error) -> Error {
-        if self.attempt > 1 && self.policy.should_retry(&error) {
-            Error::RetriesExhausted(RetriesExhausted::new(self.attempt, error))
+        self.exhausted(self.attempt, error)
+    }
+
+    /// Wraps `error` (a pause the request would not wait for) when the attempt about to be
+    /// made was not the first: the attempts made are one fewer.
+    pub(crate) fn give_up_unsent(&self, error: Error) -> Error {
+        self.exhausted(self.attempt - 1, error)
+    }
+
+    fn exhausted(&self, attempts: u32, error: Error) -> Error {
+        if attempts > 1 && self.policy.should_retry(&error) {
+            Error::RetriesExhausted(RetriesExhausted::new(attempts, error))
         } else {
             error
         }
@@ -291,5 +411,58 @@ mod tests {
         let mut schedule = RetryPolicy::default().max_elapsed(Duration::from_secs(3)).schedule();
         assert!(schedule.next_delay(&status(429, Some(Duration::from_secs(2)))).is_some());
         assert!(schedule.next_delay(&status(429, Some(Duration::from_secs(2)))).is_none());
+    }
+
+    fn paced(policy: RetryPolicy) -> RetrySchedule {
+        let mut schedule = policy.schedule();
+        schedule.paced = true;
+        schedule
+    }
+
+    #[test]
+    fn while_pacing_a_429_uses_up_no_attempt_and_time_bounds_it() {
+        let policy = RetryPolicy::default().max_attempts(2).max_elapsed(Duration::from_secs(30));
+        let mut schedule = paced(policy.clone());
+        let slow_down = status(429, Some(Duration::from_secs(1)));
+        for n in 0..25 {
+            // The gate holds the request for the client's pause: no wait of its own here.
+            assert_eq!(schedule.next_delay(&slow_down), Some(Duration::ZERO), "429 number {n}");
+            schedule.waited_for_budget(Duration::from_secs(1));
+        }
+        assert_eq!(schedule.attempt(), 26);
+        assert_eq!(schedule.patience(), Duration::from_secs(5), "what is left of max_elapsed");
+        assert_eq!(schedule.time_left(), Some(Duration::from_secs(5)));
+        // Every attempt of the policy is still there for a real failure.
+        assert!(schedule.next_delay(&status(503, None)).is_some());
+        assert!(schedule.next_delay(&status(503, None)).is_none(), "max_attempts(2): one retry");
+        // Time runs out: 25 s waited, a pause of 6 s does not fit in 30.
+        assert!(schedule.next_delay(&status(429, Some(Duration::from_secs(6)))).is_none());
+        let last = schedule.give_up(status(429, None));
+        assert!(matches!(&last, Error::RetriesExhausted(e) if e.attempts() == 27), "{last:?}");
+
+        // Longer than max_delay: not waited for, paced or not.
+        assert!(paced(policy.clone()).next_delay(&status(429, Some(Duration::from_secs(11)))).is_none());
+        // Without Retry-After: a backoff of its own, growing, still no attempt used up.
+        let mut schedule = paced(policy.initial_delay(Duration::from_millis(100)));
+        for ceiling in [100, 200, 400, 800] {
+            let delay = schedule.next_delay(&status(429, None)).expect("a retry");
+            assert!(delay <= Duration::from_millis(ceiling), "{delay:?} > {ceiling} ms");
+        }
+        assert!(schedule.next_delay(&status(502, None)).is_some());
+    }
+
+    #[test]
+    fn a_request_the_gate_refuses_reports_the_attempts_made() {
+        let mut schedule = paced(RetryPolicy::default());
+        assert_eq!(schedule.patience(), Duration::from_secs(10), "before any failure: max_delay");
+        assert_eq!(schedule.time_left(), None, "the first wait for the budget is not a retry's");
+        schedule.waited_for_budget(Duration::from_secs(100));
+        let refused = status(429, Some(Duration::from_secs(20)));
+        assert!(matches!(schedule.give_up_unsent(refused.clone()), Error::Api(_)), "nothing was sent");
+        assert!(schedule.next_delay(&status(503, None)).is_some());
+        assert!(matches!(schedule.give_up_unsent(refused.clone()), Error::Api(_)), "one attempt made");
+        assert!(schedule.next_delay(&status(503, None)).is_some());
+        let error = schedule.give_up_unsent(refused);
+        assert!(matches!(&error, Error::RetriesExhausted(e) if e.attempts() == 2), "{error:?}");
     }
 }

@@ -5,7 +5,8 @@
 //!   `http.response.status_code`, `error.type`, `http.request.resend_count` (from the second
 //!   attempt on) and `attempt`.
 //! - `listing`: one per page or item stream, with `url.path` and, when the stream ends or is
-//!   dropped, `pages`, `items` and `retries`.
+//!   dropped, `pages`, `items`, `retries` and `rate_limit_wait_ms` (time its requests waited for
+//!   the client's budget).
 //!
 //! A listing's span is a child of the span current where the stream was made, and every request
 //! of the listing, prefetched ones included, is a child of the listing's span: a trace shows the
@@ -19,6 +20,7 @@
 //! `REDACTED`, as the conventions ask.
 
 use std::fmt;
+use std::time::Duration;
 
 use tracing::Span;
 use tracing::field::Empty;
@@ -89,14 +91,22 @@ pub(crate) fn record_error(span: &Span, error: &Error) {
 
 /// The span of one listing, a child of the current span.
 pub(crate) fn listing_span(path: &str) -> Span {
-    tracing::debug_span!("listing", "url.path" = path, pages = Empty, items = Empty, retries = Empty)
+    tracing::debug_span!(
+        "listing",
+        "url.path" = path,
+        pages = Empty,
+        items = Empty,
+        retries = Empty,
+        rate_limit_wait_ms = Empty
+    )
 }
 
 /// Records what a listing did, at its end.
-pub(crate) fn record_listing(span: &Span, pages: u64, items: u64, retries: u64) {
+pub(crate) fn record_listing(span: &Span, pages: u64, items: u64, retries: u64, waited: Duration) {
     span.record("pages", pages);
     span.record("items", items);
     span.record("retries", retries);
+    span.record("rate_limit_wait_ms", u64::try_from(waited.as_millis()).unwrap_or(u64::MAX));
 }
 
 /// A URL as `url.full` shows it: no user information, credential-like query values redacted.

@@ -1,9 +1,11 @@
 //! The API pipeline, on top of the [wire](crate::wire) and the [auth](crate::auth) layer:
-//! bearer token, `X-API-Preview`, the 401 `invalid_token` refresh-and-resend, deprecation
-//! headers, error classification (sunset, deprecated) and decoding.
+//! the client's request budget ([pacing](crate::pacing)), bearer token, `X-API-Preview`, the
+//! 401 `invalid_token` refresh-and-resend, deprecation headers, error classification (sunset,
+//! deprecated) and decoding.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use http::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
@@ -14,6 +16,8 @@ use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
 use crate::error::{ApiError, DeprecatedError, ErrorCode, SunsetError};
 use crate::limits::{BodyKind, BodyLimit};
+use crate::pacing::Pacer;
+use crate::retry::is_throttle;
 use crate::wire::{HttpSender, api_error, decode, read_body};
 use crate::{Error, Preview, RetryPolicy};
 
@@ -27,8 +31,32 @@ pub(crate) struct ApiRequest<'a> {
     pub(crate) query: &'a [(std::borrow::Cow<'static, str>, String)],
     pub(crate) preview: Option<&'a Preview>,
     pub(crate) retry: Option<&'a RetryPolicy>,
-    /// Counts the retries of this call, for the listing it belongs to.
-    pub(crate) retries: Option<&'a AtomicU64>,
+    /// Counts the retries of this call and its waits for the budget, for its listing.
+    pub(crate) stats: Option<&'a CallStats>,
+}
+
+/// What the calls of one listing cost beyond their requests.
+#[derive(Debug, Default)]
+pub(crate) struct CallStats {
+    retries: AtomicU64,
+    waited_micros: AtomicU64,
+}
+
+impl CallStats {
+    /// Requests sent again after a transient failure.
+    pub(crate) fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
+    }
+
+    /// Time spent waiting for the client's budget (pauses after a 429 included).
+    pub(crate) fn waited(&self) -> Duration {
+        Duration::from_micros(self.waited_micros.load(Ordering::Relaxed))
+    }
+
+    fn count_wait(&self, waited: Duration) {
+        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+        self.waited_micros.fetch_add(micros, Ordering::Relaxed);
+    }
 }
 
 /// A decoded API response.
@@ -41,8 +69,8 @@ pub(crate) struct ApiResponse<T> {
 /// The API pipeline: authentication, headers, error mapping, deprecation reporting.
 ///
 /// Everything but the token source is shared, behind one `Arc`, by every client derived from
-/// the one that built it: the connection pool, middleware, retry policy, preview label and
-/// deprecation reporting. Each client has its own [`TokenManager`].
+/// the one that built it: the connection pool, middleware, retry policy, request budget,
+/// preview label and deprecation reporting. Each client has its own [`TokenManager`].
 #[derive(Debug)]
 pub(crate) struct Transport {
     shared: Arc<Shared>,
@@ -57,6 +85,7 @@ struct Shared {
     deprecation: DeprecationReporter,
     retry: RetryPolicy,
     max_page_bytes: u64,
+    pacer: Pacer,
 }
 
 impl Transport {
@@ -67,8 +96,10 @@ impl Transport {
         deprecation: DeprecationReporter,
         retry: RetryPolicy,
         max_page_bytes: u64,
+        pacer: Pacer,
     ) -> Self {
-        Transport { shared: Arc::new(Shared { sender, preview, deprecation, retry, max_page_bytes }), tokens }
+        let shared = Shared { sender, preview, deprecation, retry, max_page_bytes, pacer };
+        Transport { shared: Arc::new(shared), tokens }
     }
 
     /// The same pipeline with its own tokens: a signed-in user's client derived from the app's.
@@ -93,18 +124,28 @@ impl Transport {
         self.tokens.current().await
     }
 
-    /// Sends a GET and decodes a JSON body of type `T`, retrying transient failures under
-    /// the request's retry policy (or the client's).
+    /// Sends a GET and decodes a JSON body of type `T`, each attempt after waiting for the
+    /// client's budget, retrying transient failures under the request's retry policy (or the
+    /// client's).
     pub(crate) async fn get_json<T: DeserializeOwned>(
         &self,
         call: &ApiRequest<'_>,
     ) -> Result<ApiResponse<T>, Error> {
         let count_retry = || {
-            if let Some(retries) = call.retries {
-                retries.fetch_add(1, Ordering::Relaxed);
+            if let Some(stats) = call.stats {
+                stats.retries.fetch_add(1, Ordering::Relaxed);
             }
         };
-        call.retry.unwrap_or(&self.shared.retry).run(|attempt| self.attempt(call, attempt), count_retry).await
+        let pacer = &self.shared.pacer;
+        let gate = |patience, time_left| async move {
+            let waited = pacer.admit(patience, time_left).await?;
+            if let Some(stats) = call.stats {
+                stats.count_wait(waited);
+            }
+            Ok(waited)
+        };
+        let policy = call.retry.unwrap_or(&self.shared.retry);
+        policy.run_gated(pacer.is_active(), gate, |attempt| self.attempt(call, attempt), count_retry).await
     }
 
     /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the
@@ -119,10 +160,12 @@ impl Transport {
         loop {
             let token = self.tokens.token(&self.shared.sender).await?;
             let request = self.build_get(call, &token)?;
+            let sent_at = tokio::time::Instant::now();
             // A resend with a new token counts as an attempt of its own on the request's span.
             let response =
                 self.shared.sender.dispatch(request, attempt + u32::from(resent_for_token)).await?;
             let status = response.status();
+            self.shared.pacer.response(sent_at, status.as_u16(), response.headers());
             let deprecation = DeprecationNotice::from_headers(call.url, response.headers());
             // Only an error answer needs its headers once the body is read.
             let headers = if status.is_success() { HeaderMap::new() } else { response.headers().clone() };
@@ -161,7 +204,11 @@ impl Transport {
                 resent_for_token = true;
                 continue;
             }
-            return Err(classify(error, &headers, call.url));
+            let error = classify(error, &headers, call.url);
+            if is_throttle(&error) {
+                self.shared.pacer.throttled(sent_at, &error);
+            }
+            return Err(error);
         }
     }
 

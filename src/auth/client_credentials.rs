@@ -116,6 +116,11 @@ impl ClientCredentials {
         self
     }
 
+    /// The client id, which keys a rate limit shared over Redis.
+    pub(crate) fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
     /// The token source the client builder uses: the grant itself, or the grant behind the
     /// shared cache.
     pub(crate) fn into_token_source(self) -> Result<Box<dyn TokenSource>, Error> {

@@ -215,6 +215,17 @@ impl Auth {
     }
 }
 
+impl Auth {
+    /// The client id the authorization server knows the client by; empty for a static token.
+    pub(crate) fn client_id(&self) -> &str {
+        match &self.kind {
+            AuthKind::ClientCredentials(flow) => flow.client_id(),
+            AuthKind::User(user) => user.client_id(),
+            AuthKind::Static(_) => "",
+        }
+    }
+}
+
 impl From<ClientCredentials> for Auth {
     fn from(flow: ClientCredentials) -> Self {
         Auth { kind: AuthKind::ClientCredentials(flow) }

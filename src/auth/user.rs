@@ -73,6 +73,11 @@ impl UserAuth {
         self
     }
 
+    /// The app's client id, which keys a rate limit shared over Redis.
+    pub(crate) fn client_id(&self) -> &str {
+        self.flow.client_id()
+    }
+
     /// Checks the settings; the client builder calls this from `build()`.
     pub(crate) fn into_manager(self) -> Result<TokenManager, Error> {
         self.flow.check()?;

@@ -1,7 +1,5 @@
 //! One page request: the query on the wire, the body decoded, odd elements settled.
 
-use std::sync::atomic::AtomicU64;
-
 use serde::de::DeserializeOwned;
 
 use super::envelope::OnUndecodable;
@@ -9,7 +7,7 @@ use super::{Cursor, ListQuery, Page, Source};
 use crate::Error;
 use crate::error::UndecodableError;
 use crate::model::Resource;
-use crate::transport::{ApiRequest, ApiResponse};
+use crate::transport::{ApiRequest, ApiResponse, CallStats};
 
 /// Requests page number `number` (from 1) of a listing.
 pub(crate) async fn fetch_page<T: Resource>(
@@ -17,10 +15,10 @@ pub(crate) async fn fetch_page<T: Resource>(
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
-    retries: Option<&AtomicU64>,
+    stats: Option<&CallStats>,
     number: u64,
 ) -> Result<Page<T>, Error> {
-    let response = request_page::<Page<T>>(source, query, limit, cursor, retries).await?;
+    let response = request_page::<Page<T>>(source, query, limit, cursor, stats).await?;
     let mut page = Page { deprecation: response.deprecation, ..response.body };
     settle_undecodable(&mut page, number, source.url.path(), query.on_undecodable)?;
     Ok(page)
@@ -59,7 +57,7 @@ pub(super) async fn request_page<B: DeserializeOwned>(
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
-    retries: Option<&AtomicU64>,
+    stats: Option<&CallStats>,
 ) -> Result<ApiResponse<B>, Error> {
     let pairs = query.pairs(limit, cursor);
     let call = ApiRequest {
@@ -67,7 +65,7 @@ pub(super) async fn request_page<B: DeserializeOwned>(
         query: &pairs,
         preview: query.preview.as_ref(),
         retry: query.retry.as_ref(),
-        retries,
+        stats,
     };
     source.transport.get_json::<B>(&call).await
 }

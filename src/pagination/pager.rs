@@ -2,7 +2,6 @@
 
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -16,6 +15,7 @@ use super::{Cursor, ListQuery, Source};
 use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
 use crate::limits::MAX_LIMIT;
 use crate::model::Resource;
+use crate::transport::CallStats;
 use crate::{Error, telemetry};
 
 /// The state of one listing: where it is, what it has seen, and the page in flight.
@@ -31,8 +31,9 @@ pub(super) struct Pager<T: Resource> {
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
-    /// Requests sent again after a transient failure, shared with the stream.
-    retries: Arc<AtomicU64>,
+    /// Requests sent again after a transient failure and waits for the budget, shared with the
+    /// stream.
+    stats: Arc<CallStats>,
     /// The listing's span: a child of the span current when the stream was made, and the parent
     /// of every request of the listing, prefetched or not.
     span: tracing::Span,
@@ -40,7 +41,7 @@ pub(super) struct Pager<T: Resource> {
 }
 
 impl<T: Resource> Pager<T> {
-    pub(super) fn new(source: Source, query: ListQuery, retries: Arc<AtomicU64>) -> Self {
+    pub(super) fn new(source: Source, query: ListQuery, stats: Arc<CallStats>) -> Self {
         let span = telemetry::listing_span(source.url.path());
         let walk = Walk::new(query.cursor.clone(), query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES));
         Pager {
@@ -53,7 +54,7 @@ impl<T: Resource> Pager<T> {
             prefetched: None,
             not_before: None,
             deferred: None,
-            retries,
+            stats,
             span,
             items: PhantomData,
         }
@@ -82,7 +83,7 @@ impl<T: Resource> Pager<T> {
         }
         let number = self.pages + 1;
         let cursor = self.walk.cursor();
-        fetch_page(&self.source, &self.query, Some(limit), cursor, Some(&self.retries), number)
+        fetch_page(&self.source, &self.query, Some(limit), cursor, Some(&self.stats), number)
             .instrument(self.span.clone())
             .await
             .map(Arrived::Decoded)
@@ -95,12 +96,12 @@ impl<T: Resource> Pager<T> {
         let source = self.source.clone();
         let query = self.query.clone();
         let cursor = self.walk.cursor().cloned();
-        let retries = Arc::clone(&self.retries);
+        let stats = Arc::clone(&self.stats);
         let request = async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_raw_page(&source, &query, Some(limit), cursor.as_ref(), Some(&retries)).await
+            fetch_raw_page(&source, &query, Some(limit), cursor.as_ref(), Some(&stats)).await
         };
         tokio::spawn(request.instrument(self.span.clone()))
     }
@@ -234,7 +235,8 @@ impl<T: Resource> Drop for Pager<T> {
             &self.span,
             self.pages,
             self.delivered,
-            self.retries.load(Ordering::Relaxed),
+            self.stats.retries(),
+            self.stats.waited(),
         );
     }
 }

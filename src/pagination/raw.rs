@@ -4,8 +4,6 @@
 //! JSON: the listing applies the cursor rules, starts the next request, and only then decodes
 //! the items, so decoding overlaps the request.
 
-use std::sync::atomic::AtomicU64;
-
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -16,6 +14,7 @@ use crate::Error;
 use crate::deprecation::DeprecationNotice;
 use crate::error::DecodeError;
 use crate::model::Resource;
+use crate::transport::CallStats;
 
 /// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
 pub(super) enum Arrived<T> {
@@ -62,9 +61,9 @@ pub(super) async fn fetch_raw_page(
     query: &ListQuery,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
-    retries: Option<&AtomicU64>,
+    stats: Option<&CallStats>,
 ) -> Result<RawPage, Error> {
-    let response = request_page::<RawEnvelope>(source, query, limit, cursor, retries).await?;
+    let response = request_page::<RawEnvelope>(source, query, limit, cursor, stats).await?;
     let RawEnvelope { data, pagination } = response.body;
     Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
 }

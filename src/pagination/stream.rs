@@ -4,8 +4,8 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
@@ -17,6 +17,7 @@ use super::{Cursor, ListQuery, Page, Source};
 use crate::Error;
 use crate::error::Undecodable;
 use crate::model::Resource;
+use crate::transport::CallStats;
 
 /// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
 /// ones are still counted.
@@ -39,7 +40,7 @@ const KEPT_UNDECODABLE: usize = 1_000;
 pub struct PageStream<T> {
     inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
     resume: ResumePoint,
-    retries: Arc<AtomicU64>,
+    stats: Arc<CallStats>,
     fallbacks: u64,
     undecodable: u64,
 }
@@ -54,18 +55,18 @@ struct ResumePoint {
 impl<T: Resource> PageStream<T> {
     pub(crate) fn new(source: Source, query: ListQuery, error: Option<Error>) -> Self {
         let resume = ResumePoint { cursor: query.cursor.clone(), delivered: 0 };
-        let retries = Arc::new(AtomicU64::new(0));
+        let stats = Arc::new(CallStats::default());
         let inner = match error {
             Some(error) => futures::stream::once(async move { Err(error) }).boxed(),
             None => {
-                let pager = Pager::<T>::new(source, query, Arc::clone(&retries));
+                let pager = Pager::<T>::new(source, query, Arc::clone(&stats));
                 futures::stream::unfold(pager, |mut pager| async move {
                     pager.next_page().await.map(|item| (item, pager))
                 })
                 .boxed()
             }
         };
-        PageStream { inner: SyncWrapper::new(inner), resume, retries, fallbacks: 0, undecodable: 0 }
+        PageStream { inner: SyncWrapper::new(inner), resume, stats, fallbacks: 0, undecodable: 0 }
     }
 
     /// The next page, `Ok(None)` at the end.
@@ -111,7 +112,24 @@ impl<T: Resource> PageStream<T> {
     /// # Ok(()) }
     /// ```
     pub fn retries(&self) -> u64 {
-        self.retries.load(Ordering::Relaxed)
+        self.stats.retries()
+    }
+
+    /// How long this listing's requests waited for the client's budget (its
+    /// [`RateLimit`](crate::RateLimit), and the pauses after a 429), including a prefetched
+    /// page's wait under way. Zero when nothing held them up.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// let mut pages = client.companies().pages();
+    /// while let Some(page) = pages.try_next().await? {
+    ///     println!("{} companies", page.data.len());
+    /// }
+    /// println!("paced for {:?}", pages.rate_limit_wait());
+    /// # Ok(()) }
+    /// ```
+    pub fn rate_limit_wait(&self) -> Duration {
+        self.stats.waited()
     }
 
     /// How many records of the pages delivered so far have a field that fell back: a value
@@ -150,7 +168,8 @@ impl<T> fmt::Debug for PageStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PageStream")
             .field("resume", &self.resume)
-            .field("retries", &self.retries.load(Ordering::Relaxed))
+            .field("retries", &self.stats.retries())
+            .field("rate_limit_wait", &self.stats.waited())
             .field("fallbacks", &self.fallbacks)
             .field("undecodable", &self.undecodable)
             .finish_non_exhaustive()
@@ -219,6 +238,12 @@ impl<T: Resource> ItemStream<T> {
     /// [`PageStream::retries`].
     pub fn retries(&self) -> u64 {
         self.pages.retries()
+    }
+
+    /// How long this listing's requests waited for the client's budget. See
+    /// [`PageStream::rate_limit_wait`].
+    pub fn rate_limit_wait(&self) -> Duration {
+        self.pages.rate_limit_wait()
     }
 
     /// How many records of the pages received so far have a field that fell back. See

@@ -9,8 +9,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{
     DeprecationHeaders, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OPENAPI_PATH, OddRecords, Proxies,
-    ReferenceServer, Shared, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, users,
-    versions,
+    ReferenceServer, Shared, TokenBucket, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder,
+    users, versions,
 };
 
 /// Configures and starts a [`ReferenceServer`].
@@ -35,6 +35,7 @@ pub struct ReferenceServerBuilder {
     pub(super) auth_port: u16,
     pub(super) recorded_headers: Vec<String>,
     pub(super) hostile: Vec<Hostile>,
+    pub(super) rate_limit: Option<TokenBucket>,
 }
 
 impl Default for ReferenceServerBuilder {
@@ -58,6 +59,7 @@ impl Default for ReferenceServerBuilder {
             auth_port: 0,
             recorded_headers: Vec::new(),
             hostile: Vec::new(),
+            rate_limit: None,
         }
     }
 }
@@ -193,6 +195,13 @@ impl ReferenceServerBuilder {
         self
     }
 
+    /// Limits the list endpoints to `limit`, one bucket per client id shared by all its callers
+    /// (see [`TokenBucket`]). Default: no limit.
+    pub fn rate_limit(mut self, limit: TokenBucket) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
     /// Serves the API on this port of `127.0.0.1`. Default: 0, a free port.
     pub fn api_port(mut self, port: u16) -> Self {
         self.api_port = port;
@@ -258,6 +267,7 @@ impl ReferenceServerBuilder {
             Err(e) => panic!("reference server: {e}"),
         };
         let shared = Arc::new(Shared::default());
+        shared.rate_limit.set(self.rate_limit);
         for (path, lifecycle) in self.lifecycles {
             shared.set_lifecycle(path, lifecycle);
         }

@@ -64,6 +64,10 @@
 //!   misbehaviour each, at build time or on a running server: ID tokens with claims left out or
 //!   altered, foreign audiences, unsigned or HS256 tokens, keys without ids, callbacks without
 //!   `iss`, refreshes that answer for another user.
+//! - A rate limit shared by every caller of a client id, when set ([`TokenBucket`]): over it,
+//!   429 `rate_limited` with `Retry-After` in whole seconds, and the IETF `RateLimit` /
+//!   `RateLimit-Policy` fields as an option; [`rate_limit_counts`](ReferenceServer::rate_limit_counts)
+//!   says how many requests it let through and refused.
 //! - [`OddRecords`] sends records the way a server that follows only the spec's letter may:
 //!   nulls, epoch numbers, space-separated timestamps, missing fields, unreadable values and
 //!   elements that are not objects.
@@ -100,6 +104,7 @@ mod hostile;
 mod jwt;
 mod odd;
 mod proxy;
+mod rate_limit;
 mod recorder;
 #[cfg(feature = "redis")]
 mod redis_server;
@@ -121,6 +126,7 @@ pub use dataset::{COMPANY_STATUSES, Dataset, DatasetCompany, DatasetContact};
 pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter};
 pub use hostile::Hostile;
 pub use odd::{OddKind, OddRecords};
+pub use rate_limit::{RateLimitCounts, TokenBucket};
 pub use recorder::RecordedRequest;
 #[cfg(feature = "redis")]
 pub use redis_server::RedisServer;
@@ -296,6 +302,19 @@ impl ReferenceServer {
     /// What the fault injection did since the schedule was set.
     pub fn fault_counts(&self) -> FaultCounts {
         self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).counts()
+    }
+
+    /// Replaces the rate limit of the list endpoints (`None`: no limit), from the next request,
+    /// with every bucket full and the [`rate_limit_counts`](Self::rate_limit_counts) at zero.
+    pub fn set_rate_limit(&self, limit: Option<TokenBucket>) {
+        self.shared.rate_limit.set(limit);
+        self.shared.rate_limit.reset_counts();
+    }
+
+    /// How many API requests the rate limit let through and refused since it was set (or the
+    /// counters were reset).
+    pub fn rate_limit_counts(&self) -> RateLimitCounts {
+        self.shared.rate_limit.counts()
     }
 
     /// Moves the endpoint at `path` (e.g. `/v1/companies`) to another stage

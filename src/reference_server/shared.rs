@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use super::served::{API_LOG_CAPACITY, ServedRequest};
-use super::{Lifecycle, auth, faults, hostile};
+use super::{Lifecycle, auth, faults, hostile, rate_limit};
 
 /// State shared between the responders and the [`ReferenceServer`](super::ReferenceServer) handle.
 #[derive(Debug, Default)]
@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     lifecycles: Mutex<HashMap<String, Lifecycle>>,
     /// The hostile-provider switches that are on.
     pub(crate) hostile: hostile::HostileModes,
+    /// The rate limit of the list endpoints, per client id.
+    pub(crate) rate_limit: rate_limit::Buckets,
 }
 
 impl Shared {
@@ -90,5 +92,6 @@ impl Shared {
         self.revocation_requests.store(0, Ordering::Relaxed);
         self.grants.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.api_log.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.rate_limit.reset_counts();
     }
 }

@@ -29,6 +29,7 @@ mod leniency;
 mod limits;
 mod models;
 mod openapi;
+mod pacing;
 mod pagination;
 mod pagination_guards;
 mod relying_party;
@@ -36,6 +37,8 @@ mod resilience;
 mod secrets;
 #[cfg(feature = "redis")]
 mod shared_cache;
+#[cfg(feature = "redis")]
+mod shared_pacing;
 #[cfg(feature = "redis")]
 mod shared_user_store;
 mod telemetry;
@@ -63,12 +66,15 @@ fn catalogue() -> Vec<harness::Case> {
         limits::CASES,
         models::CASES,
         openapi::CASES,
+        pacing::CASES,
         pagination::CASES,
         pagination_guards::CASES,
         relying_party::CASES,
         secrets::CASES,
         #[cfg(feature = "redis")]
         shared_cache::CASES,
+        #[cfg(feature = "redis")]
+        shared_pacing::CASES,
         #[cfg(feature = "redis")]
         shared_user_store::CASES,
         telemetry::CASES,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use business_records::reference_server::{
     Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter, ServedRequest,
 };
-use business_records::{Client, Error, ErrorCode, RetryPolicy};
+use business_records::{Client, Error, ErrorCode, RateLimit, RetryPolicy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
@@ -164,7 +164,10 @@ async fn exhausted_retries_give_the_last_status_and_retry_after() {
     let faults = Faults::new().every(1, Fault::RateLimited(RetryAfter::Seconds(0)));
     let server = faulty(30, faults).start().await;
     let policy = RetryPolicy::default().max_attempts(3).initial_delay(Duration::from_millis(1));
-    let error = client(&server, policy).companies().send().await.expect_err("always rate limited");
+    // Without pacing, each 429 is an attempt (with pacing only time ends them: see the
+    // `pacing` cases).
+    let unpaced = support::client_for(&server).retry(policy).rate_limit(RateLimit::none()).build();
+    let error = unpaced.expect("valid client").companies().send().await.expect_err("always rate limited");
     assert!(matches!(error, Error::RetriesExhausted(ref e) if e.attempts() == 3), "{error:?}");
     assert_eq!(error.status(), Some(429));
     assert_eq!(error.code(), Some(&ErrorCode::RateLimited));
@@ -172,12 +175,19 @@ async fn exhausted_retries_give_the_last_status_and_retry_after() {
     assert!(error.to_string().contains("3 attempts"), "{error}");
     assert_eq!(server.api_requests().len(), 3);
 
-    // A server asking for a longer wait than the policy allows is not waited for.
+    // A server asking for a longer wait than the policy allows is not waited for (nor, while
+    // the client paces itself, by any request of the client during that pause).
     server.set_faults(Faults::new().every(1, Fault::RateLimited(RetryAfter::Seconds(3600))));
     server.reset_counters();
-    let error = client(&server, RetryPolicy::default()).companies().send().await.expect_err("rate limited");
+    let paced = client(&server, RetryPolicy::default());
+    let error = paced.companies().send().await.expect_err("rate limited");
     assert_eq!((error.status(), error.retry_after()), (Some(429), Some(Duration::from_secs(3600))));
     assert_eq!(server.api_requests().len(), 1);
+    let started = Instant::now();
+    let error = paced.contacts().send().await.expect_err("the client is paused");
+    assert!(error.retry_after().is_some_and(|left| left > Duration::from_secs(3500)), "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(1), "not waited for");
+    assert_eq!(server.api_requests().len(), 1, "nothing sent during the pause");
 }
 
 async fn dropped_connections_and_bodies_cut_short_are_retried() {
@@ -478,9 +488,12 @@ async fn twenty_thousand_companies_through_rate_limits_outages_and_empty_pages()
         .every_page(3, Fault::EmptyPage);
     let server = faulty(20_000, faults).start().await;
     // The default policy allows these waits (4 attempts; Retry-After up to 10 s); shorter
-    // backoff ceilings keep the 503 retries quick.
+    // backoff ceilings keep the 503 retries quick. The 429s come every fifth request whatever
+    // the pace, so this is the retries alone: without pacing, which would slow the listing
+    // down at each of them.
     let policy = RetryPolicy::default().initial_delay(Duration::from_millis(20));
-    let client = client(&server, policy);
+    let client = support::client_for(&server).retry(policy).rate_limit(RateLimit::none()).build();
+    let client = client.expect("valid client");
     let started = Instant::now();
     let (ids, error) = drain(&mut client.companies().stream()).await;
     assert!(error.is_none(), "{error:?}");

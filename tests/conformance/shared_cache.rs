@@ -80,7 +80,7 @@ async fn answers(cache: &RedisTokenCache) -> bool {
 }
 
 /// `redis-cli` against `redis`, for looking at what is stored.
-fn redis_cli(redis: &RedisServer, args: &[&str]) -> Vec<u8> {
+pub fn redis_cli(redis: &RedisServer, args: &[&str]) -> Vec<u8> {
     let port = redis.url().rsplit(':').next().unwrap_or_default().to_owned();
     let output = Command::new("redis-cli").args(["-p", &port]).args(args).output().expect("redis-cli");
     output.stdout

@@ -117,6 +117,7 @@ async fn every_page_of_a_prefetched_listing_is_traced_inside_the_callers_span() 
     assert_eq!(listing.field("url.path"), Some("/v1/companies"));
     assert_eq!((listing.field("pages"), listing.field("items")), (Some("3"), Some("250")));
     assert_eq!(listing.field("retries"), Some("1"));
+    assert_eq!(listing.field("rate_limit_wait_ms"), Some("0"), "nothing held the listing up");
 
     let requests = capture.named("http_request");
     let pages: Vec<&Captured> =

@@ -103,6 +103,23 @@ impl Redis {
         self.settle("save", outcome).map(|generation| u64::try_from(generation).ok())
     }
 
+    /// Runs a script without reporting a failure: the caller says what an unanswered command
+    /// means, and warns its own way. `None` when Redis failed or did not answer in time.
+    pub(crate) async fn invoke_quietly<T: FromRedisValue>(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Option<T> {
+        let mut conn = self.manager.clone();
+        match tokio::time::timeout(self.timeout, invocation.invoke_async::<T>(&mut conn)).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(err)) => {
+                tracing::debug!(error = %err, "redis script failed");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
     /// `SET key value NX PX ttl`: `Some(true)` when this call set it.
     pub(crate) async fn set_if_absent(&self, key: &str, value: &[u8], ttl: Duration) -> Option<bool> {
         let mut cmd = redis::cmd("SET");

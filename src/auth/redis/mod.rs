@@ -1,6 +1,8 @@
 //! Token state shared by many processes over Redis (or Valkey): one client-credentials token
-//! for the fleet, and users' token sets refreshed once across all processes.
+//! for the fleet, and users' token sets refreshed once across all processes; and the fleet's
+//! request budget (`RateLimit::shared`), which uses the same connection.
 
+mod budget;
 mod connection;
 mod lock;
 mod shared_source;
@@ -90,11 +92,20 @@ impl RedisTokenCache {
     /// An unreachable server is not an error: the connection is retried on use, and meanwhile
     /// each process fetches its own tokens (a warning says so).
     ///
+    /// `url` may be a `&str` or a `String` read from the environment:
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use business_records::auth::RedisTokenCache;
+    /// let shared = RedisTokenCache::connect(std::env::var("REDIS_URL")?).await?;
+    /// # let _ = shared; Ok(()) }
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] naming `url` when it is not a Redis URL this build supports
     /// (TLS, `rediss://`, is not enabled).
-    pub async fn connect(url: &str) -> Result<Self, Error> {
+    pub async fn connect(url: impl AsRef<str>) -> Result<Self, Error> {
         Self::connect_with_timeout(url, DEFAULT_TIMEOUT).await
     }
 
@@ -105,11 +116,11 @@ impl RedisTokenCache {
     ///
     /// As [`connect`](Self::connect); also [`Error::InvalidArgument`] naming `timeout` when it is
     /// zero.
-    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, Error> {
+    pub async fn connect_with_timeout(url: impl AsRef<str>, timeout: Duration) -> Result<Self, Error> {
         if timeout.is_zero() {
             return Err(Error::invalid("timeout", "expected a timeout above zero"));
         }
-        let redis = Redis::open(url, timeout).map_err(|_| {
+        let redis = Redis::open(url.as_ref(), timeout).map_err(|_| {
             Error::invalid(
                 "url",
                 "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)",

@@ -6,7 +6,8 @@
 //! 2. The endpoint's [`Lifecycle`]: a sunset endpoint answers 410 `version_sunset`.
 //! 3. [`FaultState::draw`]: the request's injected fault, if any; 429, 5xx, dropped connections
 //!    ([`FaultState::stand_in`]), expired cursors and revoked tokens act here.
-//! 4. [`ApiServer::authenticate`]: bearer token and scope (401).
+//! 4. [`ApiServer::authenticate`]: bearer token and scope (401); then the client id's rate
+//!    limit (429, and the `RateLimit` fields on the answer when they are on).
 //! 5. [`Versions::preview_field`] and [`ListQuery::parse`]: `X-API-Preview`, `limit`, `sort`,
 //!    filters, `cursor` (400).
 //! 6. [`ApiServer::select_page`]: filter, order, cursor to offset (400 cursor errors); an
@@ -30,6 +31,7 @@ use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
 use super::jwt::SigningKeys;
 use super::jwt::unix_now_ms;
 use super::odd::OddRecords;
+use super::rate_limit;
 use super::versions::{self, Lifecycle, Versions};
 use super::{ErrorReply, ServedRequest, Shared};
 use crate::auth::Claims;
@@ -171,7 +173,7 @@ impl ApiServer {
             _ => {}
         }
         let page = self.serve(version, endpoint, request, fault.as_ref() == Some(&Fault::EmptyPage));
-        let (body, preview_label) = match page {
+        let (body, preview_label, quota) = match page {
             Ok(body) => body,
             // Only an expiry of the tokens has acted by now.
             Err(error) => return Outcome::reply(Err(error), fault.filter(|f| *f == Fault::ExpireTokens)),
@@ -185,6 +187,9 @@ impl ApiServer {
         if let Some(label) = preview_label {
             response = response.insert_header("x-api-preview", label);
         }
+        for (name, value) in quota {
+            response = response.insert_header(name, value.as_str());
+        }
         match &fault {
             Some(Fault::Slow(delay)) => response = response.set_delay(*delay),
             Some(Fault::CutBody) => response = faults::mark(response, MARKER_CUT),
@@ -194,23 +199,24 @@ impl ApiServer {
         Outcome { status: 200, response, fault }
     }
 
-    /// Authentication, preview label, query and page: the body of a 200, and the preview label
-    /// that shaped it.
+    /// Authentication, rate limit, preview label, query and page: the body of a 200, the
+    /// preview label that shaped it, and the rate-limit fields.
     fn serve(
         &self,
         version: u32,
         endpoint: Endpoint,
         request: &Request,
         empty: bool,
-    ) -> Result<(Vec<u8>, Option<String>), ErrorReply> {
-        let _claims = self.authenticate(request)?;
+    ) -> Result<(Vec<u8>, Option<String>, rate_limit::Fields), ErrorReply> {
+        let claims = self.authenticate(request)?;
+        let quota = self.shared.rate_limit.admit(claims.client_id.as_deref().unwrap_or_default())?;
         let preview_label = header(request, PREVIEW_HEADER);
         let preview_field = self.versions.preview_field(preview_label)?;
         let query = ListQuery::parse(version, endpoint, request)?;
         let page = self.select_page(&query, empty)?;
         let preview = preview_field.zip(preview_label);
         let body = page.into_body(preview)?;
-        Ok((body, preview.map(|(_, label)| label.to_owned())))
+        Ok((body, preview.map(|(_, label)| label.to_owned()), quota))
     }
 
     /// Validates the bearer token and requires [`READ_SCOPE`].

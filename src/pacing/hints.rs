@@ -1,0 +1,244 @@
+//! What a response says about the server's rate limit, when it says anything: the IETF
+//! `RateLimit-Policy` and `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers-09 and
+//! later), the earlier drafts' `RateLimit-Limit`, `-Remaining` and `-Reset`, and the common
+//! `X-RateLimit-*`. A field that cannot be read is ignored: the client must never need them.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http::HeaderMap;
+
+/// The longest wait a field may ask for; anything longer is read as no wait at all.
+const MAX_RESET: Duration = Duration::from_secs(24 * 3600);
+/// `X-RateLimit-Reset` values from here on are Unix times, not delays (GitHub sends seconds
+/// since the epoch, others send the seconds left).
+const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
+/// ... and from here on, Unix times in milliseconds.
+const EPOCH_MILLIS_FROM: u64 = 1_000_000_000_000;
+
+/// The rate-limit hints of one response.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Hints {
+    /// The sustained rate the server's policy allows, in requests per second: the lowest
+    /// `q / w` of its request quotas.
+    pub(crate) policy_rate: Option<f64>,
+    /// Quota left now (the lowest, when several policies apply).
+    pub(crate) remaining: Option<u64>,
+    /// How long until that quota is given back, when the server says.
+    pub(crate) reset: Option<Duration>,
+}
+
+impl Hints {
+    /// Reads the fields of `headers`; IETF fields first, then the older names.
+    pub(crate) fn read(headers: &HeaderMap) -> Hints {
+        if headers.is_empty() {
+            return Hints::default();
+        }
+        let ietf = ietf(headers);
+        if ietf != Hints::default() {
+            return ietf;
+        }
+        let draft = legacy(headers, "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset");
+        if draft != Hints::default() {
+            return draft;
+        }
+        legacy(headers, "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+    }
+
+    /// True when the server says its quota is used up.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.remaining == Some(0)
+    }
+}
+
+/// `RateLimit-Policy: "default";q=100;w=60` and `RateLimit: "default";r=50;t=30`.
+fn ietf(headers: &HeaderMap) -> Hints {
+    let mut hints = Hints::default();
+    for item in members(headers, "ratelimit-policy") {
+        let requests = item.param("qu").is_none_or(|unit| unit.eq_ignore_ascii_case("requests"));
+        if let (true, Some(quota), Some(window)) = (requests, item.integer("q"), item.integer("w")) {
+            hints.policy_rate = lowest(hints.policy_rate, rate(quota, window));
+        }
+    }
+    for item in members(headers, "ratelimit") {
+        if let Some(left) = item.integer("r")
+            && hints.remaining.is_none_or(|lowest| left < lowest)
+        {
+            hints.remaining = Some(left);
+            hints.reset = item.integer("t").map(Duration::from_secs).filter(|t| *t <= MAX_RESET);
+        }
+    }
+    hints
+}
+
+/// `{prefix}-Limit`, `-Remaining` and `-Reset`: the limit may carry windows as the early drafts
+/// wrote them (`10, 10;w=1, 1000;w=3600`).
+fn legacy(headers: &HeaderMap, limit: &str, remaining: &str, reset: &str) -> Hints {
+    let mut hints = Hints::default();
+    for item in members(headers, limit) {
+        if let (Ok(quota), Some(window)) = (item.value.parse::<u64>(), item.integer("w")) {
+            hints.policy_rate = lowest(hints.policy_rate, rate(quota, window));
+        }
+    }
+    hints.remaining = first_integer(headers, remaining);
+    hints.reset = first_integer(headers, reset).and_then(reset_delay);
+    hints
+}
+
+/// A reset given as seconds left, or as a Unix time in seconds or milliseconds.
+fn reset_delay(value: u64) -> Option<Duration> {
+    let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let delay = if value >= EPOCH_MILLIS_FROM {
+        Duration::from_millis(value).saturating_sub(now())
+    } else if value >= EPOCH_SECONDS_FROM {
+        Duration::from_secs(value).saturating_sub(now())
+    } else {
+        Duration::from_secs(value)
+    };
+    (delay <= MAX_RESET).then_some(delay)
+}
+
+fn rate(quota: u64, window: u64) -> Option<f64> {
+    (window > 0).then(|| quota as f64 / window as f64)
+}
+
+fn lowest(current: Option<f64>, candidate: Option<f64>) -> Option<f64> {
+    match (current, candidate) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+fn first_integer(headers: &HeaderMap, name: &str) -> Option<u64> {
+    members(headers, name).into_iter().next().and_then(|item| item.value.parse().ok())
+}
+
+/// One member of a structured-field list: its value and its parameters, unquoted.
+#[derive(Debug)]
+struct Member {
+    value: String,
+    params: Vec<(String, String)>,
+}
+
+impl Member {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.params.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+    }
+
+    fn integer(&self, name: &str) -> Option<u64> {
+        self.param(name).and_then(|value| value.parse().ok())
+    }
+}
+
+/// The members of every `name` field line, read leniently as an RFC 8941 list: members split on
+/// commas and parameters on semicolons outside quoted strings.
+fn members(headers: &HeaderMap, name: &str) -> Vec<Member> {
+    let mut members = Vec::new();
+    for line in headers.get_all(name) {
+        let Ok(line) = line.to_str() else { continue };
+        for member in split_outside_quotes(line, ',') {
+            let mut parts = split_outside_quotes(member, ';').into_iter();
+            let value = unquote(parts.next().unwrap_or_default());
+            let params = parts
+                .filter_map(|param| {
+                    let (key, value) = param.split_once('=').unwrap_or((param, "?1"));
+                    Some((key.trim().to_owned(), unquote(value))).filter(|(key, _)| !key.is_empty())
+                })
+                .collect();
+            members.push(Member { value, params });
+        }
+    }
+    members
+}
+
+fn split_outside_quotes(text: &str, separator: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (at, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            c if c == separator && !quoted => {
+                parts.push(&text[start..at]);
+                start = at + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn unquote(value: &str) -> String {
+    let value = value.trim();
+    match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+        Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
+        None => value.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn headers(fields: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in fields {
+            map.append(*name, HeaderValue::from_static(value));
+        }
+        map
+    }
+
+    #[test]
+    fn ietf_fields_give_the_lowest_request_rate_and_the_lowest_quota_left() {
+        let hints = Hints::read(&headers(&[
+            ("ratelimit-policy", r#""permin";q=50;w=60, "burst";q=20;w=1"#),
+            ("ratelimit-policy", r#""bytes";q=1000;qu="content-bytes";w=1"#),
+            ("ratelimit", r#""burst";r=7;t=1, "permin";r=3;t=40"#),
+        ]));
+        assert_eq!(hints.policy_rate, Some(50.0 / 60.0));
+        assert_eq!((hints.remaining, hints.reset), (Some(3), Some(Duration::from_secs(40))));
+        assert!(!hints.exhausted());
+
+        let tokens = Hints::read(&headers(&[("ratelimit", "default;r=0;t=2;pk=:cHsdsRa894==:")]));
+        assert!(tokens.exhausted());
+        assert_eq!((tokens.policy_rate, tokens.reset), (None, Some(Duration::from_secs(2))));
+    }
+
+    #[test]
+    fn older_drafts_and_x_ratelimit_fields() {
+        let draft = Hints::read(&headers(&[
+            ("ratelimit-limit", "10, 10;w=1, 1000;w=3600"),
+            ("ratelimit-remaining", "4"),
+            ("ratelimit-reset", "7"),
+        ]));
+        assert_eq!(draft.policy_rate, Some(1000.0 / 3600.0));
+        assert_eq!((draft.remaining, draft.reset), (Some(4), Some(Duration::from_secs(7))));
+
+        let in_a_minute = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs() + 60;
+        let mut github = HeaderMap::new();
+        github.insert("x-ratelimit-limit", HeaderValue::from(5000));
+        github.insert("x-ratelimit-remaining", HeaderValue::from(0));
+        github.insert("x-ratelimit-reset", HeaderValue::from(in_a_minute));
+        let hints = Hints::read(&github);
+        assert!(hints.exhausted());
+        assert_eq!(hints.policy_rate, None, "a limit without a window says no rate");
+        let reset = hints.reset.expect("a reset");
+        assert!(reset > Duration::from_secs(55) && reset <= Duration::from_secs(60), "{reset:?}");
+    }
+
+    #[test]
+    fn unreadable_fields_are_ignored() {
+        for fields in [
+            &[("ratelimit", "r=abc"), ("ratelimit-policy", "q=10;w=0")][..],
+            &[("ratelimit-policy", r#""a;b";q=1"#)],
+            &[("x-ratelimit-remaining", "-1"), ("x-ratelimit-reset", "99999999")],
+            &[("ratelimit", "\"unterminated;r=1")],
+        ] {
+            let hints = Hints::read(&headers(fields));
+            assert!(hints.policy_rate.is_none() && !hints.exhausted(), "{fields:?}: {hints:?}");
+        }
+        assert_eq!(Hints::read(&HeaderMap::new()), Hints::default());
+    }
+}

@@ -1,0 +1,212 @@
+//! Pacing: one request budget for a client and every client derived from it, and over Redis
+//! one for a fleet of processes.
+//!
+//! - [`RateLimit`] is the setting ([`ClientBuilder::rate_limit`](crate::ClientBuilder::rate_limit)).
+//! - [`limiter`]: the budget's state, apart from any waiting: the GCRA schedule, pauses, and the
+//!   rate that adapts to the server's answers (CUBIC, as aws-sdk-rust's adaptive retry mode).
+//! - [`hints`]: the `RateLimit` / `RateLimit-Policy` and `X-RateLimit-*` fields of a response.
+//! - [`pacer`]: the budget every request of a client waits for, in order of arrival.
+//! - `fleet` (feature `redis`): what a budget shared by processes offers; the Redis one lives
+//!   with the Redis connection, in `auth`.
+
+#[cfg(feature = "redis")]
+mod fleet;
+mod hints;
+mod limiter;
+mod pacer;
+
+use std::fmt;
+
+#[cfg(feature = "redis")]
+pub(crate) use fleet::{FleetBudget, FleetFactory, Reservation};
+pub(crate) use pacer::Pacer;
+
+use crate::Error;
+
+/// How fast a client sends requests: set with
+/// [`ClientBuilder::rate_limit`](crate::ClientBuilder::rate_limit).
+///
+/// Every request of the client waits for the budget: single pages, every page of every
+/// listing (the first ones too), and the requests of the clients derived from it with
+/// [`Client::with_auth`](crate::Client::with_auth). Waiting requests are served in the order
+/// they arrived, so concurrent listings share the rate fairly. A 429 with `Retry-After`
+/// pauses the whole client until then, not only the request that got it.
+///
+/// - **Adaptive** (the default, without any setting): nothing waits until the server answers
+///   429; then the client lowers its rate and raises it again with each success (as
+///   aws-sdk-rust's adaptive retry mode does). When the server sends the IETF `RateLimit-Policy`
+///   field, the client paces at that rate from the first answer, and when `RateLimit` (or
+///   `X-RateLimit-Remaining`) says no quota is left, it slows down before the server refuses.
+/// - **A known rate**: [`per_second`](Self::per_second) or [`per_minute`](Self::per_minute),
+///   with [`burst`](Self::burst) requests at once after an idle time. The rate is a ceiling:
+///   a 429 still lowers it for a while. `shared(&cache)` (feature `redis`) makes it one budget
+///   for every process that uses the same Redis, API and client id.
+/// - [`none`](Self::none): no pacing at all; each request retries its own 429s under its
+///   [`RetryPolicy`](crate::RetryPolicy), counting them as attempts (the behaviour before
+///   pacing existed).
+///
+/// While pacing, waiting for the budget, and sending again after a 429 whose `Retry-After` fits
+/// within the policy's [`max_delay`](crate::RetryPolicy::max_delay), use up no attempts: only
+/// the policy's time budget ([`max_elapsed`](crate::RetryPolicy::max_elapsed)) bounds them. A
+/// pause longer than `max_delay` ends a request at once with the 429 that asked for it.
+///
+/// ```
+/// use business_records::{Auth, Client, RateLimit};
+///
+/// let client = Client::builder()
+///     .base_url("https://api.example.com")
+///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret"))
+///     .rate_limit(RateLimit::per_second(20).burst(5))
+///     .build()?;
+/// # Ok::<(), business_records::Error>(())
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct RateLimit {
+    pub(crate) setting: Setting,
+    pub(crate) processes: Option<u32>,
+    #[cfg(feature = "redis")]
+    pub(crate) fleet: Option<FleetFactory>,
+    pub(crate) error: Option<Error>,
+}
+
+/// What a [`RateLimit`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Setting {
+    Adaptive,
+    Off,
+    Fixed { per_second: f64, burst: u32 },
+}
+
+impl fmt::Debug for RateLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("RateLimit");
+        debug.field("setting", &self.setting).field("processes", &self.processes);
+        #[cfg(feature = "redis")]
+        debug.field("shared", &self.fleet.is_some());
+        debug.finish_non_exhaustive()
+    }
+}
+
+impl Default for RateLimit {
+    /// [`RateLimit::adaptive`].
+    fn default() -> Self {
+        RateLimit::adaptive()
+    }
+}
+
+impl RateLimit {
+    /// The default: no fixed rate; the client slows down when the server answers 429 or
+    /// advertises its limit, and speeds up again with each success.
+    pub fn adaptive() -> Self {
+        RateLimit::with(Setting::Adaptive)
+    }
+
+    /// No pacing: requests go as soon as they are made, and each retries its own 429s under its
+    /// [`RetryPolicy`](crate::RetryPolicy), which counts them as attempts.
+    pub fn none() -> Self {
+        RateLimit::with(Setting::Off)
+    }
+
+    /// At most `requests` a second, one at a time (see [`burst`](Self::burst)). At least 1.
+    pub fn per_second(requests: u32) -> Self {
+        RateLimit::fixed("per_second", requests, 1.0)
+    }
+
+    /// At most `requests` a minute, evenly spaced. At least 1.
+    pub fn per_minute(requests: u32) -> Self {
+        RateLimit::fixed("per_minute", requests, 60.0)
+    }
+
+    /// How many requests may go at once after an idle time (the bucket's size). At least 1.
+    /// Default: 1, evenly spaced requests, which never exceeds a server that allows the same
+    /// rate with any burst. Use the server's burst when you know it.
+    pub fn burst(mut self, requests: u32) -> Self {
+        match &mut self.setting {
+            _ if requests == 0 => {
+                return self.fail(Error::invalid("rate_limit", "expected a burst of at least 1 request"));
+            }
+            Setting::Fixed { burst, .. } => *burst = requests,
+            _ => {
+                return self.fail(Error::invalid(
+                    "rate_limit",
+                    "a burst needs a rate: start from `RateLimit::per_second` or `per_minute`",
+                ));
+            }
+        }
+        self
+    }
+
+    /// How many processes share the budget of [`shared`](Self::shared), for when its Redis is
+    /// out of reach: each process then paces itself at its share of the rate. Default: the
+    /// number of processes that used the budget in the last 10 seconds, as Redis last said,
+    /// or 1 (the whole rate, still slowed down by 429s) when it never answered.
+    pub fn processes(mut self, processes: u32) -> Self {
+        if processes == 0 {
+            return self.fail(Error::invalid("rate_limit", "expected at least 1 process"));
+        }
+        self.processes = Some(processes);
+        self
+    }
+
+    /// The requests a second this limit allows, when it sets a rate.
+    pub fn rate(&self) -> Option<f64> {
+        match self.setting {
+            Setting::Fixed { per_second, .. } => Some(per_second),
+            _ => None,
+        }
+    }
+
+    fn with(setting: Setting) -> Self {
+        RateLimit {
+            setting,
+            processes: None,
+            #[cfg(feature = "redis")]
+            fleet: None,
+            error: None,
+        }
+    }
+
+    fn fixed(argument: &'static str, requests: u32, seconds: f64) -> Self {
+        let limit = RateLimit::with(Setting::Fixed { per_second: f64::from(requests) / seconds, burst: 1 });
+        if requests == 0 {
+            let message = format!("expected at least 1 request, got 0 (`{argument}`)");
+            return limit.fail(Error::invalid("rate_limit", message));
+        }
+        limit
+    }
+
+    pub(crate) fn fail(mut self, error: Error) -> Self {
+        self.error.get_or_insert(error);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argument(limit: &RateLimit) -> Option<(&'static str, String)> {
+        match &limit.error {
+            Some(Error::InvalidArgument(e)) => Some((e.argument(), e.message().to_owned())),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn settings_keep_the_first_bad_argument() {
+        assert_eq!(RateLimit::per_second(20).burst(5).setting, Setting::Fixed { per_second: 20.0, burst: 5 });
+        assert_eq!(RateLimit::per_minute(30).rate(), Some(0.5));
+        assert_eq!(RateLimit::default().setting, Setting::Adaptive);
+        assert_eq!(RateLimit::none().rate(), None);
+        let zero = RateLimit::per_second(0).burst(0);
+        assert!(
+            argument(&zero).is_some_and(|(a, m)| a == "rate_limit" && m.contains("per_second")),
+            "{zero:?}"
+        );
+        assert!(argument(&RateLimit::per_second(3).burst(0)).is_some_and(|(_, m)| m.contains("burst")));
+        assert!(argument(&RateLimit::adaptive().burst(3)).is_some_and(|(_, m)| m.contains("needs a rate")));
+        assert!(argument(&RateLimit::per_second(3).processes(0)).is_some_and(|(_, m)| m.contains("process")));
+        assert!(argument(&RateLimit::per_second(3).burst(2).processes(4)).is_none());
+    }
+}

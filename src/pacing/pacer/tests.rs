@@ -1,0 +1,228 @@
+//! The pacer on paused Tokio time: order of service, pauses, patience and the server's hints.
+
+use std::sync::{Arc, Mutex as StdMutex};
+
+use http::HeaderValue;
+
+use super::*;
+use crate::error::ApiError;
+
+fn pacer(limit: RateLimit) -> Arc<Pacer> {
+    let api = url::Url::parse("https://api.example.com/v1/").expect("static url");
+    Arc::new(Pacer::new(&limit, &api, "my-client").expect("valid limit"))
+}
+
+fn rate_limited(retry_after: Duration) -> Error {
+    let response = ApiError::new(429, Some(ErrorCode::RateLimited), "/v1/companies");
+    Error::Api(response.with_retry_after(Some(retry_after)))
+}
+
+const PATIENT: Duration = Duration::from_secs(10);
+
+#[tokio::test(start_paused = true)]
+async fn waiting_requests_are_served_in_order_at_the_rate() {
+    let pacer = pacer(RateLimit::per_second(10));
+    let start = Instant::now();
+    let grants = Arc::new(StdMutex::new(Vec::new()));
+    let listings: Vec<_> = (0..3)
+        .map(|listing| {
+            let (pacer, grants) = (Arc::clone(&pacer), Arc::clone(&grants));
+            tokio::spawn(async move {
+                for _ in 0..4 {
+                    pacer.admit(PATIENT, None).await.expect("admitted");
+                    grants.lock().expect("grants").push((listing, start.elapsed()));
+                    // The request itself: the other listings get to queue meanwhile.
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    for listing in listings {
+        listing.await.expect("a listing");
+    }
+    let grants = grants.lock().expect("grants").clone();
+    assert_eq!(grants.len(), 12);
+    for (slot, (_, at)) in grants.iter().enumerate() {
+        assert_eq!(*at, Duration::from_millis(100) * slot as u32, "{grants:?}");
+    }
+    // Each listing waits its turn: none is served twice while another waits.
+    let order: Vec<usize> = grants.iter().map(|(listing, _)| *listing).collect();
+    for round in order.chunks(3) {
+        let mut round = round.to_vec();
+        round.sort_unstable();
+        assert_eq!(round, [0, 1, 2], "{order:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_pauses_every_request_of_the_client_and_slows_it_down() {
+    let pacer = pacer(RateLimit::adaptive());
+    assert!(pacer.is_active());
+    for _ in 0..10 {
+        assert_eq!(pacer.admit(PATIENT, None).await.expect("admitted"), Duration::ZERO, "nothing limits yet");
+    }
+    assert_eq!(pacer.current_rate(), None);
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(1)));
+    let slowed = pacer.current_rate().expect("a rate after a 429");
+    assert!((slowed - 8.0).abs() < 1e-9, "BETA of the 10 requests of the last second: {slowed}");
+
+    // Another listing's request waits out the pause.
+    let waited = pacer.admit(PATIENT, None).await.expect("admitted after the pause");
+    assert_eq!(waited, Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_longer_than_the_request_would_wait_refuses_it_with_its_429() {
+    let pacer = pacer(RateLimit::per_second(5));
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(30)));
+    let started = Instant::now();
+    let refused = pacer.admit(Duration::from_secs(10), None).await.expect_err("a pause of 30 s");
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused at once");
+    assert_eq!(refused.status(), Some(429));
+    assert_eq!(refused.response().map(ApiError::endpoint), Some("/v1/companies"), "the 429 that paused");
+    assert_eq!(refused.retry_after(), Some(Duration::from_secs(30)));
+    tokio::time::advance(Duration::from_secs(25)).await;
+    let waited = pacer.admit(Duration::from_secs(10), None).await.expect("5 s left: waited for");
+    assert_eq!(waited, Duration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_sent_again_waits_no_longer_than_its_time_budget() {
+    let pacer = pacer(RateLimit::per_second(1));
+    pacer.admit(PATIENT, None).await.expect("the first request");
+    // The next slot is a second away: a retry with half a second left does not wait for it.
+    let refused = pacer.admit(PATIENT, Some(Duration::from_millis(500))).await.expect_err("too long a wait");
+    assert_eq!((refused.status(), refused.retry_after()), (Some(429), Some(Duration::from_secs(1))));
+    // A first attempt waits its turn, however long.
+    assert_eq!(pacer.admit(Duration::ZERO, None).await.expect("admitted"), Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_pacing_nothing_waits() {
+    let pacer = pacer(RateLimit::none());
+    assert!(!pacer.is_active());
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(30)));
+    assert_eq!(pacer.admit(Duration::ZERO, None).await.expect("admitted"), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_advertised_policy_paces_from_the_first_answer_and_a_spent_quota_waits() {
+    let pacer = pacer(RateLimit::adaptive());
+    let mut headers = HeaderMap::new();
+    headers.insert("ratelimit-policy", HeaderValue::from_static("\"default\";q=5;w=1"));
+    headers.insert("ratelimit", HeaderValue::from_static("\"default\";r=4;t=1"));
+    pacer.admit(PATIENT, None).await.expect("the first request");
+    pacer.response(Instant::now(), 200, &headers);
+    assert_eq!(pacer.current_rate(), Some(5.0));
+    let started = Instant::now();
+    for _ in 0..3 {
+        pacer.admit(PATIENT, None).await.expect("admitted");
+    }
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_millis(600),
+        "200 ms apart, from the request sent before the policy was known"
+    );
+
+    // Without a policy, a used-up quota waits for its reset.
+    let spent = self::pacer(RateLimit::adaptive());
+    let mut headers = HeaderMap::new();
+    headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
+    headers.insert("x-ratelimit-reset", HeaderValue::from_static("2"));
+    spent.response(Instant::now(), 200, &headers);
+    assert_eq!(spent.admit(PATIENT, None).await.expect("admitted"), Duration::from_secs(2));
+}
+
+#[cfg(feature = "redis")]
+mod redis_fleet {
+    //! A fleet budget standing in for Redis: answering, pausing, or gone.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::pacing::{FleetBudget, FleetFactory, Reservation};
+
+    #[derive(Debug)]
+    struct Fake {
+        answer: StdMutex<Option<Reservation>>,
+        pauses: StdMutex<Vec<Duration>>,
+        asked: AtomicUsize,
+    }
+
+    impl FleetBudget for Fake {
+        fn reserve(
+            &self,
+            _rate: f64,
+            _burst: u32,
+            _patience: Duration,
+        ) -> BoxFuture<'_, Option<Reservation>> {
+            self.asked.fetch_add(1, Ordering::Relaxed);
+            let answer = *self.answer.lock().expect("answer");
+            Box::pin(async move { answer })
+        }
+
+        fn pause(&self, pause: Duration) -> BoxFuture<'_, ()> {
+            self.pauses.lock().expect("pauses").push(pause);
+            Box::pin(async {})
+        }
+    }
+
+    fn fleet(answer: Option<Reservation>, limit: RateLimit) -> (Arc<Fake>, Arc<Pacer>) {
+        let fake = Arc::new(Fake {
+            answer: StdMutex::new(answer),
+            pauses: StdMutex::default(),
+            asked: AtomicUsize::new(0),
+        });
+        let budget = Arc::clone(&fake);
+        let mut limit = limit;
+        limit.fleet =
+            Some(FleetFactory(Arc::new(move |_: &str, _: &str| Arc::clone(&budget) as Arc<dyn FleetBudget>)));
+        (fake, pacer(limit))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fleet_budget_sets_the_wait_and_its_pause_refuses_the_impatient() {
+        let go = Reservation::Go { wait: Duration::from_millis(300), processes: 4 };
+        let (fake, pacer) = fleet(Some(go), RateLimit::per_second(20));
+        assert_eq!(pacer.admit(PATIENT, None).await.expect("admitted"), Duration::from_millis(300));
+        *fake.answer.lock().expect("answer") =
+            Some(Reservation::Paused { remaining: Duration::from_secs(40), processes: 4 });
+        let refused = pacer.admit(PATIENT, None).await.expect_err("a fleet pause of 40 s");
+        assert_eq!((refused.status(), refused.retry_after()), (Some(429), Some(Duration::from_secs(40))));
+
+        // A 429 here is published to the fleet.
+        pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(2)));
+        tokio::task::yield_now().await;
+        assert_eq!(*fake.pauses.lock().expect("pauses"), [Duration::from_secs(2)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopped_redis_leaves_each_process_its_share_and_it_is_asked_again_later() {
+        let go = Reservation::Go { wait: Duration::ZERO, processes: 4 };
+        let (fake, pacer) = fleet(Some(go), RateLimit::per_second(20));
+        pacer.admit(PATIENT, None).await.expect("admitted: Redis counts 4 processes");
+        *fake.answer.lock().expect("answer") = None;
+        let started = Instant::now();
+        for _ in 0..6 {
+            pacer.admit(PATIENT, None).await.expect("admitted without Redis");
+        }
+        // 20/s shared by 4: 5/s here, 200 ms apart after the first.
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        assert_eq!(pacer.current_rate(), Some(5.0));
+        let asked = fake.asked.load(Ordering::Relaxed);
+        assert_eq!(asked, 3, "asked again once a second, not on every request");
+
+        // A setting wins over Redis's count.
+        let (fake, pacer) = fleet(None, RateLimit::per_second(20).processes(10));
+        pacer.admit(PATIENT, None).await.expect("admitted");
+        assert_eq!(pacer.current_rate(), Some(2.0));
+        *fake.answer.lock().expect("answer") = Some(go);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let started = Instant::now();
+        pacer.admit(PATIENT, None).await.expect("admitted");
+        pacer.admit(PATIENT, None).await.expect("admitted");
+        assert_eq!(started.elapsed(), Duration::ZERO, "back on the shared budget");
+    }
+}

@@ -1,0 +1,214 @@
+//! Pacing (issue 24): one budget for every request of a client, served in order of arrival,
+//! first pages included; a 429 pauses the whole client; without a setting the client adapts to
+//! the server's 429s and to its advertised `RateLimit-Policy`. The reference server's rate
+//! limit is a token bucket per client id, as DESIGN.md section 3 decides.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use business_records::reference_server::{Fault, Faults, ReferenceServer, RetryAfter, TokenBucket};
+use business_records::{Client, Error, RateLimit, RetryPolicy};
+use futures::future::join_all;
+
+use crate::support::{self, drain};
+
+crate::cases! {
+    ServerControl:
+        eight_listings_of_one_client_under_a_shared_limit_deliver_every_item_exactly_once,
+        without_a_setting_eight_listings_slow_down_and_none_fails,
+        a_429_to_one_listing_delays_the_others,
+        while_pacing_a_429_uses_up_no_attempt_and_only_time_ends_it,
+        a_listing_reports_how_long_it_waited_for_the_budget,
+        an_advertised_limit_paces_an_adaptive_client_from_the_first_answer;
+}
+
+/// A server of `companies` companies whose list endpoints allow 20 requests a second, 5 at
+/// once, per client id.
+async fn limited(companies: usize, bucket: TokenBucket) -> ReferenceServer {
+    ReferenceServer::builder().companies(companies).contacts_per_company(0).rate_limit(bucket).start().await
+}
+
+fn expected(server: &ReferenceServer) -> Vec<String> {
+    server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect()
+}
+
+/// `listings` listings of every company, `limit` a page, on one client at the same time.
+async fn list_together(client: &Client, listings: usize, limit: u32) -> Vec<(Vec<String>, Option<Error>)> {
+    join_all((0..listings).map(|_| async {
+        let mut stream = client.companies().limit(limit).stream();
+        drain(&mut stream).await
+    }))
+    .await
+}
+
+/// Every listing ended without an error, with every company once, in order.
+pub fn assert_complete(server: &ReferenceServer, results: &[(Vec<String>, Option<Error>)]) {
+    let expected = expected(server);
+    for (n, (ids, error)) in results.iter().enumerate() {
+        assert!(error.is_none(), "listing {n} failed: {error:?}");
+        assert!(
+            *ids == expected,
+            "listing {n}: every company once, in order ({} of {})",
+            ids.len(),
+            expected.len()
+        );
+    }
+}
+
+async fn eight_listings_of_one_client_under_a_shared_limit_deliver_every_item_exactly_once() {
+    let server = limited(40, TokenBucket::per_second(20).burst(5)).await;
+    let client = support::client_for(&server).rate_limit(RateLimit::per_second(20)).build().expect("client");
+    let started = Instant::now();
+    let results = list_together(&client, 8, 10).await;
+    let elapsed = started.elapsed();
+    assert_complete(&server, &results);
+
+    let counts = server.rate_limit_counts();
+    assert_eq!(counts.admitted, 32, "four pages for each of eight listings, each page once");
+    assert!(counts.refused <= 1, "the client kept to the server's rate: {counts:?}");
+    // 32 requests at 20 a second: 31 intervals of 50 ms.
+    assert!(elapsed >= Duration::from_millis(1500), "paced: {elapsed:?}");
+    // Served in order of arrival: the eight first pages went first, none waited for another
+    // listing to finish.
+    let requests = server.api_requests();
+    let first_pages = requests[..8].iter().filter(|r| r.query_param("cursor").is_none()).count();
+    assert_eq!(
+        first_pages,
+        8,
+        "{:?}",
+        requests.iter().map(|r| r.query_param("cursor").is_some()).collect::<Vec<_>>()
+    );
+}
+
+async fn without_a_setting_eight_listings_slow_down_and_none_fails() {
+    let server = limited(40, TokenBucket::per_second(20).burst(5)).await;
+    // The default retry policy: 4 attempts. Before pacing, 2 or 3 of 8 such listings failed
+    // with `RetriesExhausted` after four 429s.
+    let client = support::client_for(&server).build().expect("client");
+    let results = list_together(&client, 8, 10).await;
+    assert_complete(&server, &results);
+    let counts = server.rate_limit_counts();
+    assert_eq!(counts.admitted, 32);
+    let refused = counts.refused as f64 / (counts.admitted + counts.refused) as f64;
+    assert!(refused < 0.3, "the listings stopped fighting over the budget: {counts:?}");
+}
+
+/// The time of `request` since `start`.
+fn since(start: SystemTime, at: SystemTime) -> Duration {
+    at.duration_since(start).unwrap_or_default()
+}
+
+/// Three listings at once, the fourth request a 429 with `Retry-After: 1`: how long after it the
+/// next request that was not already under way arrived.
+async fn quiet_after_a_429(limit: RateLimit) -> (ReferenceServer, Duration) {
+    let server = ReferenceServer::builder()
+        .companies(30)
+        .contacts_per_company(0)
+        .faults(Faults::new().at(4, Fault::RateLimited(RetryAfter::Seconds(1))))
+        .start()
+        .await;
+    // Each listing a page every 200 ms at most: without pacing they are still going when the
+    // 429's second is over.
+    let client = support::client_for(&server)
+        .rate_limit(limit)
+        .page_delay(Duration::from_millis(200))
+        .build()
+        .expect("client");
+    // The token first (request 1), so that the three listings start together.
+    client.companies().limit(1).send().await.expect("a page");
+    let results = list_together(&client, 3, 10).await;
+    assert_complete(&server, &results);
+    let requests = server.api_requests();
+    let refused = requests.iter().find(|r| r.status == 429).expect("the injected 429");
+    // Requests sent before the client read the 429 may arrive just after it.
+    let in_flight = Duration::from_millis(100);
+    let quiet = requests
+        .iter()
+        .map(|r| since(refused.received_at, r.received_at))
+        .filter(|after| *after > in_flight)
+        .min()
+        .expect("requests after the 429");
+    (server, quiet)
+}
+
+async fn a_429_to_one_listing_delays_the_others() {
+    let (_, quiet) = quiet_after_a_429(RateLimit::adaptive()).await;
+    // Arrival times: allow a little for a busy machine.
+    assert!(quiet >= Duration::from_millis(950), "every listing waited for the pause: {quiet:?}");
+    // Without pacing, only the refused request waits: the others go on.
+    let (_, quiet) = quiet_after_a_429(RateLimit::none()).await;
+    assert!(quiet < Duration::from_millis(900), "the other listings went on: {quiet:?}");
+}
+
+async fn while_pacing_a_429_uses_up_no_attempt_and_only_time_ends_it() {
+    let slow_down = || Some(Fault::RateLimited(RetryAfter::Seconds(0)));
+    let server = ReferenceServer::builder()
+        .companies(10)
+        .contacts_per_company(0)
+        .faults(Faults::new().sequence([slow_down(), slow_down()]))
+        .start()
+        .await;
+    let one_retry = RetryPolicy::default().max_attempts(2).initial_delay(Duration::from_millis(1));
+    let client = support::client_for(&server).retry(one_retry.clone()).build().expect("client");
+    let mut companies = client.companies().stream();
+    let (ids, error) = drain(&mut companies).await;
+    assert!(error.is_none(), "two 429s, one retry allowed, yet: {error:?}");
+    assert_eq!((ids.len(), companies.retries()), (10, 2));
+
+    // A server that never stops saying so: the client slows down at each 429 (to one request
+    // every two seconds at the slowest), and the policy's time ends the request.
+    server.set_faults(Faults::new().every(1, Fault::RateLimited(RetryAfter::Seconds(0))));
+    let client = support::client_for(&server).build().expect("client");
+    let started = Instant::now();
+    let policy = one_retry.max_elapsed(Duration::from_secs(4));
+    let error = client.companies().retry(policy).send().await.expect_err("always rate limited");
+    assert!(matches!(error, Error::RetriesExhausted(ref e) if e.attempts() > 2), "{error:?}");
+    assert_eq!(error.status(), Some(429));
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(5), "{elapsed:?}");
+}
+
+async fn a_listing_reports_how_long_it_waited_for_the_budget() {
+    let server = ReferenceServer::builder().companies(50).contacts_per_company(0).start().await;
+    let paced = support::client_for(&server).rate_limit(RateLimit::per_second(10)).build().expect("client");
+    let mut companies = paced.companies().limit(10).stream();
+    let (ids, error) = drain(&mut companies).await;
+    assert!(error.is_none() && ids.len() == 50, "{error:?}");
+    // Five pages at 10 a second: four waits of up to 100 ms, less each request's own time.
+    let waited = companies.rate_limit_wait();
+    assert!(waited >= Duration::from_millis(200) && waited <= Duration::from_millis(400), "{waited:?}");
+
+    let unpaced = support::client_for(&server).rate_limit(RateLimit::none()).build().expect("client");
+    let mut companies = unpaced.companies().limit(10).stream();
+    drain(&mut companies).await;
+    assert_eq!(companies.rate_limit_wait(), Duration::ZERO);
+}
+
+async fn an_advertised_limit_paces_an_adaptive_client_from_the_first_answer() {
+    let server = limited(100, TokenBucket::per_second(10).burst(3).fields(true)).await;
+    let client = support::client_for(&server).build().expect("client");
+    let started = Instant::now();
+    let mut companies = client.companies().limit(10).stream();
+    let (ids, error) = drain(&mut companies).await;
+    assert!(error.is_none() && ids.len() == 100, "{error:?}");
+    assert_eq!(server.rate_limit_counts().refused, 0, "paced at the advertised 10 a second before any 429");
+    assert!(
+        started.elapsed() >= Duration::from_millis(850),
+        "ten pages, 100 ms apart: {:?}",
+        started.elapsed()
+    );
+
+    // What the fields say, and a refusal's Retry-After in whole seconds.
+    server.set_rate_limit(Some(TokenBucket::per_second(2).burst(1).fields(true)));
+    let http = reqwest::Client::new();
+    let token = server.mint_token(Default::default());
+    let get = || http.get(format!("{}/v1/companies?limit=1", server.base_url())).bearer_auth(&token).send();
+    let first = get().await.expect("a response");
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["ratelimit-policy"], "\"default\";q=2;w=1");
+    assert_eq!(first.headers()["ratelimit"], "\"default\";r=0;t=1");
+    let refused = get().await.expect("a response");
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: serde_json::Value = refused.json().await.expect("a JSON error");
+    assert_eq!(body["error"], "rate_limited");
+}
