@@ -10,7 +10,7 @@
 //! `BUSINESS_RECORDS_REFERENCE_PORT` and `BUSINESS_RECORDS_REFERENCE_AUTH_PORT`, else 8080
 //! and the API port plus one; 0 picks a free port (read it from the printed URLs).
 
-use business_records::reference_server::ReferenceServer;
+use business_records_reference_server::ReferenceServer;
 use clap::Parser;
 use std::process::ExitCode;
 

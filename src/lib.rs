@@ -225,10 +225,6 @@ mod urls;
 mod version;
 mod wire;
 
-#[cfg(feature = "reference-server")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reference-server")))]
-pub mod reference_server;
-
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder};
 pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};

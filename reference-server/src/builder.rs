@@ -9,8 +9,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::{
     DeprecationHeaders, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OPENAPI_PATH, OddRecords, Proxies,
-    ReferenceServer, Shared, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, users,
-    versions,
+    ReferenceServer, Shared, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, secrets,
+    users, versions,
 };
 
 /// Configures and starts a [`ReferenceServer`].
@@ -239,7 +239,7 @@ impl ReferenceServerBuilder {
         let recorder = recorder::Recorder::new(self.recorded_headers);
         recorder.mount(&auth_server).await;
         recorder.mount(&api_server).await;
-        let replay_secret = crate::auth::pkce::random_value();
+        let replay_secret = secrets::random_value();
         let start_proxy =
             |server: &MockServer| match proxy::Proxy::start(*server.address(), replay_secret.clone()) {
                 Ok(proxy) => proxy,

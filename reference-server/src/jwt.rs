@@ -1,11 +1,13 @@
-//! RS256 token signing and the matching JWKS.
+//! RS256 token signing, the matching JWKS, and the validator of the tokens signed.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Once, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
+
+use super::access::AccessValidator;
 
 /// The RS256 key shipped with the reference server (PKCS#8 PEM).
 pub(crate) const DEFAULT_SIGNING_KEY_PEM: &str = include_str!("signing_key.pem");
@@ -46,7 +48,7 @@ impl std::fmt::Debug for Signer {
 impl Signer {
     /// Loads an RSA private key (PKCS#1 or PKCS#8 PEM).
     pub(crate) fn from_pem(pem: &str, kid: &str) -> Result<Self, String> {
-        crate::auth::verify::ensure_crypto_provider();
+        ensure_crypto_provider();
         let key =
             EncodingKey::from_rsa_pem(pem.as_bytes()).map_err(|e| format!("invalid rsa private key: {e}"))?;
         let jwk = Jwk::from_encoding_key(&key, Algorithm::RS256)
@@ -124,12 +126,25 @@ pub(crate) fn corrupt_signature(token: &str) -> String {
     }
 }
 
-/// The key the server signs with, its JWKS, and a verifier that trusts exactly that key.
+/// Installs jsonwebtoken's aws-lc backend as the process default, once. With one backend
+/// feature jsonwebtoken finds it by itself; a larger build may unify both features, and then
+/// it could not choose and would panic at the first signature.
+fn ensure_crypto_provider() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Another provider already installed stays: both sign and verify RS256 alike.
+        let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
+            &jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER,
+        );
+    });
+}
+
+/// The key the server signs with, its JWKS, and a validator that trusts exactly that key.
 #[derive(Debug)]
 pub(crate) struct KeyRing {
     pub(crate) signer: Signer,
     pub(crate) jwks_json: String,
-    pub(crate) verifier: crate::auth::TokenVerifier,
+    pub(crate) validator: AccessValidator,
 }
 
 /// The server's signing key, which a rotation replaces.
@@ -141,7 +156,7 @@ pub(crate) struct SigningKeys {
 }
 
 impl SigningKeys {
-    /// Signs with `pem` under `kid`; the verifier checks `issuer` and `audience`.
+    /// Signs with `pem` under `kid`; the validator checks `issuer` and `audience`.
     pub(crate) fn new(pem: &str, kid: &str, issuer: String, audience: String) -> Result<Self, String> {
         let ring = Self::ring(pem, kid, &issuer, &audience)?;
         Ok(SigningKeys { current: RwLock::new(Arc::new(ring)), issuer, audience })
@@ -150,9 +165,9 @@ impl SigningKeys {
     fn ring(pem: &str, kid: &str, issuer: &str, audience: &str) -> Result<KeyRing, String> {
         let signer = Signer::from_pem(pem, kid)?;
         let jwks_json = signer.jwks_json();
-        let verifier =
-            crate::auth::TokenVerifier::from_jwks(&jwks_json, issuer, audience).map_err(|e| e.to_string())?;
-        Ok(KeyRing { signer, jwks_json, verifier })
+        let component = |name: &str| signer.jwk[name].as_str().unwrap_or_default().to_owned();
+        let validator = AccessValidator::new(kid, &component("n"), &component("e"), issuer, audience)?;
+        Ok(KeyRing { signer, jwks_json, validator })
     }
 
     /// The key in use.
@@ -195,7 +210,9 @@ pub(crate) fn unix_now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{TokenVerifier, VerifyError};
+    use crate::access::Rejection;
+
+    const ISSUER: &str = "http://127.0.0.1:1";
 
     fn claims<'a>(scopes: &'a [String], lifetime_secs: i64, kid: &'a str) -> TokenClaims<'a> {
         TokenClaims {
@@ -204,7 +221,7 @@ mod tests {
             scopes,
             lifetime_secs,
             audience: "aud",
-            issuer: "http://127.0.0.1:1",
+            issuer: ISSUER,
             kid,
             generation: 0,
             clock_skew_secs: 0,
@@ -212,55 +229,64 @@ mod tests {
     }
 
     #[test]
-    fn issued_tokens_verify() {
-        let signer = Signer::from_pem(DEFAULT_SIGNING_KEY_PEM, DEFAULT_KID).unwrap();
-        let jwks: Value = serde_json::from_str(&signer.jwks_json()).unwrap();
+    fn issued_tokens_validate() {
+        let keys =
+            SigningKeys::new(DEFAULT_SIGNING_KEY_PEM, DEFAULT_KID, ISSUER.into(), "aud".into()).unwrap();
+        let ring = keys.current();
+        let (signer, validator) = (&ring.signer, &ring.validator);
+        let jwks: Value = serde_json::from_str(&ring.jwks_json).unwrap();
         assert_eq!(jwks["keys"][0]["kid"], DEFAULT_KID);
         assert_eq!(jwks["keys"][0]["alg"], "RS256");
-        let verifier = TokenVerifier::from_jwks(&signer.jwks_json(), "http://127.0.0.1:1", "aud").unwrap();
         let scopes = vec!["api/read".to_owned(), "api/write".to_owned()];
 
         let token = signer.issue(&claims(&scopes, 60, DEFAULT_KID)).unwrap();
-        let ok = verifier.verify_cached(&token).unwrap();
-        assert!(ok.has_scope("api/read") && ok.has_scope("api/write"));
-        assert_eq!(ok.aud, vec!["aud"]);
-        assert_eq!(ok.client_id.as_deref(), Some("c"));
-        assert!(ok.extra.contains_key("jti"));
+        let ok = validator.validate(&token).unwrap();
+        assert!(ok.has_scope("api/read") && ok.has_scope("api/write") && !ok.has_scope("api"));
+        assert_eq!(
+            (ok.iss.as_str(), ok.aud.as_slice(), ok.sub.as_deref()),
+            (ISSUER, &["aud".to_owned()][..], Some("c"))
+        );
+        assert_eq!((ok.client_id.as_deref(), ok.generation), (Some("c"), 0));
+        assert_eq!(ok.jti.as_ref().map(String::len), Some(32));
 
-        let expired = signer.issue(&claims(&scopes, -1, DEFAULT_KID)).unwrap();
-        assert!(matches!(verifier.verify_cached(&expired), Err(VerifyError::Expired)));
-        let now = signer.issue(&claims(&scopes, 0, DEFAULT_KID)).unwrap();
-        assert!(matches!(verifier.verify_cached(&now), Err(VerifyError::Expired)));
-
-        let unknown = signer.issue(&claims(&scopes, 60, UNKNOWN_KID)).unwrap();
-        assert!(matches!(verifier.verify_cached(&unknown), Err(VerifyError::UnknownKey { .. })));
-
+        let rejected =
+            |claims: &TokenClaims<'_>| validator.validate(&signer.issue(claims).unwrap()).unwrap_err();
+        assert_eq!(rejected(&claims(&scopes, -1, DEFAULT_KID)), Rejection::Expired);
+        assert_eq!(rejected(&claims(&scopes, 0, DEFAULT_KID)), Rejection::Expired);
+        assert_eq!(rejected(&claims(&scopes, 60, UNKNOWN_KID)), Rejection::UnknownKey);
         let mut wrong_aud = claims(&scopes, 60, DEFAULT_KID);
         wrong_aud.audience = "other";
-        let t = signer.issue(&wrong_aud).unwrap();
-        assert!(matches!(verifier.verify_cached(&t), Err(VerifyError::InvalidAudience)));
-
+        assert_eq!(rejected(&wrong_aud), Rejection::Audience);
         let mut wrong_iss = claims(&scopes, 60, DEFAULT_KID);
         wrong_iss.issuer = "http://evil";
-        let t = signer.issue(&wrong_iss).unwrap();
-        assert!(matches!(verifier.verify_cached(&t), Err(VerifyError::InvalidIssuer)));
+        assert_eq!(rejected(&wrong_iss), Rejection::Issuer);
+        let mut ahead = claims(&scopes, 60, DEFAULT_KID);
+        ahead.clock_skew_secs = 30;
+        assert_eq!(rejected(&ahead), Rejection::NotYetValid);
 
-        // Flip one signature character: same key id, wrong signature.
-        let (head, sig) = token.rsplit_once('.').unwrap();
-        let first = if sig.starts_with('A') { 'B' } else { 'A' };
-        let forged = format!("{head}.{first}{}", &sig[1..]);
-        let err = verifier.verify_cached(&forged).unwrap_err();
-        assert!(matches!(err, VerifyError::InvalidSignature));
-        assert!(!err.to_string().contains(&forged));
-
-        // Payload swapped under a valid signature.
+        // One signature character changed: same key id, wrong signature.
+        let forged = corrupt_signature(&token);
+        assert_ne!(forged, token);
+        assert_eq!(validator.validate(&forged).unwrap_err(), Rejection::Signature);
+        assert!(!Rejection::Signature.to_string().contains(&forged));
+        // Another payload under a valid signature.
         let other = signer.issue(&claims(&[], 60, DEFAULT_KID)).unwrap();
         let mut parts: Vec<&str> = token.split('.').collect();
         parts[1] = other.split('.').nth(1).unwrap();
-        assert!(matches!(verifier.verify_cached(&parts.join(".")), Err(VerifyError::InvalidSignature)));
+        assert_eq!(validator.validate(&parts.join(".")).unwrap_err(), Rejection::Signature);
+        assert_eq!(validator.validate("not-a-jwt").unwrap_err(), Rejection::Malformed);
+    }
 
-        let leeway = verifier.clone().leeway(std::time::Duration::from_secs(120));
-        assert!(leeway.verify_cached(&expired).is_ok());
+    #[test]
+    fn tokens_of_a_withdrawn_key_are_refused() {
+        let keys =
+            SigningKeys::new(DEFAULT_SIGNING_KEY_PEM, DEFAULT_KID, ISSUER.into(), "aud".into()).unwrap();
+        let before = keys.current().signer.issue(&claims(&[], 60, DEFAULT_KID)).unwrap();
+        keys.rotate(DEFAULT_SIGNING_KEY_PEM, "second").unwrap();
+        let ring = keys.current();
+        assert_eq!(ring.validator.validate(&before).unwrap_err(), Rejection::UnknownKey);
+        let after = ring.signer.issue(&claims(&[], 60, "second")).unwrap();
+        assert!(ring.validator.validate(&after).is_ok());
     }
 
     #[test]

@@ -1,5 +1,16 @@
-//! An in-process reference implementation of the business-records API
-//! (feature `reference-server`).
+//! An in-process reference implementation of the business-records API and its authorization
+//! server, for tests: of the `business-records` client crate, and of code of your own that
+//! talks to the API.
+//!
+//! It shares no code with the client: its PKCE check, its token signing and validation, its
+//! cursors and its HTTP dates are its own, so a test of the client against it checks the
+//! client against an independent implementation of the specification. Add it as a
+//! dev-dependency:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! business-records-reference-server = "0.1"
+//! ```
 //!
 //! [`ReferenceServer`] runs two local HTTP servers: an authorization server
 //! ([`auth_url`](ReferenceServer::auth_url): `GET /oauth2/authorize`,
@@ -28,8 +39,8 @@
 //!   answered 200.
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
-//!   audience; space-separated `scope`), validated on every API request with
-//!   [`TokenVerifier`](crate::auth::TokenVerifier). A missing, invalid or
+//!   audience; space-separated `scope`), validated on every API request against the key the
+//!   server signs with (spec Part 5.7: signature, `exp`, `iss`, `aud`). A missing, invalid or
 //!   expired token is 401 `invalid_token`; a token without `api/read` is 401
 //!   `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
 //! - `limit` is 1 to 100 (default 20); `sort` is `name`, `createdAt` or
@@ -73,7 +84,7 @@
 //! server's own addresses in place of the example ones.
 //!
 //! ```no_run
-//! use business_records::reference_server::ReferenceServer;
+//! use business_records_reference_server::ReferenceServer;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = ReferenceServer::builder().companies(250).seed(7).start().await;
@@ -90,6 +101,11 @@
 //! # Ok(()) }
 //! ```
 
+#![deny(missing_docs)]
+// Library code never unwraps: what comes from the network or the caller gets an error instead.
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod access;
 mod api;
 mod auth;
 mod builder;
@@ -97,13 +113,15 @@ mod cursor;
 mod dataset;
 mod faults;
 mod hostile;
+mod http_date;
 mod jwt;
 mod odd;
+mod pkce;
 mod proxy;
 mod recorder;
-#[cfg(feature = "redis")]
 mod redis_server;
 mod reply;
+mod secrets;
 mod served;
 mod shared;
 mod token_spec;
@@ -122,7 +140,6 @@ pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter};
 pub use hostile::Hostile;
 pub use odd::{OddKind, OddRecords};
 pub use recorder::RecordedRequest;
-#[cfg(feature = "redis")]
 pub use redis_server::RedisServer;
 pub use served::ServedRequest;
 pub use token_spec::TokenSpec;
@@ -134,7 +151,7 @@ pub(crate) use shared::Shared;
 /// The API's OpenAPI 3.1 document (`openapi/business-records-v1.yaml`), with
 /// `https://api.example.com` standing for the API's base URL and
 /// `https://auth.example.com` for the authorization server.
-pub const OPENAPI_DOCUMENT: &str = include_str!("../../openapi/business-records-v1.yaml");
+pub const OPENAPI_DOCUMENT: &str = include_str!("../openapi/business-records-v1.yaml");
 
 /// Where the API server serves [`OPENAPI_DOCUMENT`].
 pub(crate) const OPENAPI_PATH: &str = "/openapi.yaml";

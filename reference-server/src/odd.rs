@@ -47,7 +47,7 @@ impl OddKind {
 /// 20, ... are odd, taking the kinds in turn.
 ///
 /// ```
-/// use business_records::reference_server::{OddKind, OddRecords};
+/// use business_records_reference_server::{OddKind, OddRecords};
 ///
 /// let odd = OddRecords::every(7);
 /// assert_eq!(odd.kind_of(5), None);

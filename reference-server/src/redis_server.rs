@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 /// persistence. Stopped (and its directory removed) when dropped.
 ///
 /// ```no_run
-/// use business_records::reference_server::RedisServer;
+/// use business_records_reference_server::RedisServer;
 /// let redis = RedisServer::start().expect("redis-server is installed");
 /// println!("{}", redis.url());
 /// ```

@@ -40,7 +40,7 @@ impl ErrorReply {
         let mut response =
             ResponseTemplate::new(self.status).insert_header("cache-control", "no-store").set_body_json(body);
         for (name, value) in self.headers {
-            if let Ok(value) = reqwest::header::HeaderValue::from_str(&value) {
+            if let Ok(value) = wiremock::http::HeaderValue::from_str(&value) {
                 response = response.insert_header(name, value);
             }
         }

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use super::access::AccessClaims;
 use super::served::{API_LOG_CAPACITY, ServedRequest};
 use super::{Lifecycle, auth, faults, hostile};
 
@@ -57,9 +58,13 @@ impl Shared {
         self.revoked_access_tokens.lock().unwrap_or_else(|e| e.into_inner()).insert(jti);
     }
 
-    /// Whether the access token with these claims was revoked on its own.
-    pub(crate) fn is_revoked(&self, claims: &crate::auth::Claims) -> bool {
-        let Some(jti) = claims.extra.get("jti").and_then(serde_json::Value::as_str) else { return false };
+    /// Whether the access token with these claims was revoked: on its own (RFC 7009), or with
+    /// every token of an earlier generation.
+    pub(crate) fn is_revoked(&self, claims: &AccessClaims) -> bool {
+        if claims.generation < self.token_generation.load(Ordering::SeqCst) {
+            return true;
+        }
+        let Some(jti) = &claims.jti else { return false };
         self.revoked_access_tokens.lock().unwrap_or_else(|e| e.into_inner()).contains(jti)
     }
 

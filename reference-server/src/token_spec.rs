@@ -8,7 +8,7 @@ use std::time::Duration;
 /// the server's token lifetime, signed with the published key.
 ///
 /// ```
-/// use business_records::reference_server::TokenSpec;
+/// use business_records_reference_server::TokenSpec;
 ///
 /// let expired = TokenSpec::new().scopes(["api/read"]).lifetime_secs(-60);
 /// let wrong_audience = TokenSpec::new().audience("another-api");

@@ -106,7 +106,7 @@ impl ReferenceServerBuilder {
     ///
     /// ```
     /// # async fn run() {
-    /// use business_records::reference_server::ReferenceServer;
+    /// use business_records_reference_server::ReferenceServer;
     /// let server = ReferenceServer::builder().users(["alice", "bob", "carol"]).start().await;
     /// assert_eq!(server.users(), ["reference-user", "alice", "bob", "carol"]);
     /// # }
@@ -216,7 +216,7 @@ impl ReferenceServer {
     ///
     /// ```
     /// # async fn run() {
-    /// use business_records::reference_server::ReferenceServer;
+    /// use business_records_reference_server::ReferenceServer;
     ///
     /// let server = ReferenceServer::builder().refresh_token_rotation(true).start().await;
     /// // ... sign in and refresh through a client that saves to `store` ...

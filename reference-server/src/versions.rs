@@ -7,13 +7,13 @@ use chrono::{DateTime, Utc};
 use wiremock::ResponseTemplate;
 
 use super::ErrorReply;
-use crate::timestamp::http_date::format_http_date;
+use super::http_date::format_http_date;
 
 /// The headers a deprecated endpoint sends (spec Part 9.5): `Deprecation`, `Sunset` and
 /// `Link`.
 ///
 /// ```
-/// use business_records::reference_server::DeprecationHeaders;
+/// use business_records_reference_server::DeprecationHeaders;
 /// use chrono::{TimeZone, Utc};
 ///
 /// let headers = DeprecationHeaders::since(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap())

@@ -5,8 +5,8 @@
 use std::collections::BTreeSet;
 
 use business_records::limits::{DEFAULT_LIMIT, MAX_LIMIT};
-use business_records::reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
 use business_records::{Auth, Client, Company, Contact, Error, ErrorCode, Page, Resource, RetryPolicy};
+use business_records_reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate, matchers};

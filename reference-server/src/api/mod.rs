@@ -24,6 +24,7 @@ mod query;
 use serde::Serialize;
 use wiremock::{Request, Respond, ResponseTemplate};
 
+use super::access::AccessClaims;
 use super::cursor::{CursorCodec, CursorError};
 use super::dataset::Dataset;
 use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
@@ -32,7 +33,6 @@ use super::jwt::unix_now_ms;
 use super::odd::OddRecords;
 use super::versions::{self, Lifecycle, Versions};
 use super::{ErrorReply, ServedRequest, Shared};
-use crate::auth::Claims;
 use query::ListQuery;
 
 /// The request header that asks for preview features.
@@ -214,7 +214,7 @@ impl ApiServer {
     }
 
     /// Validates the bearer token and requires [`READ_SCOPE`].
-    fn authenticate(&self, request: &Request) -> Result<Claims, ErrorReply> {
+    fn authenticate(&self, request: &Request) -> Result<AccessClaims, ErrorReply> {
         let token = request
             .headers
             .get("authorization")
@@ -228,13 +228,10 @@ impl ApiServer {
         let claims = self
             .keys
             .current()
-            .verifier
-            .verify_cached(token)
+            .validator
+            .validate(token)
             .map_err(|e| bearer_error("invalid_token", &e.to_string(), None))?;
-        let generation = claims.extra.get("gen").and_then(serde_json::Value::as_u64).unwrap_or(0);
-        if generation < self.shared.token_generation.load(std::sync::atomic::Ordering::SeqCst)
-            || self.shared.is_revoked(&claims)
-        {
+        if self.shared.is_revoked(&claims) {
             return Err(bearer_error("invalid_token", "the token has been revoked", None));
         }
         if !claims.has_scope(READ_SCOPE) {

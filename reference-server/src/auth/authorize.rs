@@ -12,10 +12,10 @@ use url::Url;
 use wiremock::{Request, ResponseTemplate};
 
 use super::super::hostile::Hostile;
+use super::super::secrets::random_value;
 use super::form::printable;
 use super::grants::PendingCode;
 use super::{AuthServer, granted_scopes};
-use crate::auth::pkce::random_value;
 
 /// Why an authorization request failed.
 enum Failure {

@@ -9,9 +9,10 @@ use wiremock::{Request, ResponseTemplate};
 
 use super::super::ErrorReply;
 use super::super::jwt::unix_now;
+use super::super::pkce::s256_challenge;
+use super::super::secrets::{constant_time_eq, random_value};
 use super::id_token::IdTokenClaims;
 use super::{AuthServer, Form, token_response};
-use crate::auth::pkce::{constant_time_eq, random_value, s256_challenge};
 
 /// An authorization code waiting to be exchanged.
 #[derive(Debug, Clone)]

@@ -28,8 +28,8 @@ use self::form::parse_basic;
 pub(crate) use self::grants::Sessions;
 use super::faults::{Fault, FaultState, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target, replacement_body};
 use super::jwt::{SigningKeys, TokenClaims};
+use super::secrets::constant_time_eq;
 use super::{ErrorReply, Shared};
-use crate::auth::pkce::constant_time_eq;
 
 pub(crate) const AUTHORIZE_PATH: &str = "/oauth2/authorize";
 pub(crate) const TOKEN_PATH: &str = "/oauth2/token";

@@ -28,12 +28,12 @@ impl AuthServer {
 
     /// Revokes `token` when it is an access token this server issued to `client_id`.
     fn revoke_access_token(&self, token: &str, client_id: &str) -> bool {
-        let Ok(claims) = self.keys.current().verifier.verify_cached(token) else { return false };
-        let Some(jti) = claims.extra.get("jti").and_then(serde_json::Value::as_str) else { return false };
+        let Ok(claims) = self.keys.current().validator.validate(token) else { return false };
+        let Some(jti) = claims.jti else { return false };
         if claims.client_id.as_deref() != Some(client_id) {
             return false;
         }
-        self.shared.revoke_access_token(jti.to_owned());
+        self.shared.revoke_access_token(jti);
         true
     }
 }

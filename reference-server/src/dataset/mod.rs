@@ -17,7 +17,7 @@ pub(crate) use order::Sort;
 pub const COMPANY_STATUSES: [&str; 4] = ["active", "inactive", "prospect", "churned"];
 
 /// A company of the reference [`Dataset`], as served by `GET /v1/companies` (the client's
-/// view of it is [`crate::Company`]).
+/// view of it is `business_records::Company`).
 ///
 /// Serialises to the wire shape (`createdAt`, `employeeCount`, ...).
 /// `industry`, `employeeCount` and `country` are fields the specification
@@ -44,7 +44,7 @@ pub struct DatasetCompany {
 }
 
 /// A contact of the reference [`Dataset`], as served by `GET /v1/contacts` (the client's
-/// view of it is [`crate::Contact`]).
+/// view of it is `business_records::Contact`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DatasetContact {

@@ -1,4 +1,4 @@
-//! What the fault injection did, as [`ReferenceServer::fault_counts`](crate::reference_server::ReferenceServer::fault_counts) reports it.
+//! What the fault injection did, as [`ReferenceServer::fault_counts`](crate::ReferenceServer::fault_counts) reports it.
 
 use std::collections::HashMap;
 

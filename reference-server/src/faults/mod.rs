@@ -194,7 +194,7 @@ impl Rule {
 ///
 /// ```
 /// use std::time::Duration;
-/// use business_records::reference_server::{Fault, Faults, RetryAfter};
+/// use business_records_reference_server::{Fault, Faults, RetryAfter};
 ///
 /// // Every 5th request is rate limited, every 7th is a 503, every 3rd page is empty.
 /// let faults = Faults::new()

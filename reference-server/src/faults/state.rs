@@ -6,12 +6,12 @@ use chrono::DateTime;
 use wiremock::ResponseTemplate;
 
 use super::super::ErrorReply;
+use super::super::http_date::format_http_date;
 use super::super::jwt::unix_now_ms;
 use super::{
     EndpointFaultCounts, Fault, FaultCounts, Faults, MARKER_DROP, MARKER_HEADER, MARKER_OVERSIZE, RetryAfter,
     Rule,
 };
-use crate::timestamp::http_date::format_http_date;
 
 /// Where a request went: the endpoints with a schedule of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

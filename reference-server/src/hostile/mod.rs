@@ -30,7 +30,7 @@ pub(crate) const ANOTHER_USER: &str = "another-user";
 ///
 /// ```
 /// # async fn run() {
-/// use business_records::reference_server::{Hostile, ReferenceServer};
+/// use business_records_reference_server::{Hostile, ReferenceServer};
 ///
 /// let server = ReferenceServer::builder().hostile(Hostile::OmitClaim("sub")).start().await;
 /// // ... a sign-in now gets an ID token without `sub` ...

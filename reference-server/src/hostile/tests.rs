@@ -6,7 +6,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::Value;
 
 use super::*;
-use crate::reference_server::auth::tests::{authorize, sign_in, token, valid_params};
+use crate::auth::tests::{authorize, sign_in, token, valid_params};
 
 fn decode(segment: &str) -> Value {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(segment).unwrap();
