@@ -63,7 +63,7 @@
 //!   to every item, other labels change nothing.
 //! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx with a JSON error, an HTML page
 //!   (as a gateway in front sends) or no body, dropped
-//!   connections and bodies cut short (through a TCP proxy, see [`Fault`]),
+//!   connections and bodies cut short (through an HTTP proxy, see [`Fault`]),
 //!   malformed bodies, slow answers, empty pages, expired cursors, expired tokens, oversized
 //!   bodies (generated as they are sent) and raw replies such as a bare 410. The token and
 //!   JWKS endpoints have schedules of their own ([`Faults::token_every`],

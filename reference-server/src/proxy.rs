@@ -1,36 +1,53 @@
 //! A small HTTP/1.1 proxy in front of a server (the API, the authorization server) that
 //! breaks connections and holds requests on purpose.
 //!
-//! A wiremock responder can only answer; it cannot close a connection early, nor wait before
-//! it acts. For [`Fault::DropConnection`](super::Fault::DropConnection) and
-//! [`Fault::CutBody`](super::Fault::CutBody) the server marks its response with the
-//! [`MARKER_HEADER`] and this proxy, which relays every request and response, carries
-//! the fault out on the real TCP connection: it closes the client's connection without sending
-//! anything, or after the response head and half of the body; for
-//! [`Fault::OversizedBody`](super::Fault::OversizedBody) it sends a body of the size asked for,
-//! generated as it is written. For a slow token answer
+//! A wiremock responder can only answer with a whole response: it cannot close a connection
+//! once it has chosen a fault, cut a body short, stream a body larger than memory, nor wait
+//! before the request is processed. For [`Fault::DropConnection`](super::Fault::DropConnection)
+//! and [`Fault::CutBody`](super::Fault::CutBody) the server marks its response with the
+//! [`MARKER_HEADER`] and this proxy, which relays every request and response, carries the fault
+//! out on the client's connection: it closes it without sending anything, or after the response
+//! head and half of the body; for [`Fault::OversizedBody`](super::Fault::OversizedBody) it sends
+//! a body of the size asked for, generated as it is written. For a slow token answer
 //! ([`MARKER_HOLD`]) the server answers at once without processing the request; the proxy
 //! waits, and if the client is still connected sends the request again with the
 //! [`REPLAY_HEADER`], which the server processes. Unmarked responses are relayed unchanged,
 //! keep-alive included.
 //!
+//! Both sides are hyper's HTTP/1 connections (the hyper wiremock itself serves with): a server
+//! connection per client, and a client connection to the server behind, reused from one request
+//! to the next. A service error makes hyper close the client's connection without a response;
+//! a body error closes it mid-body; and hyper drops a request's service future when its client
+//! goes away, so a held request is never sent again for a client that left.
+//!
 //! The proxy runs on a thread of its own with a single-threaded tokio runtime (as wiremock's
-//! servers do), so it works whatever runtime the test uses, and stops when dropped. It handles
-//! what the API serves: requests without a body or with `Content-Length`, responses framed by
-//! `Content-Length` or by the end of the connection.
+//! servers do), so it works whatever runtime the test uses, and stops when dropped.
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
-use futures::future;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use futures::{StreamExt as _, stream};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt as _, Full, StreamBody};
+use hyper::body::{Bytes, Frame, Incoming};
+use hyper::client::conn::http1::SendRequest;
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue};
+use hyper::http::{request, response};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{Mutex, oneshot};
 
 use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER, MARKER_HOLD, MARKER_OVERSIZE, REPLAY_HEADER};
 
-/// Largest request or response head accepted.
-const MAX_HEAD: usize = 64 * 1024;
+/// The bodies the proxy answers with: relayed whole, cut short or generated.
+type Body = UnsyncBoxBody<Bytes, io::Error>;
+
+/// How long the half of a body cut short is given to reach the client before the connection
+/// closes (hyper flushes what it has written while the body is pending).
+const CUT_PAUSE: Duration = Duration::from_millis(20);
 
 /// A running proxy; dropping it stops it and closes its connections.
 #[derive(Debug)]
@@ -48,6 +65,7 @@ impl Proxy {
         let address = listener.local_addr()?;
         let (shutdown, stopped) = oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let replay_secret: Arc<str> = replay_secret.into();
         std::thread::Builder::new().name("reference-server-proxy".into()).spawn(move || {
             runtime.block_on(async move {
                 let Ok(listener) = TcpListener::from_std(listener) else { return };
@@ -55,15 +73,17 @@ impl Proxy {
                     loop {
                         match listener.accept().await {
                             Ok((client, _)) => {
-                                tokio::spawn(relay(client, upstream, replay_secret.clone()));
+                                tokio::spawn(serve(client, upstream, Arc::clone(&replay_secret)));
                             }
-                            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+                            Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
                         }
                     }
                 };
-                let accept: std::pin::Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(accept);
                 // Runs until the handle is dropped (or its sender is gone).
-                let _ = future::select(stopped, accept).await;
+                tokio::select! {
+                    _ = stopped => {}
+                    () = accept => {}
+                }
             });
         })?;
         Ok(Proxy { address, shutdown: Some(shutdown) })
@@ -83,256 +103,139 @@ impl Drop for Proxy {
     }
 }
 
-/// Relays one client connection, request by request.
-async fn relay(mut client: TcpStream, upstream: SocketAddr, replay_secret: String) {
+/// Serves one client connection, request by request.
+async fn serve(client: TcpStream, upstream: SocketAddr, replay_secret: Arc<str>) {
     let _ = client.set_nodelay(true);
-    let mut from_client = Vec::new();
-    let mut server: Option<(TcpStream, Vec<u8>)> = None;
-    loop {
-        let Some(request) = read_message(&mut client, &mut from_client, None).await else { return };
-        let (server_stream, from_server) = match &mut server {
-            Some(connection) => connection,
-            None => {
-                let Ok(stream) = TcpStream::connect(upstream).await else { return };
-                let _ = stream.set_nodelay(true);
-                server.insert((stream, Vec::new()))
-            }
-        };
-        if server_stream.write_all(&request.bytes).await.is_err() {
-            return;
-        }
-        let Some(mut response) = read_message(server_stream, from_server, Some(&request)).await else {
-            return;
-        };
-        let hold = response.header(MARKER_HEADER).and_then(|marker| hold_delay(&marker));
-        if let Some(delay) = hold {
+    let relay = Arc::new(Relay { upstream, replay_secret, connection: Mutex::new(None) });
+    let service = hyper::service::service_fn(move |request| {
+        let relay = Arc::clone(&relay);
+        async move { relay.handle(request).await }
+    });
+    // Ends when either side closes, or when a fault closes the connection.
+    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(client), service).await;
+}
+
+/// One client connection's way to the server behind.
+struct Relay {
+    upstream: SocketAddr,
+    replay_secret: Arc<str>,
+    /// The connection to `upstream`, opened at the first request and again after it closes.
+    connection: Mutex<Option<SendRequest<Full<Bytes>>>>,
+}
+
+impl Relay {
+    /// Relays `request` and carries out the fault its answer is marked with. An error closes
+    /// the client's connection without a response.
+    async fn handle(&self, request: Request<Incoming>) -> io::Result<Response<Body>> {
+        let (head, body) = request.into_parts();
+        let body = body.collect().await.map_err(io::Error::other)?.to_bytes();
+        let (mut answer, mut answer_body) = self.forward(&head, body.clone(), false).await?;
+        if let Some(delay) = marker(&answer).and_then(hold_delay) {
+            // Dropped with the connection if the client leaves meanwhile: then never replayed.
             tokio::time::sleep(delay).await;
-            if client_gone(&client, &mut from_client) {
-                return;
-            }
-            let replay = request.with_header(REPLAY_HEADER, &replay_secret);
-            if server_stream.write_all(&replay).await.is_err() {
-                return;
-            }
-            let Some(answer) = read_message(server_stream, from_server, Some(&request)).await else {
-                return;
-            };
-            response = answer;
+            (answer, answer_body) = self.forward(&head, body, true).await?;
         }
-        match response.header(MARKER_HEADER).as_deref() {
-            Some(MARKER_DROP) => return,
-            Some(MARKER_CUT) => {
-                let bytes = response.without_header(MARKER_HEADER);
-                let cut = bytes.len() - response.body_len / 2 - response.body_len % 2;
-                let _ = client.write_all(&bytes[..cut]).await;
-                let _ = client.flush().await;
-                return;
-            }
+        let marker = answer.headers.remove(MARKER_HEADER);
+        match marker.as_ref().and_then(|value| value.to_str().ok()) {
+            Some(MARKER_DROP) => Err(io::Error::other("fault: the connection is dropped")),
+            Some(MARKER_CUT) => Ok(Response::from_parts(answer, cut_short(answer_body))),
             Some(marker) if marker.starts_with(MARKER_OVERSIZE) => {
-                let length = marker[MARKER_OVERSIZE.len()..].parse().unwrap_or(0);
-                let _ = send_oversized(&mut client, length).await;
-                return;
+                Ok(oversized(marker[MARKER_OVERSIZE.len()..].parse().unwrap_or(0)))
             }
-            _ => {
-                if client.write_all(&response.bytes).await.is_err() {
-                    return;
-                }
-            }
-        }
-        if request.closes() || response.closes() {
-            return;
+            _ => Ok(Response::from_parts(answer, whole(answer_body))),
         }
     }
+
+    /// Sends the request to the server behind (marked as a replay with `replay`) and reads its
+    /// whole answer.
+    async fn forward(
+        &self,
+        head: &request::Parts,
+        body: Bytes,
+        replay: bool,
+    ) -> io::Result<(response::Parts, Bytes)> {
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = head.method.clone();
+        *request.uri_mut() = head.uri.clone();
+        *request.version_mut() = head.version;
+        *request.headers_mut() = head.headers.clone();
+        if replay {
+            let secret = HeaderValue::from_str(&self.replay_secret).map_err(io::Error::other)?;
+            request.headers_mut().insert(REPLAY_HEADER, secret);
+        }
+        let mut connection = self.connection.lock().await;
+        let mut sender = match connection.take().filter(|sender| !sender.is_closed()) {
+            Some(sender) => sender,
+            None => connect(self.upstream).await?,
+        };
+        sender.ready().await.map_err(io::Error::other)?;
+        let response = sender.send_request(request).await.map_err(io::Error::other)?;
+        let (answer, body) = response.into_parts();
+        let body = body.collect().await.map_err(io::Error::other)?.to_bytes();
+        *connection = Some(sender);
+        Ok((answer, body))
+    }
+}
+
+/// A client connection to `upstream`, driven by a task of its own until it closes.
+async fn connect(upstream: SocketAddr) -> io::Result<SendRequest<Full<Bytes>>> {
+    let stream = TcpStream::connect(upstream).await?;
+    let _ = stream.set_nodelay(true);
+    let (sender, connection) =
+        hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(io::Error::other)?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+/// The fault marker of an answer, if any.
+fn marker(answer: &response::Parts) -> Option<&str> {
+    answer.headers.get(MARKER_HEADER).and_then(|value| value.to_str().ok())
 }
 
 /// The wait a `hold=<ms>` marker asks for.
-fn hold_delay(marker: &str) -> Option<std::time::Duration> {
-    marker.strip_prefix(MARKER_HOLD)?.parse().ok().map(std::time::Duration::from_millis)
+fn hold_delay(marker: &str) -> Option<Duration> {
+    marker.strip_prefix(MARKER_HOLD)?.parse().ok().map(Duration::from_millis)
 }
 
-/// Whether the client has closed its connection (or reset it). Bytes it has sent meanwhile
-/// are kept in `buffer`.
-fn client_gone(client: &TcpStream, buffer: &mut Vec<u8>) -> bool {
-    let mut chunk = [0u8; 4096];
-    loop {
-        match client.try_read(&mut chunk) {
-            Ok(0) => return true,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-            Err(_) => return true,
-        }
-    }
+/// A body sent as it is.
+fn whole(body: Bytes) -> Body {
+    Full::new(body).map_err(|never| match never {}).boxed_unsync()
 }
 
-/// Sends a 200 whose body is `length` bytes, framed by the end of the connection: the start of
-/// a page, then filler records, made chunk by chunk as they are written (never held whole).
-/// Stops early when the client goes away.
-async fn send_oversized(client: &mut TcpStream, length: u64) -> io::Result<()> {
-    const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+/// The first half of `body`, then an error that closes the connection: the response head
+/// still announces the whole length.
+fn cut_short(body: Bytes) -> Body {
+    let half = body.slice(..body.len() / 2);
+    let frames = stream::once(async move { Ok(Frame::data(half)) }).chain(stream::once(async {
+        tokio::time::sleep(CUT_PAUSE).await;
+        Err(io::Error::other("fault: the body is cut short"))
+    }));
+    StreamBody::new(frames).boxed_unsync()
+}
+
+/// A 200 whose body is `length` bytes, with no `Content-Length` (so sent in chunks): the
+/// start of a page, then filler records, made piece by piece as they are written (never held
+/// whole). hyper stops asking for pieces when the client goes away.
+fn oversized(length: u64) -> Response<Body> {
     const RECORD: &[u8] = br#"{"id":"cmp_filler","name":"Filler"},"#;
     const OPENING: &[u8] = b"{\"data\":[";
-    client.write_all(HEAD).await?;
-    let mut filler = Vec::with_capacity(64 * 1024 + RECORD.len());
-    while filler.len() < 64 * 1024 {
-        filler.extend_from_slice(RECORD);
-    }
-    let mut sent = 0u64;
-    while sent < length {
-        let piece: &[u8] = if sent == 0 { OPENING } else { &filler };
-        let take = usize::try_from(length - sent).unwrap_or(usize::MAX).min(piece.len());
-        client.write_all(&piece[..take]).await?;
-        sent += take as u64;
-    }
-    client.flush().await
-}
-
-/// One request or response: its bytes as received, and what the relay needs to know.
-struct Message {
-    bytes: Vec<u8>,
-    head_len: usize,
-    body_len: usize,
-    method: Option<String>,
-}
-
-impl Message {
-    fn head(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.head_len]).unwrap_or("")
-    }
-
-    /// The first value of header `name`, trimmed.
-    fn header(&self, name: &str) -> Option<String> {
-        header_value(self.head(), name)
-    }
-
-    fn closes(&self) -> bool {
-        self.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"))
-    }
-
-    /// The message with a field line `name: value` added after the start line.
-    fn with_header(&self, name: &str, value: &str) -> Vec<u8> {
-        let start_line = self.head().find("\r\n").map_or(0, |i| i + 2);
-        let mut out = Vec::with_capacity(self.bytes.len() + name.len() + value.len() + 4);
-        out.extend_from_slice(&self.bytes[..start_line]);
-        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
-        out.extend_from_slice(&self.bytes[start_line..]);
-        out
-    }
-
-    /// The message with every field line of `name` removed.
-    fn without_header(&self, name: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.bytes.len());
-        for line in self.head().split_inclusive("\r\n") {
-            let is_named =
-                line.split_once(':').is_some_and(|(field, _)| field.trim().eq_ignore_ascii_case(name));
-            if !is_named {
-                out.extend_from_slice(line.as_bytes());
+    let filler = Bytes::from(RECORD.repeat(64 * 1024 / RECORD.len() + 1));
+    let frames = stream::unfold(0u64, move |sent| {
+        let piece = if sent == 0 { Bytes::from_static(OPENING) } else { filler.clone() };
+        async move {
+            if sent >= length {
+                return None;
             }
+            let take = usize::try_from(length - sent).unwrap_or(usize::MAX).min(piece.len());
+            Some((Ok(Frame::data(piece.slice(..take))), sent + take as u64))
         }
-        out.extend_from_slice(&self.bytes[self.head_len..]);
-        out
-    }
-}
-
-fn header_value(head: &str, name: &str) -> Option<String> {
-    head.split("\r\n").skip(1).find_map(|line| {
-        let (field, value) = line.split_once(':')?;
-        field.trim().eq_ignore_ascii_case(name).then(|| value.trim().to_owned())
-    })
-}
-
-/// Reads one message from `stream`, using and refilling `buffer`. A response is read as the
-/// answer to `request`. `None` at the end of the stream or on anything unsupported.
-async fn read_message(
-    stream: &mut TcpStream,
-    buffer: &mut Vec<u8>,
-    request: Option<&Message>,
-) -> Option<Message> {
-    let head_len = loop {
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
-        }
-        if buffer.len() > MAX_HEAD || !fill(stream, buffer).await {
-            return None;
-        }
-    };
-    let head = std::str::from_utf8(&buffer[..head_len]).ok()?.to_owned();
-    if header_value(&head, "transfer-encoding").is_some() {
-        return None;
-    }
-    let first_line = head.split("\r\n").next().unwrap_or("");
-    let content_length = match header_value(&head, "content-length") {
-        Some(value) => Some(value.parse::<usize>().ok()?),
-        None => None,
-    };
-    let body_len = match request {
-        // A request without Content-Length has no body.
-        None => content_length.unwrap_or(0),
-        Some(request) => {
-            let status = first_line.split(' ').nth(1).and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-            let bodiless = request.method.as_deref() == Some("HEAD")
-                || (100..200).contains(&status)
-                || status == 204
-                || status == 304;
-            match (bodiless, content_length) {
-                (true, _) => 0,
-                (false, Some(length)) => length,
-                // Delimited by the end of the connection.
-                (false, None) => {
-                    while fill(stream, buffer).await {}
-                    buffer.len() - head_len
-                }
-            }
-        }
-    };
-    let method = request.is_none().then(|| first_line.split(' ').next().unwrap_or("").to_owned());
-    while buffer.len() < head_len + body_len {
-        if !fill(stream, buffer).await {
-            return None;
-        }
-    }
-    let bytes: Vec<u8> = buffer.drain(..head_len + body_len).collect();
-    Some(Message { bytes, head_len, body_len, method })
-}
-
-/// Reads more bytes into `buffer`; false at the end of the stream or on an error.
-async fn fill(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> bool {
-    let mut chunk = [0u8; 16 * 1024];
-    match stream.read(&mut chunk).await {
-        Ok(0) | Err(_) => false,
-        Ok(n) => {
-            buffer.extend_from_slice(&chunk[..n]);
-            true
-        }
-    }
+    });
+    let mut response = Response::new(StreamBody::new(frames).boxed_unsync());
+    *response.status_mut() = StatusCode::OK;
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn message(raw: &str) -> Message {
-        let head_len = raw.find("\r\n\r\n").map_or(raw.len(), |i| i + 4);
-        Message {
-            bytes: raw.as_bytes().to_vec(),
-            head_len,
-            body_len: raw.len() - head_len,
-            method: Some("GET".into()),
-        }
-    }
-
-    #[test]
-    fn headers_are_read_and_removed_case_insensitively() {
-        let m = message(
-            "HTTP/1.1 200 OK\r\nX-Reference-Fault: cut\r\ncontent-length: 2\r\nConnection: Close\r\n\r\n{}",
-        );
-        assert_eq!(m.header(MARKER_HEADER).as_deref(), Some("cut"));
-        assert!(m.closes());
-        let stripped = String::from_utf8(m.without_header(MARKER_HEADER)).unwrap();
-        assert_eq!(stripped, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nConnection: Close\r\n\r\n{}");
-        let request = message("POST /oauth2/token HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab");
-        let replay = String::from_utf8(request.with_header("x-a", "1")).unwrap();
-        assert_eq!(replay, "POST /oauth2/token HTTP/1.1\r\nx-a: 1\r\nhost: x\r\ncontent-length: 2\r\n\r\nab");
-        assert_eq!(hold_delay("hold=1500"), Some(std::time::Duration::from_millis(1500)));
-        assert_eq!(hold_delay("cut"), None);
-    }
-}
+mod tests;

@@ -17,15 +17,15 @@
 //! endpoint (`GET /.well-known/jwks.json`) has rules of its own too ([`Faults::jwks_at`],
 //! [`Faults::jwks_every`], [`Faults::jwks_sequence`]), for key-fetch outages.
 //!
-//! Most faults are HTTP answers made by the server itself. Two need a
-//! real network failure, which a wiremock responder cannot produce:
-//! [`Fault::DropConnection`] and [`Fault::CutBody`]; and a slow token answer must wait before
-//! the grant is processed. For those the reference server puts a small TCP proxy in front of
-//! the API and one in front of the authorization server (started by
+//! Most faults are HTTP answers made by the server itself. Three need more than a wiremock
+//! responder's whole answer: [`Fault::DropConnection`] and [`Fault::CutBody`], real network
+//! failures, and [`Fault::OversizedBody`], a body larger than memory; and a slow token answer
+//! must wait before the grant is processed. For those the reference server puts a small HTTP
+//! proxy (hyper's) in front of the API and one in front of the authorization server (started by
 //! [`ReferenceServerBuilder::faults`](super::ReferenceServerBuilder::faults));
 //! the server marks the response and the proxy closes the client's
-//! connection, before the first response byte or half-way through the body, or holds the
-//! request and sends it again once the delay is over.
+//! connection, before the first response byte or half-way through the body, generates the
+//! body, or holds the request and sends it again once the delay is over.
 
 mod counts;
 mod state;
@@ -95,8 +95,8 @@ pub enum Fault {
     /// whose `error_description` is huge.
     Reply(u16, Vec<u8>),
     /// A 200 whose body is this many bytes (the start of a page, then filler records), with no
-    /// `Content-Length`: the end of the connection ends it. The proxy generates the bytes as it
-    /// writes them, so the body is never held in memory (needs the proxy, like
+    /// `Content-Length` (it is sent in chunks). The proxy generates the bytes as it writes
+    /// them, so the body is never held in memory (needs the proxy, like
     /// [`Fault::DropConnection`]).
     OversizedBody(u64),
     /// The normal answer, sent after this delay. At the token endpoint the request waits
