@@ -4,13 +4,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wiremock::matchers::{any, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 use super::{
-    DeprecationHeaders, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OPENAPI_PATH, OddRecords, Proxies,
-    ReferenceServer, Shared, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, secrets,
-    users, versions,
+    DeprecationHeaders, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OddRecords, Proxies, ReferenceServer,
+    Shared, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, secrets, users, versions,
 };
 
 /// Configures and starts a [`ReferenceServer`].
@@ -271,36 +269,26 @@ impl ReferenceServerBuilder {
         let token_lifetime_secs = i64::try_from(self.token_lifetime.as_secs()).unwrap_or(i64::MAX);
         let auth_settings = self.users.settings(auth_url.clone(), self.audience.clone(), token_lifetime_secs);
 
-        Mock::given(any())
-            .respond_with(auth::AuthServer {
-                keys: Arc::clone(&keys),
-                clients,
-                settings: auth_settings.clone(),
-                shared: Arc::clone(&shared),
-                replay_secret,
-            })
-            .mount(&auth_server)
-            .await;
+        let auth = auth::AuthServer {
+            keys: Arc::clone(&keys),
+            clients,
+            settings: auth_settings.clone(),
+            shared: Arc::clone(&shared),
+            replay_secret,
+        };
+        auth.mount(&auth_server).await;
         let document = OPENAPI_DOCUMENT
             .replace("https://api.example.com", &api_server.uri())
             .replace("https://auth.example.com", &auth_url);
-        Mock::given(method("GET"))
-            .and(path(OPENAPI_PATH))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(document, "application/yaml"))
-            .with_priority(1)
-            .mount(&api_server)
-            .await;
-        Mock::given(any())
-            .respond_with(api::ApiServer {
-                keys: Arc::clone(&keys),
-                dataset: Arc::clone(&dataset),
-                cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
-                versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
-                odd: self.odd_records,
-                shared: Arc::clone(&shared),
-            })
-            .mount(&api_server)
-            .await;
+        let api = api::ApiServer {
+            keys: Arc::clone(&keys),
+            dataset: Arc::clone(&dataset),
+            cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
+            versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
+            odd: self.odd_records,
+            shared: Arc::clone(&shared),
+        };
+        api.mount(&api_server, ResponseTemplate::new(200).set_body_raw(document, "application/yaml")).await;
 
         ReferenceServer {
             _auth_server: auth_server,

@@ -121,6 +121,7 @@ mod proxy;
 mod recorder;
 mod redis_server;
 mod reply;
+mod routes;
 mod secrets;
 mod served;
 mod shared;

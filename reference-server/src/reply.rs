@@ -24,8 +24,9 @@ impl ErrorReply {
         Self::new(404, "not_found", "no such resource")
     }
 
-    pub(crate) fn method_not_allowed(allow: &'static str) -> Self {
-        Self::new(405, "method_not_allowed", "method not allowed").with_header("allow", allow.to_owned())
+    /// 405, naming the methods allowed (`GET`, or `GET, POST`).
+    pub(crate) fn method_not_allowed(allow: String) -> Self {
+        Self::new(405, "method_not_allowed", "method not allowed").with_header("allow", allow)
     }
 
     /// Adds a response header (replacing one of the same name).

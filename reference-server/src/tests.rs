@@ -360,3 +360,58 @@ async fn jwks_faults_and_signing_key_rotation() {
     assert_eq!(list(&server, &http, &new, "/v1/companies", &[]).await.0, 200);
     assert_eq!(list(&server, &http, &server.mint_token(TokenSpec::new()), "/v1/companies", &[]).await.0, 200);
 }
+
+#[tokio::test]
+async fn wiremock_routes_each_endpoint_and_refuses_the_rest() {
+    let server = ReferenceServer::builder().companies(3).serve_version(2).start().await;
+    let http = reqwest::Client::new();
+    let token = server.mint_token(TokenSpec::new());
+    let send = |method: reqwest::Method, url: String| {
+        let request = http.request(method, url).bearer_auth(&token);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let allow = response.headers().get("allow").map(|v| v.to_str().unwrap().to_owned());
+            let body: Value = response.json().await.unwrap_or_default();
+            (status, allow, body["error"].as_str().map(str::to_owned))
+        }
+    };
+    let (api, auth) = (server.base_url(), server.auth_url());
+    let refused =
+        |status, allow: Option<&str>, error: &str| (status, allow.map(str::to_owned), Some(error.to_owned()));
+    use reqwest::Method;
+
+    for path in ["/v1/companies", "/v1/contacts", "/v2/companies", "/v2/contacts"] {
+        assert_eq!(send(Method::GET, format!("{api}{path}")).await.0, 200, "{path}");
+        let other = send(Method::POST, format!("{api}{path}")).await;
+        assert_eq!(other, refused(405, Some("GET"), "method_not_allowed"), "{path}");
+    }
+    for path in ["/v3/companies", "/v1/orders", "/v1/companies/", "/companies", "/"] {
+        let answer = send(Method::GET, format!("{api}{path}")).await;
+        assert_eq!(answer, refused(404, None, "not_found"), "{path}");
+    }
+    assert_eq!(
+        send(Method::DELETE, server.openapi_url()).await,
+        refused(405, Some("GET"), "method_not_allowed")
+    );
+    // Every request the API received is logged, refusals included; the document is not.
+    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [200, 405, 200, 405, 200, 405, 200, 405, 404, 404, 404, 404, 404, 405]);
+
+    for (method, path, allow) in [
+        (Method::GET, "/oauth2/token", "POST"),
+        (Method::POST, "/oauth2/authorize", "GET"),
+        (Method::PUT, "/.well-known/jwks.json", "GET"),
+        (Method::POST, "/.well-known/openid-configuration", "GET"),
+        (Method::GET, "/oauth2/introspect", "POST"),
+        (Method::GET, "/oauth2/revoke", "POST"),
+    ] {
+        assert_eq!(
+            send(method, format!("{auth}{path}")).await,
+            refused(405, Some(allow), "method_not_allowed"),
+            "{path}"
+        );
+    }
+    assert_eq!(send(Method::GET, format!("{auth}/oauth2/userinfo")).await, refused(404, None, "not_found"));
+    assert_eq!(server.token_requests() + server.jwks_requests() + server.authorize_requests(), 0);
+}

@@ -151,10 +151,9 @@ pub(crate) struct Versions {
 }
 
 impl Versions {
-    /// The version number of a path segment like `v2`, if this server serves it.
-    pub(crate) fn served(&self, segment: &str) -> Option<u32> {
-        let number: u32 = segment.strip_prefix('v')?.parse().ok()?;
-        (number == 1 || self.extra.contains(&number)).then_some(number)
+    /// The version numbers served: 1, then the extra ones.
+    pub(crate) fn numbers(&self) -> Vec<u32> {
+        std::iter::once(1).chain(self.extra.iter().copied().filter(|n| *n != 1)).collect()
     }
 
     /// Validates `X-API-Preview` and returns the field its label adds, if the label is known.
@@ -207,10 +206,7 @@ mod tests {
         assert_eq!(versions.preview_field(Some("2026-03")).ok().flatten(), Some("previewFeature"));
         assert_eq!(versions.preview_field(Some("2026-04")).ok().flatten(), None);
         assert_eq!(versions.preview_field(Some("2026-13")).map_err(|e| e.status).err(), Some(400));
-        assert_eq!(versions.served("v1"), Some(1));
-        assert_eq!(versions.served("v2"), Some(2));
-        assert_eq!(versions.served("v3"), None);
-        assert_eq!(versions.served("2"), None);
+        assert_eq!(versions.numbers(), [1, 2]);
     }
 
     #[test]

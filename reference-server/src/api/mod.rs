@@ -1,17 +1,18 @@
 //! The API server: `GET /v{n}/companies` and `GET /v{n}/contacts`.
 //!
-//! Every request runs one pipeline, each stage able to answer early:
+//! [`ApiServer::mount`] gives wiremock a mock per endpoint and served version (`GET`, the
+//! path); other methods of these paths are answered 405, other paths 404, and logged as well.
+//! Every request routed to an [`Endpoint`] runs one pipeline, each stage able to answer early:
 //!
-//! 1. [`route`]: method, version segment and path to an [`Endpoint`] (404, 405).
-//! 2. The endpoint's [`Lifecycle`]: a sunset endpoint answers 410 `version_sunset`.
-//! 3. [`FaultState::draw`]: the request's injected fault, if any; 429, 5xx, dropped connections
+//! 1. The endpoint's [`Lifecycle`]: a sunset endpoint answers 410 `version_sunset`.
+//! 2. [`FaultState::draw`]: the request's injected fault, if any; 429, 5xx, dropped connections
 //!    ([`FaultState::stand_in`]), expired cursors and revoked tokens act here.
-//! 4. [`ApiServer::authenticate`]: bearer token and scope (401).
-//! 5. [`Versions::preview_field`] and [`ListQuery::parse`]: `X-API-Preview`, `limit`, `sort`,
+//! 3. [`ApiServer::authenticate`]: bearer token and scope (401).
+//! 4. [`Versions::preview_field`] and [`ListQuery::parse`]: `X-API-Preview`, `limit`, `sort`,
 //!    filters, `cursor` (400).
-//! 6. [`ApiServer::select_page`]: filter, order, cursor to offset (400 cursor errors); an
+//! 5. [`ApiServer::select_page`]: filter, order, cursor to offset (400 cursor errors); an
 //!    injected empty page here.
-//! 7. [`Page::into_body`]: the page envelope; body faults (truncated, invalid, slow, cut) here.
+//! 6. [`Page::into_body`]: the page envelope; body faults (truncated, invalid, slow, cut) here.
 //!
 //! A deprecated endpoint's headers are added to whatever the pipeline answered.
 
@@ -22,7 +23,7 @@ use std::time::SystemTime;
 mod query;
 
 use serde::Serialize;
-use wiremock::{Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 use super::access::AccessClaims;
 use super::cursor::{CursorCodec, CursorError};
@@ -31,8 +32,9 @@ use super::faults::{self, Fault, FaultState, MARKER_CUT, Target};
 use super::jwt::SigningKeys;
 use super::jwt::unix_now_ms;
 use super::odd::OddRecords;
+use super::routes::{Refuse, Routes};
 use super::versions::{self, Lifecycle, Versions};
-use super::{ErrorReply, ServedRequest, Shared};
+use super::{ErrorReply, OPENAPI_PATH, ServedRequest, Shared};
 use query::ListQuery;
 
 /// The request header that asks for preview features.
@@ -96,10 +98,33 @@ impl Outcome {
     }
 }
 
-impl Respond for ApiServer {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
+impl ApiServer {
+    /// Serves both list endpoints of every served version on `server`, and `openapi` (the
+    /// OpenAPI document) at [`OPENAPI_PATH`], without a token and unlogged.
+    pub(crate) async fn mount(self, server: &MockServer, openapi: ResponseTemplate) {
+        let versions = self.versions.numbers();
+        let mut routes = Routes::new(server, Arc::new(self));
+        for version in versions {
+            for endpoint in [Endpoint::Companies, Endpoint::Contacts] {
+                let path = format!("/v{version}/{}", endpoint.name());
+                routes
+                    .route("GET", path, move |api: &Self, request| api.respond(version, endpoint, request))
+                    .await;
+            }
+        }
+        routes.route("GET", OPENAPI_PATH, move |_: &Self, _| openapi.clone()).await;
+        routes.finish().await;
+    }
+
+    /// Answers a request routed to `endpoint` of version `version`, and logs it.
+    fn respond(&self, version: u32, endpoint: Endpoint, request: &Request) -> ResponseTemplate {
         let received_at = SystemTime::now();
-        let Outcome { status, response, fault } = self.handle(request);
+        let Outcome { status, response, fault } = self.handle(version, endpoint, request);
+        self.log(request, status, fault, received_at);
+        response
+    }
+
+    fn log(&self, request: &Request, status: u16, fault: Option<Fault>, received_at: SystemTime) {
         self.shared.record(ServedRequest {
             method: request.method.as_str().to_owned(),
             path: request.url.path().to_owned(),
@@ -110,7 +135,13 @@ impl Respond for ApiServer {
             fault,
             received_at,
         });
-        response
+    }
+}
+
+impl Refuse for ApiServer {
+    fn refuse(&self, request: &Request, reply: ErrorReply) -> ResponseTemplate {
+        self.log(request, reply.status, None, SystemTime::now());
+        reply.into_response()
     }
 }
 
@@ -124,11 +155,7 @@ impl ApiServer {
     }
 
     /// The request pipeline, with the endpoint's deprecation headers on the answer.
-    fn handle(&self, request: &Request) -> Outcome {
-        let (version, endpoint) = match route(request, &self.versions) {
-            Ok(routed) => routed,
-            Err(error) => return Outcome::reply(Err(error), None),
-        };
+    fn handle(&self, version: u32, endpoint: Endpoint, request: &Request) -> Outcome {
         let lifecycle = self.shared.lifecycle(request.url.path());
         let mut outcome = match &lifecycle {
             Lifecycle::Sunset(headers) => {
@@ -310,24 +337,6 @@ fn bearer_error(code: &'static str, description: &str, scope: Option<&str>) -> E
 /// Text safe inside a quoted-string header parameter.
 fn quotable(s: &str) -> String {
     s.chars().map(|c| if (' '..='~').contains(&c) && c != '"' && c != '\\' { c } else { '?' }).collect()
-}
-
-/// Maps method and path to a served version and an endpoint.
-fn route(request: &Request, versions: &Versions) -> Result<(u32, Endpoint), ErrorReply> {
-    let mut segments = request.url.path().strip_prefix('/').unwrap_or("").split('/');
-    let (Some(segment), Some(name), None) = (segments.next(), segments.next(), segments.next()) else {
-        return Err(ErrorReply::not_found());
-    };
-    let version = versions.served(segment).ok_or_else(ErrorReply::not_found)?;
-    let endpoint = match name {
-        "companies" => Endpoint::Companies,
-        "contacts" => Endpoint::Contacts,
-        _ => return Err(ErrorReply::not_found()),
-    };
-    if request.method.as_str() != "GET" {
-        return Err(ErrorReply::method_not_allowed("GET"));
-    }
-    Ok((version, endpoint))
 }
 
 /// One page of results, ready to serialise.

@@ -7,6 +7,9 @@
 //! | `GET /.well-known/jwks.json` | here |
 //! | `GET /.well-known/openid-configuration`, `POST /oauth2/introspect` | [`metadata`] |
 //! | `POST /oauth2/revoke` | [`revoke`] |
+//!
+//! [`AuthServer::mount`] gives wiremock a mock per route; other methods of these paths are
+//! answered 405, other paths 404.
 
 mod authorize;
 mod form;
@@ -21,13 +24,14 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 use url::Url;
-use wiremock::{Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 pub(crate) use self::form::Form;
 use self::form::parse_basic;
 pub(crate) use self::grants::Sessions;
 use super::faults::{Fault, FaultState, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target, replacement_body};
 use super::jwt::{SigningKeys, TokenClaims};
+use super::routes::{Refuse, Routes};
 use super::secrets::constant_time_eq;
 use super::{ErrorReply, Shared};
 
@@ -131,31 +135,38 @@ pub(crate) struct AuthServer {
     pub(crate) replay_secret: String,
 }
 
-impl Respond for AuthServer {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let method = request.method.as_str();
-        match request.url.path() {
-            AUTHORIZE_PATH if method == "GET" => {
-                self.shared.authorize_requests.fetch_add(1, Ordering::Relaxed);
-                self.authorize(request)
-            }
-            TOKEN_PATH if method == "POST" => self.token_endpoint(request),
-            JWKS_PATH if method == "GET" => self.jwks(),
-            DISCOVERY_PATH | OAUTH_METADATA_PATH if method == "GET" => self.discovery(),
-            INTROSPECTION_PATH if method == "POST" => {
-                self.introspect(request).unwrap_or_else(ErrorReply::into_response)
-            }
-            REVOCATION_PATH if method == "POST" => {
-                self.revoke(request).unwrap_or_else(ErrorReply::into_response)
-            }
-            AUTHORIZE_PATH | JWKS_PATH | DISCOVERY_PATH | OAUTH_METADATA_PATH => {
-                ErrorReply::method_not_allowed("GET").into_response()
-            }
-            TOKEN_PATH | INTROSPECTION_PATH | REVOCATION_PATH => {
-                ErrorReply::method_not_allowed("POST").into_response()
-            }
-            _ => ErrorReply::not_found().into_response(),
+impl AuthServer {
+    /// Serves the authorization server's routes on `server`.
+    pub(crate) async fn mount(self, server: &MockServer) {
+        let mut routes = Routes::new(server, Arc::new(self));
+        routes
+            .route("GET", AUTHORIZE_PATH, |auth: &Self, request| {
+                auth.shared.authorize_requests.fetch_add(1, Ordering::Relaxed);
+                auth.authorize(request)
+            })
+            .await;
+        routes.route("POST", TOKEN_PATH, Self::token_endpoint).await;
+        routes.route("GET", JWKS_PATH, |auth: &Self, _| auth.jwks()).await;
+        for path in [DISCOVERY_PATH, OAUTH_METADATA_PATH] {
+            routes.route("GET", path, |auth: &Self, _| auth.discovery()).await;
         }
+        routes
+            .route("POST", INTROSPECTION_PATH, |auth: &Self, request| {
+                auth.introspect(request).unwrap_or_else(ErrorReply::into_response)
+            })
+            .await;
+        routes
+            .route("POST", REVOCATION_PATH, |auth: &Self, request| {
+                auth.revoke(request).unwrap_or_else(ErrorReply::into_response)
+            })
+            .await;
+        routes.finish().await;
+    }
+}
+
+impl Refuse for AuthServer {
+    fn refuse(&self, _: &Request, reply: ErrorReply) -> ResponseTemplate {
+        reply.into_response()
     }
 }
 
