@@ -12,6 +12,43 @@
 //! business-records-reference-server = "0.1"
 //! ```
 //!
+//! ```no_run
+//! use business_records_reference_server::ReferenceServer;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = ReferenceServer::builder().companies(250).seed(7).start().await;
+//! let token: serde_json::Value = reqwest::Client::new()
+//!     .post(format!("{}/oauth2/token", server.auth_url()))
+//!     .basic_auth(server.client_id(), Some(server.client_secret()))
+//!     .form(&[("grant_type", "client_credentials"), ("scope", "api/read")])
+//!     .send()
+//!     .await?
+//!     .json()
+//!     .await?;
+//! let expected = server.dataset().companies_sorted("-createdAt", Some("active"));
+//! # let _ = (token, expected);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Tasks
+//!
+//! | To | Use |
+//! |---|---|
+//! | start a server | [`ReferenceServer::start`], or [`ReferenceServer::builder`] for the dataset's size and seed, clients, users, token lifetimes, ports |
+//! | know what it serves | [`ReferenceServer::dataset`]: [`Dataset`] with its records in every served order |
+//! | count and read requests | [`token_requests`](ReferenceServer::token_requests), [`api_requests`](ReferenceServer::api_requests) ([`ServedRequest`]), [`recorded_requests`](ReferenceServer::recorded_requests) ([`RecordedRequest`]), [`fault_counts`](ReferenceServer::fault_counts) |
+//! | make tokens without a request | [`ReferenceServer::mint_token`] with a [`TokenSpec`] |
+//! | sign users in | [`public_client`](ReferenceServerBuilder::public_client), [`users`](ReferenceServerBuilder::users), [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation) |
+//! | inject failures | [`Faults`] of [`Fault`]s, [`ReferenceServerBuilder::faults`] and [`ReferenceServer::set_faults`] |
+//! | play a deprecated or retired API | [`Lifecycle`], [`DeprecationHeaders`], [`serve_version`](ReferenceServerBuilder::serve_version) |
+//! | play a hostile OpenID provider | [`Hostile`] |
+//! | send records oddly | [`OddRecords`], [`OddKind`] |
+//! | rotate or revoke keys and tokens | [`rotate_signing_key`](ReferenceServer::rotate_signing_key), [`revoke_issued_tokens`](ReferenceServer::revoke_issued_tokens), [`revoke_refresh_tokens`](ReferenceServer::revoke_refresh_tokens) |
+//! | run a Redis for tests | [`RedisServer`] (needs `redis-server` on `PATH`) |
+//! | serve other programs | the example `reference_server` (`cargo run --example reference_server -- --port 8080`) |
+//!
+//! ## What it serves
+//!
 //! [`ReferenceServer`] runs two local HTTP servers: an authorization server
 //! ([`auth_url`](ReferenceServer::auth_url): `GET /oauth2/authorize`,
 //! `POST /oauth2/token` with the client-credentials, authorization-code and
@@ -51,8 +88,9 @@
 //!   filters (400 `invalid_cursor` otherwise) and expire after the cursor TTL
 //!   (400 `cursor_expired`). `limit` may change between pages.
 //! - `pagination.totalCount` is the number of results matching the filters.
-//! - Unknown paths and versions other than `v1` are 404 `not_found`;
-//!   [`serve_version`](ReferenceServerBuilder::serve_version) adds `v2` and
+//! - Unknown paths and versions other than `v1` are 404 `not_found`, other methods of a known
+//!   path 405 `method_not_allowed` with `Allow`; wiremock routes every request, one mock per
+//!   endpoint. [`serve_version`](ReferenceServerBuilder::serve_version) adds `v2` and
 //!   beyond, serving the same records.
 //! - Each endpoint has a [`Lifecycle`]: stable, deprecated (every response
 //!   carries the [`DeprecationHeaders`]: `Deprecation`, `Sunset`, `Link`) or
@@ -83,23 +121,12 @@
 //! authentication at [`openapi_url`](ReferenceServer::openapi_url), with the
 //! server's own addresses in place of the example ones.
 //!
-//! ```no_run
-//! use business_records_reference_server::ReferenceServer;
+//! ## Runtime
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = ReferenceServer::builder().companies(250).seed(7).start().await;
-//! let token: serde_json::Value = reqwest::Client::new()
-//!     .post(format!("{}/oauth2/token", server.auth_url()))
-//!     .basic_auth(server.client_id(), Some(server.client_secret()))
-//!     .form(&[("grant_type", "client_credentials"), ("scope", "api/read")])
-//!     .send()
-//!     .await?
-//!     .json()
-//!     .await?;
-//! let expected = server.dataset().companies_sorted("-createdAt", Some("active"));
-//! # let _ = (token, expected);
-//! # Ok(()) }
-//! ```
+//! The servers (wiremock's, and the fault proxies) run on threads of their own, each with a
+//! single-threaded Tokio runtime, so a server works whatever runtime the test uses, the
+//! current-thread one of `#[tokio::test]` included. Dropping the [`ReferenceServer`] stops
+//! them.
 
 #![deny(missing_docs)]
 // Library code never unwraps: what comes from the network or the caller gets an error instead.
@@ -376,3 +403,8 @@ impl ReferenceServer {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,4 +1,4 @@
-//! The OpenAPI document (`openapi/business-records-v1.yaml`) and the crate agree: limits, sort
+//! The OpenAPI document (`reference-server/openapi/business-records-v1.yaml`) and the crate agree: limits, sort
 //! fields, filters, error codes, and the models decode every example the document gives. That
 //! the reference server conforms to the document is checked by schemathesis (`.ci/openapi`).
 
