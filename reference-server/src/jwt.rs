@@ -275,6 +275,26 @@ mod tests {
         parts[1] = other.split('.').nth(1).unwrap();
         assert_eq!(validator.validate(&parts.join(".")).unwrap_err(), Rejection::Signature);
         assert_eq!(validator.validate("not-a-jwt").unwrap_err(), Rejection::Malformed);
+
+        // The token does not choose the algorithm: HS256 keyed with the public modulus, and
+        // `alg: none`, are refused.
+        let body: Value = serde_json::from_slice(
+            &base64::Engine::decode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                token.split('.').nth(1).unwrap(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(DEFAULT_KID.to_owned());
+        let secret = EncodingKey::from_secret(signer.jwk()["n"].as_str().unwrap().as_bytes());
+        let hs256 = jsonwebtoken::encode(&header, &body, &secret).unwrap();
+        assert_eq!(validator.validate(&hs256).unwrap_err(), Rejection::Algorithm);
+        let (_, rest) = token.split_once('.').unwrap();
+        let (payload, _) = rest.split_once('.').unwrap();
+        let unsigned = format!("eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.{payload}.");
+        assert_eq!(validator.validate(&unsigned).unwrap_err(), Rejection::Malformed);
     }
 
     #[test]
