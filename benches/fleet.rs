@@ -25,8 +25,8 @@ use business_records::auth::{
     AuthorizationCodeFlow, LoopbackRedirect, RedisTokenCache, RedisUserStore, TokenSet, TokenStore,
     TokenStoreError,
 };
-use business_records::reference_server::{RedisServer, ReferenceServer};
 use business_records::{Auth, Client};
+use business_records_reference_server::{RedisServer, ReferenceServer};
 use child::Process;
 use futures::future::BoxFuture;
 

@@ -30,8 +30,8 @@ use std::io::BufRead;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use business_records::reference_server::{ReferenceServer, TokenBucket};
 use business_records::{Auth, Client, RateLimit};
+use business_records_reference_server::{ReferenceServer, TokenBucket};
 use child::Process;
 
 /// What the parent tells a child process, in the environment.
@@ -183,8 +183,8 @@ async fn parent() {
 
 /// A `redis-server` of the bench's own (kept running while the first value lives) and its URL.
 #[cfg(feature = "redis")]
-fn redis_server() -> (Option<business_records::reference_server::RedisServer>, Option<String>) {
-    match business_records::reference_server::RedisServer::start() {
+fn redis_server() -> (Option<business_records_reference_server::RedisServer>, Option<String>) {
+    match business_records_reference_server::RedisServer::start() {
         Ok(redis) => {
             let url = redis.url();
             (Some(redis), Some(url))

@@ -11,8 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Auth, Client, Company, Page};
+use business_records_reference_server::{Fault, Faults, ReferenceServer};
 
 mod support;
 

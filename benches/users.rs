@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use business_records::auth::{AuthorizationCodeFlow, TokenSet};
-use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client};
+use business_records_reference_server::ReferenceServer;
 
 /// Users held by the derived side of `memory`.
 const DERIVED_USERS: usize = 10_000;

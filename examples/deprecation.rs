@@ -16,8 +16,8 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use business_records::reference_server::{DeprecationHeaders, Lifecycle, ReferenceServer};
 use business_records::{ApiVersion, DeprecationPolicy, Error};
+use business_records_reference_server::{DeprecationHeaders, Lifecycle, ReferenceServer};
 use chrono::{TimeDelta, Utc};
 
 #[tokio::main]

@@ -17,8 +17,8 @@
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
-use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client, Error};
+use business_records_reference_server::ReferenceServer;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

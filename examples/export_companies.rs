@@ -17,8 +17,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Client, Company, Sort};
+use business_records_reference_server::{Fault, Faults, ReferenceServer};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -16,8 +16,8 @@
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, LoopbackRedirect, RedisTokenCache, TokenStore};
-use business_records::reference_server::{RedisServer, ReferenceServer};
 use business_records::{Auth, Client, Error};
+use business_records_reference_server::{RedisServer, ReferenceServer};
 use futures::future::try_join_all;
 
 #[tokio::main]

@@ -35,8 +35,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use business_records::auth::{AuthorizationCodeFlow, KeyedTokenStore, MemoryKeyedStore};
-use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client};
+use business_records_reference_server::ReferenceServer;
 use clap::Parser;
 
 /// A web app whose users sign in with the authorization code flow.

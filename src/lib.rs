@@ -133,9 +133,14 @@
 //!
 //! ### Test your code
 //!
-//! The `reference-server` feature adds `reference_server::ReferenceServer`: the API and its
-//! authorization server in process, over real HTTP, with a generated dataset your tests can
-//! compare against.
+//! The crate `business-records-reference-server`, a dev-dependency, has `ReferenceServer`: the
+//! API and its authorization server in process, over real HTTP, with a generated dataset your
+//! tests can compare against, faults on demand, and no code shared with this crate.
+//!
+//! ```toml
+//! [dev-dependencies]
+//! business-records-reference-server = "0.1"
+//! ```
 //!
 //! ## Features
 //!
@@ -143,7 +148,6 @@
 //! |---|---|---|
 //! | `rustls` | on | TLS through rustls with the aws-lc crypto provider (reqwest's default) |
 //! | `native-tls` | off | TLS through the platform's library, as reqwest's `native-tls`; with `default-features = false` it replaces rustls |
-//! | `reference-server` | off | the in-process reference server (wiremock) for tests and examples |
 //! | `redis` | off | `auth::RedisTokenCache`: token state shared by many processes over Redis or Valkey |
 //!
 //! The default crypto, aws-lc (rustls's provider, and JWT verification whatever the TLS
@@ -183,7 +187,7 @@
 //! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
 //! | handle errors | [`Error`] and its contexts: [`InvalidArgument`], [`ApiError`], [`ErrorCode`], [`AuthorizationError`], [`CallbackError`], [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`], [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`], [`ResponseTooLarge`], [`RetriesExhausted`]; [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
 //! | know the limits | [`limits`]: [`BodyKind`](limits::BodyKind), [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
-//! | test your code | `reference_server` (feature `reference-server`) |
+//! | test your code | the crate `business-records-reference-server` (a dev-dependency) |
 //!
 //! ## Public dependencies
 //!
@@ -209,8 +213,9 @@
 //! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings); `list`, the builder, on `pagination` | the pipeline, `model` and below |
 //! | client | `client`: builds everything and hands each listing its `Source` | everything |
 //!
-//! `reference_server` (feature `reference-server`) sits beside the client and uses the crate
-//! only through `auth`'s public verifier and `timestamp`'s HTTP dates.
+//! The reference server is another crate of the workspace (`reference-server/`), which shares no
+//! code with this one: the conformance suite checks the client against an independent
+//! implementation of the API.
 #![deny(missing_docs)]
 // Library code never unwraps: what comes from the network or the caller gets an error instead.
 // (Tests may; the lint table in Cargo.toml holds the rest of the crate's lints.)
@@ -234,10 +239,6 @@ mod transport;
 mod urls;
 mod version;
 mod wire;
-
-#[cfg(feature = "reference-server")]
-#[cfg_attr(docsrs, doc(cfg(feature = "reference-server")))]
-pub mod reference_server;
 
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder};

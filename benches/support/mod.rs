@@ -1,6 +1,6 @@
 //! What the decode comparisons share: the baseline types and the page they decode.
 
-use business_records::reference_server::Dataset;
+use business_records_reference_server::Dataset;
 use serde::Deserialize;
 
 /// The baseline: the same fields as the dataset's companies, no unknown-field capture.

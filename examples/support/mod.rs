@@ -4,8 +4,8 @@
 
 #![allow(dead_code)]
 
-use business_records::reference_server::{ReferenceServer, ReferenceServerBuilder};
 use business_records::{Auth, Client, ClientBuilder};
+use business_records_reference_server::{ReferenceServer, ReferenceServerBuilder};
 
 /// Addresses and client credentials of the API the example talks to.
 pub(crate) struct Target {

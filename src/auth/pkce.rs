@@ -12,10 +12,10 @@ const VERIFIER_BYTES: u32 = 48;
 const STATE_BYTES: u32 = 32;
 
 /// Shortest verifier RFC 7636 allows.
-#[cfg_attr(not(feature = "reference-server"), allow(dead_code))]
+#[cfg(test)]
 pub(crate) const MIN_VERIFIER_LEN: usize = 43;
 /// Longest verifier RFC 7636 allows.
-#[cfg_attr(not(feature = "reference-server"), allow(dead_code))]
+#[cfg(test)]
 pub(crate) const MAX_VERIFIER_LEN: usize = 128;
 
 /// A fresh verifier and its S256 challenge.
@@ -35,7 +35,7 @@ impl Pkce {
 
 /// True when `verifier` has 43 to 128 characters of the unreserved set
 /// (`A-Z a-z 0-9 - . _ ~`, RFC 7636 section 4.1).
-#[cfg_attr(not(feature = "reference-server"), allow(dead_code))]
+#[cfg(test)]
 pub(crate) fn is_valid_verifier(verifier: &str) -> bool {
     (MIN_VERIFIER_LEN..=MAX_VERIFIER_LEN).contains(&verifier.len())
         && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
@@ -43,7 +43,7 @@ pub(crate) fn is_valid_verifier(verifier: &str) -> bool {
 
 /// The S256 challenge of `verifier`: base64url (no padding) of its SHA-256 digest. `None` for a
 /// verifier RFC 7636 does not allow (checked first: `oauth2` panics on a bad length).
-#[cfg_attr(not(feature = "reference-server"), allow(dead_code))]
+#[cfg(test)]
 pub(crate) fn s256_challenge(verifier: &str) -> Option<String> {
     if !is_valid_verifier(verifier) {
         return None;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use business_records::reference_server::{ReferenceServer, TokenSpec};
 use business_records::{Auth, Client, Error, ErrorCode};
+use business_records_reference_server::{ReferenceServer, TokenSpec};
 
 use crate::support::{self, Target};
 

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use business_records::auth::{MemoryTokenStore, TokenSet, VerifyError};
-use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Auth, Client, Error};
+use business_records_reference_server::{Fault, Faults, ReferenceServer};
 
 use crate::auth_user::sign_in;
 use crate::support::eventually;

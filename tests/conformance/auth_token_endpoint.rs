@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use business_records::reference_server::{ReferenceServer, TokenSpec};
 use business_records::{Auth, Client, ClientBuilder, Error, ErrorCode, RetryPolicy};
+use business_records_reference_server::{ReferenceServer, TokenSpec};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

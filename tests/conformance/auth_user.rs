@@ -9,8 +9,8 @@ use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, AuthorizationRequest, LoopbackRedirect, MemoryTokenStore,
     TokenIntrospector, TokenSet, TokenStore, TokenStoreError,
 };
-use business_records::reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder};
 use business_records::{Auth, Client, Error, ErrorCode, RetryPolicy};
+use business_records_reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder};
 use futures::future::BoxFuture;
 
 use crate::support;

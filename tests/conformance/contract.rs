@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
-use business_records::reference_server::ReferenceServer;
 use business_records::{
     ApiVersion, Auth, Client, Company, CompanySort, Contact, DeprecationPolicy, Error, ItemStream, Page,
     PageStream, RetryPolicy,
 };
+use business_records_reference_server::ReferenceServer;
 
 use crate::auth_user::browse;
 

@@ -2,8 +2,8 @@
 //! types and formats, elements that are not records, sort fields and filters the SDK does not
 //! know, and server text of any size, over real HTTP.
 
-use business_records::reference_server::{Fault, Faults, OddKind, OddRecords, ReferenceServer};
 use business_records::{Company, Error, OnUndecodable};
+use business_records_reference_server::{Fault, Faults, OddKind, OddRecords, ReferenceServer};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::support;
@@ -23,7 +23,7 @@ fn rfc3339(date: Option<DateTime<Utc>>) -> Option<String> {
 /// Checks one delivered company against the record the server holds and the way it sent it.
 fn check(
     company: &Company,
-    expected: &business_records::reference_server::DatasetCompany,
+    expected: &business_records_reference_server::DatasetCompany,
     kind: Option<OddKind>,
 ) {
     let status = company.status.as_ref().map(|s| s.as_str());

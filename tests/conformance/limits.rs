@@ -2,8 +2,8 @@
 //! theirs.
 
 use business_records::limits::BodyKind;
-use business_records::reference_server::{Fault, Faults, ReferenceServer};
 use business_records::{Error, PaginationError};
+use business_records_reference_server::{Fault, Faults, ReferenceServer};
 
 use crate::{harness, support};
 

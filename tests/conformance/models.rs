@@ -1,7 +1,7 @@
 //! Spec Part 2: the models keep every field the API sends.
 
-use business_records::reference_server::ReferenceServer;
 use business_records::{Company, Contact};
+use business_records_reference_server::ReferenceServer;
 
 use crate::support;
 

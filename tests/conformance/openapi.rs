@@ -1,12 +1,12 @@
-//! The OpenAPI document (`openapi/business-records-v1.yaml`) and the crate agree: limits, sort
+//! The OpenAPI document (`reference-server/openapi/business-records-v1.yaml`) and the crate agree: limits, sort
 //! fields, filters, error codes, and the models decode every example the document gives. That
 //! the reference server conforms to the document is checked by schemathesis (`.ci/openapi`).
 
 use std::collections::BTreeSet;
 
 use business_records::limits::{DEFAULT_LIMIT, MAX_LIMIT};
-use business_records::reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
 use business_records::{Auth, Client, Company, Contact, Error, ErrorCode, Page, Resource, RetryPolicy};
+use business_records_reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate, matchers};

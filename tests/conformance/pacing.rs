@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-use business_records::reference_server::{Fault, Faults, ReferenceServer, RetryAfter, TokenBucket};
 use business_records::{Client, Error, RateLimit, RetryPolicy};
+use business_records_reference_server::{Fault, Faults, ReferenceServer, RetryAfter, TokenBucket};
 use futures::future::join_all;
 
 use crate::support::{self, drain};

@@ -2,8 +2,8 @@
 
 use std::collections::HashSet;
 
-use business_records::reference_server::ReferenceServer;
 use business_records::{Company, CompanySort, ContactSort, Error, ErrorCode, ItemStream, PageStream, Sort};
+use business_records_reference_server::ReferenceServer;
 
 use crate::support::{self, Target};
 

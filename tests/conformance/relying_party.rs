@@ -11,8 +11,8 @@ use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, AuthorizationRequest, LoopbackRedirect, MemoryTokenStore,
     TokenSet, TokenStore, VerifyError,
 };
-use business_records::reference_server::{Hostile, ReferenceServer, ReferenceServerBuilder};
 use business_records::{Auth, CallbackError, Client, Error, ErrorCode};
+use business_records_reference_server::{Hostile, ReferenceServer, ReferenceServerBuilder};
 
 use crate::auth_user::browse;
 use crate::verifier::ROTATED_KEY_PEM;

@@ -5,10 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use business_records::reference_server::{
+use business_records::{Client, Error, ErrorCode, RateLimit, RetryPolicy};
+use business_records_reference_server::{
     Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter, ServedRequest,
 };
-use business_records::{Client, Error, ErrorCode, RateLimit, RetryPolicy};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 

@@ -9,8 +9,8 @@ use business_records::auth::{
     AccessToken, AuthServerMetadata, AuthorizationCodeFlow, ClientSecret, IdToken, MemoryTokenStore,
     PkceVerifier, RefreshToken, TokenIntrospector, TokenSet,
 };
-use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client};
+use business_records_reference_server::ReferenceServer;
 
 use crate::auth_user::authorize;
 

@@ -10,8 +10,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use business_records::auth::{RedisTokenCache, TokenStore};
-use business_records::reference_server::{RedisServer, ReferenceServer, ReferenceServerBuilder};
 use business_records::{Auth, Client};
+use business_records_reference_server::{RedisServer, ReferenceServer, ReferenceServerBuilder};
 use futures::future::join_all;
 
 use crate::secrets::capture_traces;

@@ -8,10 +8,10 @@
 
 use std::time::{Duration, Instant};
 
-use business_records::reference_server::{
+use business_records::{Client, Error, RateLimit};
+use business_records_reference_server::{
     Fault, Faults, RedisServer, ReferenceServer, ReferenceServerBuilder, RetryAfter, TokenBucket,
 };
-use business_records::{Client, Error, RateLimit};
 use futures::future::join_all;
 
 use crate::pacing::assert_complete;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use business_records::auth::{
     AuthorizationCodeFlow, RedisTokenCache, RedisUserStore, TokenSet, TokenStore, TokenStoreError,
 };
-use business_records::reference_server::{RedisServer, ReferenceServer};
 use business_records::{Auth, Client, Error};
+use business_records_reference_server::{RedisServer, ReferenceServer};
 use futures::future::{BoxFuture, join_all};
 
 use crate::auth_user::sign_in;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use business_records::reference_server::ReferenceServer;
 use business_records::{Auth, Client, ClientBuilder, Company, Error, ItemStream};
+use business_records_reference_server::ReferenceServer;
 
 /// A live deployment's settings, when all four variables are set.
 pub struct Live {

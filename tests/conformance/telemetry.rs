@@ -5,9 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use business_records::reference_server::{Fault, Faults, RecordedRequest, ReferenceServer};
 use business_records::reqwest_middleware::{Middleware, Next, Result as MiddlewareResult};
 use business_records::{Auth, RetryPolicy};
+use business_records_reference_server::{Fault, Faults, RecordedRequest, ReferenceServer};
 use http::{Extensions, HeaderValue};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

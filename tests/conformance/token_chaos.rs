@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use business_records::auth::MemoryTokenStore;
-use business_records::reference_server::{Fault, Faults, ReferenceServer, RetryAfter};
 use business_records::{Auth, Client, CompanySort, Error, RetryPolicy};
+use business_records_reference_server::{Fault, Faults, ReferenceServer, RetryAfter};
 
 use crate::auth_user::sign_in;
 

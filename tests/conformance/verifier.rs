@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, IdToken, TokenVerifier, VerifyError};
-use business_records::reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder, TokenSpec};
+use business_records_reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder, TokenSpec};
 
 crate::cases! {
     ServerControl:
+        the_verifier_fetches_the_jwks_once_and_again_for_unknown_key_ids,
         a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_age,
         a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive,
         an_outage_after_the_max_age_keeps_the_cached_keys_in_use,
@@ -24,6 +25,56 @@ fn small() -> ReferenceServerBuilder {
 
 fn verifier(server: &ReferenceServer) -> TokenVerifier {
     TokenVerifier::new(server.jwks_url(), server.auth_url(), server.audience()).expect("a valid verifier")
+}
+
+/// The server's tokens, read by the client's verifier: one JWKS fetch for the key, refetches
+/// for unknown key ids at most once per interval, and each check of spec Part 5.7.
+async fn the_verifier_fetches_the_jwks_once_and_again_for_unknown_key_ids() {
+    let server = small().start().await;
+    let verifier = verifier(&server);
+    let token = server.mint_token(TokenSpec::new());
+    assert!(matches!(verifier.verify_cached(&token), Err(VerifyError::UnknownKey { .. })));
+    assert_eq!(server.jwks_requests(), 0);
+
+    let claims = verifier.verify(&token).await.expect("the published key");
+    assert_eq!(claims.iss, server.auth_url());
+    assert_eq!(claims.client_id.as_deref(), Some(server.client_id()));
+    assert!(claims.has_scope("api/read") && claims.has_scope("api/write"));
+    assert!(claims.expires_at() > chrono::Utc::now());
+    verifier.clone().verify(&token).await.expect("a clone shares the cached keys");
+    assert!(verifier.verify_cached(&token).is_ok());
+    assert_eq!(server.jwks_requests(), 1);
+
+    // An unknown key id refetches at once (the key may have been rotated), then at most once
+    // per refetch interval (5 s by default).
+    let unknown = server.mint_token(TokenSpec::new().unknown_key());
+    for _ in 0..3 {
+        assert!(matches!(verifier.verify(&unknown).await, Err(VerifyError::UnknownKey { .. })));
+    }
+    assert_eq!(server.jwks_requests(), 2);
+    // Without an interval: the first fetch, then a refetch for each unknown key id.
+    let eager = self::verifier(&server).refetch_interval(Duration::ZERO);
+    for _ in 0..3 {
+        assert!(eager.verify(&unknown).await.is_err());
+    }
+    assert_eq!(server.jwks_requests(), 5);
+
+    let expired = server.mint_token(TokenSpec::new().lifetime_secs(-1));
+    assert!(matches!(verifier.verify(&expired).await, Err(VerifyError::Expired)));
+    let forged = server.mint_token(TokenSpec::new().bad_signature());
+    let err = verifier.verify(&forged).await.expect_err("a forged signature");
+    assert!(matches!(err, VerifyError::InvalidSignature) && !err.to_string().contains(&forged), "{err}");
+    let other_issuer = server.mint_token(TokenSpec::new().issuer("http://127.0.0.1:1"));
+    assert!(matches!(verifier.verify(&other_issuer).await, Err(VerifyError::InvalidIssuer)));
+    let wrong_audience = TokenVerifier::new(server.jwks_url(), server.auth_url(), "other").expect("valid");
+    assert!(matches!(wrong_audience.verify(&token).await, Err(VerifyError::InvalidAudience)));
+
+    let unreachable = TokenVerifier::new("http://127.0.0.1:1/jwks", server.auth_url(), "a").expect("valid");
+    let err = unreachable.verify(&token).await.expect_err("no key set");
+    assert!(matches!(err, VerifyError::Jwks(_)), "{err}");
+    assert!(!err.to_string().contains(&token));
+    // Within the backoff after the failure (at least half a second) it is reported again.
+    assert!(matches!(unreachable.verify(&token).await, Err(VerifyError::Jwks(_))));
 }
 
 async fn a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_age() {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use business_records::reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer, RetryAfter};
 use business_records::{DeprecationPolicy, Error, RetryPolicy};
+use business_records_reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer, RetryAfter};
 use chrono::{TimeZone, Utc};
 
 use crate::support;
@@ -67,7 +67,7 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
 
     let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
     let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
-    server.set_lifecycle(COMPANIES, business_records::reference_server::Lifecycle::Deprecated(headers));
+    server.set_lifecycle(COMPANIES, business_records_reference_server::Lifecycle::Deprecated(headers));
     server.set_faults(Faults::new().every(1, Fault::Reply(410, br#"{"error":"gone"}"#.to_vec())));
     let error = client.companies().send().await.expect_err("gone");
     match error {

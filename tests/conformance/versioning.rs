@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use business_records::Deprecation;
-use business_records::reference_server::{
+use business_records::{ApiVersion, ClientBuilder, DeprecationPolicy, Error, ErrorCode};
+use business_records_reference_server::{
     DeprecationHeaders, Lifecycle, ReferenceServer, ReferenceServerBuilder, TokenSpec,
 };
-use business_records::{ApiVersion, ClientBuilder, DeprecationPolicy, Error, ErrorCode};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use url::Url;
 

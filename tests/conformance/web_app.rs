@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use business_records::reference_server::ReferenceServer;
+use business_records_reference_server::ReferenceServer;
 use serde_json::{Value, json};
 
 crate::cases! {
