@@ -91,7 +91,7 @@ impl Buckets {
         let now = Instant::now();
         let mut levels = self.levels.lock().unwrap_or_else(|e| e.into_inner());
         let (tokens, counted) = levels.entry(client_id.to_owned()).or_insert((burst, now));
-        *tokens = (*tokens + now.duration_since(*counted).as_secs_f64() * rate).min(burst);
+        *tokens = now.duration_since(*counted).as_secs_f64().mul_add(rate, *tokens).min(burst);
         *counted = now;
         let admitted = *tokens >= 1.0;
         if admitted {

@@ -214,7 +214,7 @@ impl Limiter {
             return;
         }
         let recovery = (last_max * (1.0 - BETA) / SCALE).cbrt();
-        let target = SCALE * (now - at - recovery).powi(3) + last_max;
+        let target = SCALE.mul_add((now - at - recovery).powi(3), last_max);
         let measured = self.measured(now);
         // Never faster than twice what is sent, so an idle client does not grow without bound.
         let grown = target.min((2.0 * measured).max(rate));
@@ -308,7 +308,7 @@ mod tests {
         // probes above it after.
         limiter.throttled(1.0, 0.99);
         let (_, last_max) = limiter.decreased.expect("a decrease");
-        assert!((limiter.rate().unwrap_or_default() - BETA * last_max).abs() < 1e-9);
+        assert!(BETA.mul_add(-last_max, limiter.rate().unwrap_or_default()).abs() < 1e-9);
         let recovery = (last_max * (1.0 - BETA) / SCALE).cbrt();
         let rates = drive(&mut limiter, 1.0, 1.0 + recovery + 3.0);
         let back = rate_at(&rates, 1.0 + recovery);

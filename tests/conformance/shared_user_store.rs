@@ -133,7 +133,7 @@ async fn a_refresh_lock_whose_holder_died_expires() {
     let held = dead.begin_refresh(&tokens).await.expect("lock");
     assert!(held.is_locked());
     // The holder dies without releasing (no drop, no release).
-    std::mem::forget(held);
+    let _never_released = std::mem::ManuallyDrop::new(held);
     let next = alive.begin_refresh(&tokens).await.expect("lock");
     assert!(next.is_locked(), "the lock expired and the next process took it");
 }
