@@ -3,7 +3,8 @@
 //! The Rust client for the business-records HTTP API: OAuth 2.0 bearer tokens from a separate
 //! authorization server, URL-versioned endpoints (`{base_url}/v1/...`) and cursor-paginated
 //! lists of companies and contacts. The client deals with tokens, cursors, retries and API
-//! versions; you get typed items.
+//! versions; you get typed items. "API Part N" in these docs is a part of the API's
+//! specification, summarised part by part in the repository's `docs/api.md`.
 //!
 //! ```no_run
 //! use business_records::{Auth, Client, CompanySort};
@@ -81,9 +82,9 @@
 //!
 //! ### Read what the server sends
 //!
-//! Where the spec leaves types and formats open, records are read leniently: a company needs
-//! an `id` and a `name`, every other field is optional, timestamps are read in RFC 3339 and
-//! the common variants (a space for `T`, no offset, epoch numbers), and a value that cannot be
+//! Where the API leaves types and formats open, records are read leniently: a company needs an
+//! `id` and a `name`, every other field is optional, timestamps are read in RFC 3339 and the
+//! common variants (a space for `T`, no offset, epoch numbers), and a value that cannot be
 //! read is kept raw in [`Company::extra`] and listed by [`Company::fallbacks`]. An element of
 //! a page that is not a record is reported in [`Page::undecodable`] and the listing goes on
 //! (or fails, with [`List::on_undecodable`]). [`List::sort`] takes any field name and
@@ -267,7 +268,7 @@ pub use chrono;
 pub use reqwest;
 /// The middleware crate whose layers [`ClientBuilder::middleware`] takes.
 pub use reqwest_middleware;
-/// JSON values: the fields the spec does not name, in [`Extra`].
+/// JSON values: the fields the API does not name, in [`Extra`].
 pub use serde_json;
 /// URLs: [`Client::api_root`], [`DeprecationNotice`] links, sunset successors.
 pub use url::{self, Url};

@@ -1,4 +1,4 @@
-//! The request builder of a list endpoint (spec Part 4.1), on top of the pagination layer.
+//! The request builder of a list endpoint (API Part 4.1), on top of the pagination layer.
 //!
 //! [`List`] holds a validated query: page size, sort, filters, a starting cursor and a cap on
 //! the total. It serialises straight into the query string, and ends in [`List::send`] (one
@@ -85,7 +85,7 @@ impl<T: Resource> List<T> {
     }
 
     /// Sends the query parameter `name=value` on every page request: for filters the API adds
-    /// later (spec Part 9.3 lets it add optional parameters without a new version). Setting a
+    /// later (API Part 9.3 lets it add optional parameters without a new version). Setting a
     /// name again replaces its value. `limit`, `cursor` and `sort` are refused (they have
     /// methods of their own), as are an empty name and an empty value; the error names the
     /// `filter` argument.

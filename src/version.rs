@@ -17,7 +17,7 @@ use crate::Error;
 pub struct ApiVersion(u32);
 
 impl ApiVersion {
-    /// `v1`, the current stable version (spec Part 9).
+    /// `v1`, the current stable version (API Part 9).
     pub const V1: ApiVersion = ApiVersion(1);
 
     /// Version `v{number}`; the number must be at least 1.
@@ -65,7 +65,7 @@ impl FromStr for ApiVersion {
     }
 }
 
-/// A preview label for `X-API-Preview`: a year and month, `YYYY-MM` (spec Part 9.6).
+/// A preview label for `X-API-Preview`: a year and month, `YYYY-MM` (API Part 9.6).
 ///
 /// ```
 /// use business_records::Preview;

@@ -1,5 +1,5 @@
 //! Validation of the access tokens the API receives: tokens of this server's own, checked with
-//! the key it signs with (no JWKS fetch), as spec Part 5.7 says a resource server checks them.
+//! the key it signs with (no JWKS fetch), as API Part 5.7 says a resource server checks them.
 
 use std::fmt;
 

@@ -59,11 +59,11 @@
 //! `GET /v1/contacts`). It is the specification made executable, including
 //! the decisions the specification leaves open:
 //!
-//! - `/oauth2/authorize` requires every parameter of spec Part 4.2 (PKCE `S256`
+//! - `/oauth2/authorize` requires every parameter of API Part 4.2 (PKCE `S256`
 //!   only) and signs the [`test user`](ReferenceServer::DEFAULT_TEST_USER) in at
 //!   once, answering with `code`, `state` and `iss`; a bad client or redirect URI
 //!   is a 400 page, other errors go back to the redirect URI. Codes are single-use.
-//!   Refresh responses carry no `refresh_token`, as in the spec's token table: the token
+//!   Refresh responses carry no `refresh_token`, as in the API's token table: the token
 //!   from sign-in stays valid. With
 //!   [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation) each refresh
 //!   replaces it, and a replaced one presented again revokes the sign-in (reuse detection,
@@ -77,7 +77,7 @@
 //! - Errors are `{"error": code, "error_description": text}` JSON everywhere.
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request against the key the
-//!   server signs with (spec Part 5.7: signature, `exp`, `iss`, `aud`). A missing, invalid or
+//!   server signs with (API Part 5.7: signature, `exp`, `iss`, `aud`). A missing, invalid or
 //!   expired token is 401 `invalid_token`; a token without `api/read` is 401
 //!   `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
 //! - `limit` is 1 to 100 (default 20); `sort` is `name`, `createdAt` or
@@ -117,7 +117,7 @@
 //!   429 `rate_limited` with `Retry-After` in whole seconds, and the IETF `RateLimit` /
 //!   `RateLimit-Policy` fields as an option; [`rate_limit_counts`](ReferenceServer::rate_limit_counts)
 //!   says how many requests it let through and refused.
-//! - [`OddRecords`] sends records the way a server that follows only the spec's letter may:
+//! - [`OddRecords`] sends records the way a server that follows only the API's letter may:
 //!   nulls, epoch numbers, space-separated timestamps, missing fields, unreadable values and
 //!   elements that are not objects.
 //!

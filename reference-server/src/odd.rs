@@ -1,4 +1,4 @@
-//! Odd records: the shapes a server that follows the spec's letter may send where the spec
+//! Odd records: the shapes a server that follows the API's letter may send where the API
 //! leaves types and formats open (Part 2), at a chosen rate.
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! The server's side of PKCE (RFC 7636, spec Part 5.2): the S256 challenge of a verifier.
+//! The server's side of PKCE (RFC 7636, API Part 5.2): the S256 challenge of a verifier.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

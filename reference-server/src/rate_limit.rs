@@ -1,4 +1,4 @@
-//! A rate limit shared by every caller of a client id, as DESIGN section 3 decides it: a token
+//! A rate limit shared by every caller of a client id, as docs/api.md decides it: a token
 //! bucket per client id; over it, 429 `rate_limited` with `Retry-After` in whole seconds
 //! (rounded up); the IETF `RateLimit` / `RateLimit-Policy` fields on every answer as an option.
 
@@ -44,7 +44,7 @@ impl TokenBucket {
 
     /// Sends `RateLimit-Policy: "default";q=<per second>;w=1` and
     /// `RateLimit: "default";r=<tokens left>;t=<seconds until the bucket is full>` on every
-    /// answer of the list endpoints past authentication, 429s included. Default: off (the spec
+    /// answer of the list endpoints past authentication, 429s included. Default: off (the API
     /// shows no rate-limit headers).
     pub fn fields(mut self, on: bool) -> Self {
         self.fields = on;

@@ -130,7 +130,7 @@ impl ReferenceServerBuilder {
     /// Whether each refresh returns a new refresh token and retires the old one, with reuse
     /// detection (RFC 9700 section 4.14.2): a retired token presented again revokes the whole
     /// sign-in, every token renewed from it included. Off, refresh responses carry no refresh
-    /// token and the one from sign-in stays valid, as in the spec's token table. Default: off.
+    /// token and the one from sign-in stays valid, as in the API's token table. Default: off.
     pub fn refresh_token_rotation(mut self, rotate: bool) -> Self {
         self.users.rotate_refresh_tokens = rotate;
         self

@@ -1,4 +1,4 @@
-//! The version lifecycle of the reference API (spec Parts 3 and 9): deprecation headers per
+//! The version lifecycle of the reference API (API Parts 3 and 9): deprecation headers per
 //! endpoint, sunset answers, extra version segments and preview labels.
 
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use wiremock::ResponseTemplate;
 use super::ErrorReply;
 use super::http_date::format_http_date;
 
-/// The headers a deprecated endpoint sends (spec Part 9.5): `Deprecation`, `Sunset` and
+/// The headers a deprecated endpoint sends (API Part 9.5): `Deprecation`, `Sunset` and
 /// `Link`.
 ///
 /// ```
@@ -128,7 +128,7 @@ impl DeprecationHeaders {
     }
 }
 
-/// Where an endpoint is in the version lifecycle (spec Part 3).
+/// Where an endpoint is in the version lifecycle (API Part 3).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Lifecycle {

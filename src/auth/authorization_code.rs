@@ -1,4 +1,4 @@
-//! User sign-in: the authorization-code flow with PKCE (spec Parts 4.2, 5.2 and 5.3;
+//! User sign-in: the authorization-code flow with PKCE (API Parts 4.2, 5.2 and 5.3;
 //! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
 
 mod authorize;
@@ -35,7 +35,7 @@ use crate::error::{AuthorizationError, CallbackError, DecodeError, Reauthenticat
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender, Layers};
 use crate::{Error, ErrorCode, urls};
 
-/// Where the spec puts the endpoints, below `{auth_url}`.
+/// Where the API puts the endpoints, below `{auth_url}`.
 pub(crate) const AUTHORIZE_PATH: &str = "oauth2/authorize";
 pub(crate) const TOKEN_PATH: &str = "oauth2/token";
 pub(crate) const JWKS_PATH: &str = ".well-known/jwks.json";
@@ -59,7 +59,7 @@ type CodeClient = oauth2::Client<
 >;
 
 /// The authorization-code flow with PKCE, for desktop, mobile and web apps whose users sign
-/// in (spec Part 5.3). The client is public: no client secret is involved.
+/// in (API Part 5.3). The client is public: no client secret is involved.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), business_records::Error> {
@@ -126,7 +126,7 @@ impl fmt::Debug for AuthorizationCodeFlow {
 }
 
 impl AuthorizationCodeFlow {
-    /// The flow against the authorization server at `auth_url` with the spec's endpoints:
+    /// The flow against the authorization server at `auth_url` with the API's endpoints:
     /// `{auth_url}/oauth2/authorize`, `{auth_url}/oauth2/token` and
     /// `{auth_url}/.well-known/jwks.json`; `auth_url` is also the issuer the callback's `iss`
     /// and the ID token's `iss` must name.
@@ -419,7 +419,7 @@ impl AuthorizationCodeFlow {
     }
 
     /// Starts a sign-in: a fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`,
-    /// and the URL to open in the user's browser with every parameter of spec Part 4.2.
+    /// and the URL to open in the user's browser with every parameter of API Part 4.2.
     ///
     /// Keep the returned request until the callback arrives and pass it to
     /// [`exchange`](Self::exchange); a web app seals it into a cookie with
@@ -499,7 +499,7 @@ impl AuthorizationCodeFlow {
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }
 
-    /// Renews `tokens` with their refresh token (spec Part 4.2, `grant_type=refresh_token`)
+    /// Renews `tokens` with their refresh token (API Part 4.2, `grant_type=refresh_token`)
     /// and returns the new set. A response without a refresh token keeps the old one, and one
     /// without an ID token keeps the old ID token.
     ///

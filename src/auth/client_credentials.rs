@@ -1,4 +1,4 @@
-//! The client credentials grant (spec Parts 4.2 and 5.4), sent through the `oauth2` crate.
+//! The client credentials grant (API Parts 4.2 and 5.4), sent through the `oauth2` crate.
 
 use futures::future::BoxFuture;
 use http::HeaderValue;
@@ -40,7 +40,7 @@ pub struct ClientCredentials {
 enum ClientAuthMethod {
     /// HTTP Basic of the form-urlencoded id and secret (RFC 6749 section 2.3.1).
     Basic,
-    /// HTTP Basic of the id and secret as they are (spec Part 5.4, RFC 7617).
+    /// HTTP Basic of the id and secret as they are (API Part 5.4, RFC 7617).
     LiteralBasic,
     /// `client_id` and `client_secret` form fields.
     Body,
@@ -78,7 +78,7 @@ impl ClientCredentials {
         self
     }
 
-    /// Sends HTTP Basic as spec Part 5.4 writes it, the base64 of `client_id:client_secret`
+    /// Sends HTTP Basic as API Part 5.4 writes it, the base64 of `client_id:client_secret`
     /// as they are, instead of the default of RFC 6749 section 2.3.1.
     ///
     /// RFC 6749 (which the `oauth2` crate follows) form-urlencodes the id and the secret before

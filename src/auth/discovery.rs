@@ -179,7 +179,7 @@ type IntrospectClient =
     BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
 
 /// Asks the authorization server whether a token is active (RFC 7662): the alternative to local
-/// validation that spec Part 5.7 mentions. The caller authenticates as a confidential client,
+/// validation that API Part 5.7 mentions. The caller authenticates as a confidential client,
 /// with HTTP Basic by default.
 ///
 /// ```no_run

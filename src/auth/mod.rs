@@ -1,4 +1,4 @@
-//! Authentication: how the client obtains the bearer tokens it sends (spec Part 5).
+//! Authentication: how the client obtains the bearer tokens it sends (API Part 5).
 //!
 //! | Flow | Constructor | For |
 //! |---|---|---|
@@ -167,7 +167,7 @@ pub(crate) enum AuthKind {
 }
 
 impl Auth {
-    /// The client credentials grant (spec Part 5.4) against the authorization server at
+    /// The client credentials grant (API Part 5.4) against the authorization server at
     /// `auth_url`; the token endpoint is `{auth_url}/oauth2/token`.
     ///
     /// The credentials go in an HTTP Basic header unless
@@ -180,7 +180,7 @@ impl Auth {
         ClientCredentials::new(auth_url.into(), client_id.into(), ClientSecret::new(client_secret))
     }
 
-    /// A signed-in user (spec Part 5.3): `tokens` from
+    /// A signed-in user (API Part 5.3): `tokens` from
     /// [`AuthorizationCodeFlow::exchange`] (or a [`TokenStore`]), renewed through `flow` with
     /// the refresh-token grant. See [`UserAuth`].
     ///

@@ -1,4 +1,4 @@
-//! PKCE (RFC 7636, spec Part 5.2), random `state` and `nonce` values, and constant-time
+//! PKCE (RFC 7636, API Part 5.2), random `state` and `nonce` values, and constant-time
 //! comparison.
 
 use oauth2::{CsrfToken, PkceCodeChallenge};
@@ -6,7 +6,7 @@ use oauth2::{CsrfToken, PkceCodeChallenge};
 use super::PkceVerifier;
 
 /// Random bytes behind a generated verifier: 48 bytes are 64 base64url characters, well inside
-/// the 43 to 128 the spec allows.
+/// the 43 to 128 the API allows.
 const VERIFIER_BYTES: u32 = 48;
 /// Random bytes behind `state` and `nonce`: 256 bits, twice the 128 the design asks for.
 const STATE_BYTES: u32 = 32;

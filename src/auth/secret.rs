@@ -65,7 +65,7 @@ macro_rules! secret_type {
 }
 
 secret_type! {
-    /// An OAuth 2.0 access token (a JWT, spec Part 5.7).
+    /// An OAuth 2.0 access token (a JWT, API Part 5.7).
     ///
     /// ```
     /// use business_records::auth::AccessToken;
@@ -77,7 +77,7 @@ secret_type! {
 }
 
 secret_type! {
-    /// An OAuth 2.0 client secret (spec Part 5.4: never in client-side code, version control
+    /// An OAuth 2.0 client secret (API Part 5.4: never in client-side code, version control
     /// or logs).
     ///
     /// ```
@@ -88,7 +88,7 @@ secret_type! {
 }
 
 secret_type! {
-    /// An OAuth 2.0 refresh token: obtains new access tokens without the user (spec Part 5.6).
+    /// An OAuth 2.0 refresh token: obtains new access tokens without the user (API Part 5.6).
     ///
     /// ```
     /// use business_records::auth::RefreshToken;
@@ -108,7 +108,7 @@ secret_type! {
 }
 
 secret_type! {
-    /// A PKCE code verifier (spec Part 5.2): 43 to 128 characters, sent only in the token
+    /// A PKCE code verifier (API Part 5.2): 43 to 128 characters, sent only in the token
     /// request.
     ///
     /// ```

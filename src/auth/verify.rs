@@ -1,4 +1,4 @@
-//! Access-token verification for resource servers (spec Part 5.7).
+//! Access-token verification for resource servers (API Part 5.7).
 //!
 //! A backend that receives `Authorization: Bearer <token>` from callers of the
 //! business-records API validates the token locally with a [`TokenVerifier`]:

@@ -1,6 +1,6 @@
 //! Deprecation and sunset notices sent by the API.
 //!
-//! A deprecated endpoint answers with up to three response headers (spec Part 9):
+//! A deprecated endpoint answers with up to three response headers (API Part 9):
 //!
 //! | Header | Standard | Read by |
 //! |---|---|---|
@@ -56,7 +56,7 @@ const QUOTED_LIMIT: usize = 64;
 ///
 /// Carried by every page the client returns ([`Page::deprecation`](crate::Page::deprecation))
 /// and passed to the [`on_deprecation`](crate::ClientBuilder::on_deprecation) callback. The
-/// client reads it from the response headers of spec Part 9:
+/// client reads it from the response headers of API Part 9:
 ///
 /// | Header | Standard | Read into |
 /// |---|---|---|

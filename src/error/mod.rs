@@ -108,7 +108,7 @@ pub enum Error {
     #[error(transparent)]
     CursorRejected(CursorRejected),
 
-    /// The server broke the pagination contract (spec Part 4.1).
+    /// The server broke the pagination contract (API Part 4.1).
     #[error("pagination protocol violation: {0}")]
     Pagination(Arc<PaginationError>),
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::Resource;
 use super::extra::Extra;
 
-/// A company (spec Part 2).
+/// A company (API Part 2).
 ///
 /// `id` and `name` are required: an element of a page without them is not a company (it is
 /// reported, see [`Page::undecodable`](crate::Page::undecodable)). The spec does not fix the
@@ -17,7 +17,7 @@ use super::extra::Extra;
 /// for `T`, no offset meaning UTC, epoch seconds or milliseconds as numbers); a value that
 /// still cannot be read leaves the field `None`, keeps the raw value in
 /// [`extra`](Company::extra) under the field's name, and is listed by
-/// [`fallbacks`](Company::fallbacks). Fields the spec does not name are kept in `extra`, so
+/// [`fallbacks`](Company::fallbacks). Fields the API does not name are kept in `extra`, so
 /// nothing the API sends is lost.
 ///
 /// ```
@@ -44,7 +44,7 @@ pub struct Company {
     pub id: String,
     /// Name of the company.
     pub name: String,
-    /// Status; the spec lists no values, so any string is kept. `None` when absent, `null` or
+    /// Status; the API lists no values, so any string is kept. `None` when absent, `null` or
     /// not a string.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<CompanyStatus>,
@@ -127,7 +127,7 @@ impl AsRef<str> for CompanyStatus {
 }
 
 sort_fields! {
-    /// The sortable company fields (spec Part 4.1).
+    /// The sortable company fields (API Part 4.1).
     ///
     /// ```
     /// use business_records::CompanySort;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::Resource;
 use super::extra::Extra;
 
-/// A contact (spec Part 2). The spec names only `companyId` and fixes no contact field as
+/// A contact (API Part 2). The API names only `companyId` and fixes no contact field as
 /// always present, so every field may be absent: `id` and `company_id` are `None` when absent,
 /// `null` or not a string (a value that is not a string is kept in [`extra`](Contact::extra)
 /// and listed by [`fallbacks`](Contact::fallbacks)), and whatever else the API sends is kept
@@ -59,7 +59,7 @@ impl Contact {
 }
 
 sort_fields! {
-    /// The sortable contact fields (spec Part 4.1).
+    /// The sortable contact fields (API Part 4.1).
     ///
     /// ```
     /// use business_records::ContactSort;

@@ -1,4 +1,4 @@
-//! [`Extra`]: the fields of a record that the spec does not name, kept as JSON text while a
+//! [`Extra`]: the fields of a record that the API does not name, kept as JSON text while a
 //! page is decoded and parsed into a map the first time they are looked at.
 
 use std::fmt;

@@ -1,5 +1,5 @@
 //! The records the API lists and how they are read: [`Company`] and [`Contact`], the fields
-//! the spec does not name ([`Extra`]), and the sort fields of each.
+//! the API does not name ([`Extra`]), and the sort fields of each.
 //!
 //! This layer knows nothing of requests; the pagination and list layers above it use
 //! [`Resource`] to name an endpoint and decode its pages.
@@ -88,7 +88,7 @@ pub use sort::{IntoSort, Sort, SortField, SortOrder};
 pub trait Resource: DeserializeOwned + record::Record + Send + Sync + 'static + sealed::Sealed {
     /// The path below the versioned API root (`companies`).
     const PATH: &'static str;
-    /// The sort fields the spec names; [`List::sort`](crate::List::sort) takes any other field name too.
+    /// The sort fields the API names; [`List::sort`](crate::List::sort) takes any other field name too.
     const SORT_FIELDS: &'static [&'static str];
 }
 

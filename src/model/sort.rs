@@ -1,4 +1,4 @@
-//! Sort orders: the typed fields of each resource, and any field by name (spec Part 4.1:
+//! Sort orders: the typed fields of each resource, and any field by name (API Part 4.1:
 //! `sort` is a field name, ascending, or descending with a leading `-`).
 
 use std::fmt;

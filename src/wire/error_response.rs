@@ -7,7 +7,7 @@ use http::header::{HeaderMap, RETRY_AFTER};
 use crate::deprecation::DeprecationNotice;
 use crate::error::{ApiError, ErrorCode};
 
-/// The wire shape of an error body (spec Part 7).
+/// The wire shape of an error body (API Part 7).
 #[derive(serde::Deserialize)]
 struct ErrorBody {
     error: Option<String>,

@@ -338,11 +338,11 @@ async fn http_basic_is_form_encoded_by_default_and_literal_on_request() {
         seen.iter().map(|h| decoded(h)).collect::<Vec<_>>(),
         [
             "my+client:s3cr%3At%2F%2B%3D", // RFC 6749 section 2.3.1
-            "my client:s3cr:t/+=",         // spec Part 5.4
+            "my client:s3cr:t/+=",         // API Part 5.4
         ]
     );
 
-    // The reference server accepts both, as the spec and RFC 6749 allow.
+    // The reference server accepts both, as API Part 5.4 and RFC 6749 allow.
     for literal in [false, true] {
         let mut settings = Auth::client_credentials(api.auth_url(), ID, SECRET).scopes(["api/read"]);
         if literal {

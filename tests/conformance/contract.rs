@@ -1,4 +1,4 @@
-//! The public API of DESIGN.md section 1, written as a user writes it, run against the
+//! The crate's public API, written as a user writes it, run against the
 //! reference server. A change to a name or a shape in that contract breaks this file first.
 
 use std::time::Duration;

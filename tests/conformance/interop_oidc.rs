@@ -1,5 +1,5 @@
 //! Interop with an independent, certified OpenID provider: the npm package `oidc-provider`,
-//! started on loopback with the spec's paths by `tests/conformance/oidc/provider.mjs`.
+//! started on loopback with the API's paths by `tests/conformance/oidc/provider.mjs`.
 //!
 //! The SDK performs client credentials (HTTP Basic and form body), the full PKCE sign-in (a
 //! scripted login and consent stand in for the browser), refreshes with rotation (directly and
@@ -381,7 +381,7 @@ async fn the_sdk_interoperates_with_oidc_provider() {
     let issuer = provider.issuer.clone();
     let started = Instant::now();
 
-    // Discovery: the provider serves the spec's paths.
+    // Discovery: the provider serves the API's paths.
     let metadata = AuthServerMetadata::discover(&issuer).await.expect("discovery");
     assert_eq!(metadata.issuer, issuer);
     let at = |path: &str| Some(url::Url::parse(&format!("{issuer}{path}")).expect("url"));

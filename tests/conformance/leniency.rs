@@ -1,4 +1,4 @@
-//! Spec Parts 2 and 9.3, where the spec leaves things open: records whose fields come in other
+//! API Parts 2 and 9.3, where the API leaves things open: records whose fields come in other
 //! types and formats, elements that are not records, sort fields and filters the SDK does not
 //! know, and server text of any size, over real HTTP.
 
@@ -140,7 +140,7 @@ async fn an_unknown_sort_field_and_a_new_filter_reach_the_server_unchanged() {
         .filter("country", "DE")
         .send()
         .await
-        .expect_err("the reference server sorts on the spec's fields only");
+        .expect_err("the reference server sorts on the API's fields only");
     assert_eq!((error.status(), error.code().map(|c| c.as_str())), (Some(400), Some("invalid_request")));
     let sent = server.api_requests().pop().expect("a request reached the server");
     assert_eq!(sent.query_param("sort"), Some("-employeeCount"));

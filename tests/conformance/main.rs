@@ -1,4 +1,4 @@
-//! The conformance catalogue: the behaviour rules of the spec, checked over real HTTP.
+//! The conformance catalogue: the behaviour rules of the API (docs/api.md), checked over real HTTP.
 //!
 //! By default every case runs against the embedded reference server. With
 //! `BUSINESS_RECORDS_CONFORMANCE_BASE_URL`, `..._AUTH_URL`, `..._CLIENT_ID` and

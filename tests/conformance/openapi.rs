@@ -28,7 +28,7 @@ crate::cases! {
 const LISTS: [(&str, &[&str], &str); 2] =
     [("/v1/companies", Company::SORT_FIELDS, "status"), ("/v1/contacts", Contact::SORT_FIELDS, "companyId")];
 
-/// Codes the API sends from its list endpoints (DESIGN section 3), by status.
+/// Codes the API sends from its list endpoints (docs/api.md, Decisions), by status.
 const LIST_ERRORS: [(u16, &str); 9] = [
     (400, "invalid_request"),
     (400, "invalid_cursor"),

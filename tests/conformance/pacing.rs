@@ -1,7 +1,7 @@
 //! Pacing (issue 24): one budget for every request of a client, served in order of arrival,
 //! first pages included; a 429 pauses the whole client; without a setting the client adapts to
 //! the server's 429s and to its advertised `RateLimit-Policy`. The reference server's rate
-//! limit is a token bucket per client id, as DESIGN.md section 3 decides.
+//! limit is a token bucket per client id, as docs/api.md decides.
 
 use std::time::{Duration, Instant, SystemTime};
 

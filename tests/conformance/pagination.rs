@@ -97,7 +97,7 @@ async fn streams_ask_for_full_pages_and_send_uses_the_server_default() {
     let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     let page = client.companies().send().await.expect("one page");
-    assert_eq!(page.data.len(), 20, "the spec's default page size");
+    assert_eq!(page.data.len(), 20, "the API's default page size");
     assert!(page.has_more);
     assert_eq!(page.total_count, Some(server.dataset().companies.len() as u64));
     assert_eq!(server.api_requests()[0].query_param("limit"), None);

@@ -1,4 +1,4 @@
-//! Retries, rate limits and faults (DESIGN.md section 4, "Pagination"): a listing finishes
+//! Retries, rate limits and faults (API Parts 4.1 and 8): a listing finishes
 //! when it can, says exactly what happened when it cannot, and never loses or repeats an item.
 //! The reference server injects the faults ([`Faults`]); dropped connections and bodies cut
 //! short go through its TCP proxy, so they are real network failures.

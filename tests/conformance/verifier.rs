@@ -1,4 +1,4 @@
-//! Local token validation (spec Part 5.7) against a changing key set: the `TokenVerifier`
+//! Local token validation (API Part 5.7) against a changing key set: the `TokenVerifier`
 //! stops trusting a withdrawn key after its maximum age, rides out a JWKS outage with backoff
 //! instead of refusing for a fixed minute, and ID-token checks allow for clock skew.
 
@@ -28,7 +28,7 @@ fn verifier(server: &ReferenceServer) -> TokenVerifier {
 }
 
 /// The server's tokens, read by the client's verifier: one JWKS fetch for the key, refetches
-/// for unknown key ids at most once per interval, and each check of spec Part 5.7.
+/// for unknown key ids at most once per interval, and each check of API Part 5.7.
 async fn the_verifier_fetches_the_jwks_once_and_again_for_unknown_key_ids() {
     let server = small().start().await;
     let verifier = verifier(&server);

@@ -1,6 +1,6 @@
-//! `GET /oauth2/authorize` (spec Part 4.2, RFC 6749 section 4.1.1).
+//! `GET /oauth2/authorize` (API Part 4.2, RFC 6749 section 4.1.1).
 //!
-//! Every parameter of the spec is required and checked. While the client or the redirect URI
+//! Every parameter of API Part 4.2 is required and checked. While the client or the redirect URI
 //! is in doubt the answer is a 400 page, never a redirect (RFC 6749 section 4.1.2.1); after
 //! that, errors go back to the redirect URI with `error`, `state` and `iss`. A valid request is
 //! approved at once for the user its `login_hint` names (one of the server's users), or else

@@ -14,7 +14,7 @@ use super::super::ErrorReply;
 ///
 /// Two encodings are in use. RFC 6749 section 2.3.1 form-urlencodes the id and the secret
 /// before joining them with `:` and base64-encoding the result (so `:`, `+`, `%` and spaces
-/// survive); spec Part 5.4 and most HTTP clients (RFC 7617) base64-encode
+/// survive); API Part 5.4 and most HTTP clients (RFC 7617) base64-encode
 /// `client_id:client_secret` as it is. The RFC 6749 reading comes first. A literal id may
 /// itself hold a `:`, so every split at a colon is a candidate; the caller accepts the one that
 /// names a registered client with that secret.

@@ -66,7 +66,7 @@ impl AuthorizationCodeFlow {
     }
 
     /// A fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`, and the URL with
-    /// every parameter of spec Part 4.2 and `extra`.
+    /// every parameter of API Part 4.2 and `extra`.
     pub(super) fn authorization_request(&self, extra: &[(String, String)]) -> AuthorizationRequest {
         let pkce = Pkce::generate();
         let state = random_value();

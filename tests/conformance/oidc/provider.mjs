@@ -1,5 +1,5 @@
 // A real, independent OpenID provider (the npm package `oidc-provider`) for the interop test in
-// `tests/conformance/interop_oidc.rs`. It serves the spec's paths on 127.0.0.1 (a free port):
+// `tests/conformance/interop_oidc.rs`. It serves the API's paths on 127.0.0.1 (a free port):
 // `/oauth2/authorize`, `/oauth2/token`, `/.well-known/jwks.json`, `/oauth2/introspect`,
 // `/oauth2/revoke` and the discovery document. Access tokens are RS256 JWTs for the audience `business-records-api`.
 //
