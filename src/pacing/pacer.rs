@@ -182,6 +182,8 @@ impl Pacer {
 
 impl Inner {
     /// What the request at the head of the queue does next.
+    // Without the `redis` feature there is no fleet's budget to read from `self`.
+    #[cfg_attr(not(feature = "redis"), expect(clippy::unused_self))]
     fn step(&self, state: &mut Limiter, now: f64, reserved: bool) -> Step {
         if let Some(pause) = state.pause(now) {
             return Step::WaitUntil(pause.until);
