@@ -10,7 +10,9 @@ use std::marker::PhantomData;
 
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact, IntoSort, Resource};
-use crate::pagination::{self, Cursor, ItemStream, ListQuery, OnUndecodable, Page, PageStream, Source};
+use crate::pagination::{
+    self, Cursor, ItemStream, ListEndpoint, ListParams, OnUndecodable, Page, PageStream,
+};
 use crate::{Error, Preview, RetryPolicy};
 
 /// Names reserved for the paging parameters, which have methods of their own.
@@ -36,8 +38,8 @@ const RESERVED_PARAMETERS: [&str; 3] = ["limit", "cursor", "sort"];
 /// ```
 #[must_use = "a list builder does nothing until `send`, `pages` or `stream`"]
 pub struct List<T> {
-    source: Source,
-    query: ListQuery,
+    source: ListEndpoint,
+    query: ListParams,
     error: Option<Error>,
     _resource: PhantomData<fn() -> T>,
 }
@@ -49,8 +51,8 @@ impl<T> fmt::Debug for List<T> {
 }
 
 impl<T: Resource> List<T> {
-    pub(crate) fn new(source: Source) -> Self {
-        List { source, query: ListQuery::default(), error: None, _resource: PhantomData }
+    pub(crate) fn new(source: ListEndpoint) -> Self {
+        List { source, query: ListParams::default(), error: None, _resource: PhantomData }
     }
 
     fn fail(mut self, error: Error) -> Self {

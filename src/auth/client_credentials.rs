@@ -7,7 +7,7 @@ use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl};
 
 use super::ClientSecret;
-use super::token_manager::{IssuedToken, TokenSource};
+use super::token_manager::{IssuedToken, TokenManager, TokenSource};
 use crate::Error;
 use crate::error::{ApiError, DecodeError, ErrorCode};
 use crate::urls;
@@ -121,25 +121,25 @@ impl ClientCredentials {
         &self.client_id
     }
 
-    /// The token source the client builder uses: the grant itself, or the grant behind the
-    /// shared cache.
-    pub(crate) fn into_token_source(self) -> Result<Box<dyn TokenSource>, Error> {
+    /// The token manager of a client with these settings: the grant's tokens, or the grant
+    /// behind the shared cache. The client builder calls this from `build()`.
+    pub(crate) fn into_token_manager(self) -> Result<TokenManager, Error> {
         #[cfg(feature = "redis")]
         if let Some(cache) = self.shared.clone() {
             let secret = self.client_secret.clone();
-            let source = self.into_source()?;
+            let grant = self.into_grant()?;
             let identity = [
-                source.client.token_uri().as_str().to_owned(),
-                source.client.client_id().as_str().to_owned(),
-                source.scopes.join(" "),
+                grant.client.token_uri().as_str().to_owned(),
+                grant.client.client_id().as_str().to_owned(),
+                grant.scopes.join(" "),
             ];
-            return Ok(cache.client_credentials_source(&identity, &secret, source));
+            return Ok(TokenManager::new(cache.client_credentials_source(&identity, &secret, grant)));
         }
-        Ok(Box::new(self.into_source()?))
+        Ok(TokenManager::new(Box::new(self.into_grant()?)))
     }
 
-    /// Checks every setting; the client builder calls this from `build()`.
-    pub(crate) fn into_source(self) -> Result<ClientCredentialsSource, Error> {
+    /// The grant with every setting checked.
+    pub(crate) fn into_grant(self) -> Result<ClientCredentialsGrant, Error> {
         let token_url = match &self.token_url {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
             None => {
@@ -166,13 +166,13 @@ impl ClientCredentials {
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(auth_type);
-        Ok(ClientCredentialsSource { client, scopes: self.scopes, literal_basic })
+        Ok(ClientCredentialsGrant { client, scopes: self.scopes, literal_basic })
     }
 }
 
 type TokenClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 
-pub(crate) struct ClientCredentialsSource {
+pub(crate) struct ClientCredentialsGrant {
     client: TokenClient,
     scopes: Vec<String>,
     /// The `Authorization` header of [`ClientCredentials::literal_basic_auth`], in place of
@@ -197,9 +197,9 @@ fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<Header
     Ok(value)
 }
 
-impl std::fmt::Debug for ClientCredentialsSource {
+impl std::fmt::Debug for ClientCredentialsGrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentialsSource")
+        f.debug_struct("ClientCredentialsGrant")
             .field("client_id", &self.client.client_id().as_str())
             .field("token_url", &self.client.token_uri().as_str())
             .field("scopes", &self.scopes)
@@ -207,7 +207,7 @@ impl std::fmt::Debug for ClientCredentialsSource {
     }
 }
 
-impl TokenSource for ClientCredentialsSource {
+impl TokenSource for ClientCredentialsGrant {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let endpoint = self.client.token_uri().url().path().to_owned();
@@ -301,7 +301,7 @@ mod tests {
             ),
         ];
         for (flow, argument) in cases {
-            match flow.into_source() {
+            match flow.into_grant() {
                 Err(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }

@@ -3,16 +3,16 @@
 use serde::de::DeserializeOwned;
 
 use super::envelope::OnUndecodable;
-use super::{Cursor, ListQuery, Page, Source};
+use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::Error;
 use crate::error::UndecodableError;
 use crate::model::Resource;
-use crate::transport::{ApiRequest, ApiResponse, CallStats};
+use crate::pipeline::{ApiRequest, ApiResponse, CallStats};
 
 /// Requests page number `number` (from 1) of a listing.
 pub(crate) async fn fetch_page<T: Resource>(
-    source: &Source,
-    query: &ListQuery,
+    source: &ListEndpoint,
+    query: &ListParams,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     stats: Option<&CallStats>,
@@ -53,8 +53,8 @@ pub(super) fn settle_undecodable<T>(
 
 /// Sends the request for a page of `T` and decodes the body as `B`.
 pub(super) async fn request_page<B: DeserializeOwned>(
-    source: &Source,
-    query: &ListQuery,
+    source: &ListEndpoint,
+    query: &ListParams,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     stats: Option<&CallStats>,
@@ -67,7 +67,7 @@ pub(super) async fn request_page<B: DeserializeOwned>(
         retry: query.retry.as_ref(),
         stats,
     };
-    source.transport.get_json::<B>(&call).await
+    source.pipeline.get_json::<B>(&call).await
 }
 
 pub(super) type PageResult<T> = Result<Page<T>, Error>;

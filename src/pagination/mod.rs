@@ -13,14 +13,14 @@
 //! [`envelope`] (the wire shape, decoded element by element), [`guards`] (the rules above, apart
 //! from any request), [`fetch`] (one page request), [`raw`] (a page read before its items are
 //! decoded, for prefetch), [`pager`] (the state of a listing) and [`stream`] (the streams).
-//! This layer gets what a listing needs from the client in a [`Source`], and nothing else.
+//! This layer gets what a listing needs from the client in a [`ListEndpoint`], and nothing else.
 
 mod envelope;
 mod fetch;
 mod guards;
 mod page;
 mod pager;
-mod query;
+mod params;
 mod raw;
 mod stream;
 
@@ -32,16 +32,16 @@ use url::Url;
 pub use envelope::OnUndecodable;
 pub(crate) use fetch::fetch_page;
 pub use page::{Cursor, Page};
-pub(crate) use query::ListQuery;
+pub(crate) use params::ListParams;
 pub use stream::{ItemStream, PageStream};
 
-use crate::transport::Transport;
+use crate::pipeline::ApiPipeline;
 
 /// What a listing needs from the client: the API pipeline, the endpoint and the paging
 /// settings. Cheap to clone: streams and prefetch tasks hold one each.
 #[derive(Debug, Clone)]
-pub(crate) struct Source {
-    pub(crate) transport: Arc<Transport>,
+pub(crate) struct ListEndpoint {
+    pub(crate) pipeline: Arc<ApiPipeline>,
     /// The endpoint, below the versioned root: `https://api.example.com/v1/companies`.
     pub(crate) url: Arc<Url>,
     pub(crate) paging: Paging,

@@ -9,19 +9,19 @@ use tracing::Instrument;
 
 use super::fetch::{PageResult, fetch_page, settle_undecodable};
 use super::guards::Walk;
-use super::query::DEFAULT_MAX_EMPTY_PAGES;
+use super::params::DEFAULT_MAX_EMPTY_PAGES;
 use super::raw::{Arrived, RawPage, fetch_raw_page};
-use super::{Cursor, ListQuery, Source};
+use super::{Cursor, ListEndpoint, ListParams};
 use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
 use crate::limits::MAX_LIMIT;
 use crate::model::Resource;
-use crate::transport::CallStats;
+use crate::pipeline::CallStats;
 use crate::{Error, telemetry};
 
 /// The state of one listing: where it is, what it has seen, and the page in flight.
 pub(super) struct Pager<T: Resource> {
-    source: Source,
-    query: ListQuery,
+    source: ListEndpoint,
+    query: ListParams,
     /// The cursor of the next page, and the rules every page must keep.
     walk: Walk,
     pages: u64,
@@ -41,7 +41,7 @@ pub(super) struct Pager<T: Resource> {
 }
 
 impl<T: Resource> Pager<T> {
-    pub(super) fn new(source: Source, query: ListQuery, stats: Arc<CallStats>) -> Self {
+    pub(super) fn new(source: ListEndpoint, query: ListParams, stats: Arc<CallStats>) -> Self {
         let span = telemetry::listing_span(source.url.path());
         let walk = Walk::new(query.cursor.clone(), query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES));
         Pager {

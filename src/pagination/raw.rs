@@ -9,12 +9,12 @@ use serde_json::value::RawValue;
 
 use super::envelope::{Data, PaginationMeta};
 use super::fetch::{PageResult, request_page};
-use super::{Cursor, ListQuery, Page, Source};
+use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::Error;
 use crate::deprecation::DeprecationNotice;
 use crate::error::DecodeError;
 use crate::model::Resource;
-use crate::transport::CallStats;
+use crate::pipeline::CallStats;
 
 /// A page as it reaches the listing: decoded whole, or with its items still JSON (prefetched).
 pub(super) enum Arrived<T> {
@@ -57,8 +57,8 @@ impl RawPage {
 
 /// Requests one page of a listing, its items left undecoded.
 pub(super) async fn fetch_raw_page(
-    source: &Source,
-    query: &ListQuery,
+    source: &ListEndpoint,
+    query: &ListParams,
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     stats: Option<&CallStats>,

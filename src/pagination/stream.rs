@@ -13,11 +13,11 @@ use sync_wrapper::SyncWrapper;
 
 use super::fetch::PageResult;
 use super::pager::Pager;
-use super::{Cursor, ListQuery, Page, Source};
+use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::Error;
 use crate::error::Undecodable;
 use crate::model::Resource;
-use crate::transport::CallStats;
+use crate::pipeline::CallStats;
 
 /// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
 /// ones are still counted.
@@ -53,7 +53,7 @@ struct ResumePoint {
 }
 
 impl<T: Resource> PageStream<T> {
-    pub(crate) fn new(source: Source, query: ListQuery, error: Option<Error>) -> Self {
+    pub(crate) fn new(source: ListEndpoint, query: ListParams, error: Option<Error>) -> Self {
         let resume = ResumePoint { cursor: query.cursor.clone(), delivered: 0 };
         let stats = Arc::new(CallStats::default());
         let inner = match error {

@@ -66,13 +66,13 @@ pub(super) fn missing_key(kid: Option<&str>) -> VerifyError {
 
 /// Where keys come from.
 #[derive(Debug, Clone)]
-pub(super) struct JwksSource {
+pub(super) struct JwksEndpoint {
     pub(super) url: url::Url,
     pub(super) sender: HttpSender,
 }
 
 /// Fetches and parses the JWKS.
-pub(super) async fn fetch_jwks(source: &JwksSource) -> Result<Jwks, Error> {
+pub(super) async fn fetch_jwks(source: &JwksEndpoint) -> Result<Jwks, Error> {
     let path = source.url.path();
     let mut request = reqwest::Request::new(reqwest::Method::GET, source.url.clone());
     request

@@ -72,7 +72,7 @@ pub(crate) struct ApiResponse<T> {
 /// the one that built it: the connection pool, middleware, retry policy, request budget,
 /// preview label and deprecation reporting. Each client has its own [`TokenManager`].
 #[derive(Debug)]
-pub(crate) struct Transport {
+pub(crate) struct ApiPipeline {
     shared: Arc<Shared>,
     tokens: TokenManager,
 }
@@ -88,7 +88,7 @@ struct Shared {
     pacer: Pacer,
 }
 
-impl Transport {
+impl ApiPipeline {
     pub(crate) fn new(
         sender: HttpSender,
         tokens: TokenManager,
@@ -99,17 +99,17 @@ impl Transport {
         pacer: Pacer,
     ) -> Self {
         let shared = Shared { sender, preview, deprecation, retry, max_page_bytes, pacer };
-        Transport { shared: Arc::new(shared), tokens }
+        ApiPipeline { shared: Arc::new(shared), tokens }
     }
 
     /// The same pipeline with its own tokens: a signed-in user's client derived from the app's.
     pub(crate) fn with_tokens(&self, tokens: TokenManager) -> Self {
-        Transport { shared: Arc::clone(&self.shared), tokens }
+        ApiPipeline { shared: Arc::clone(&self.shared), tokens }
     }
 
     /// Whether `other` shares this pipeline's settings and connection pool.
     #[cfg(test)]
-    pub(crate) fn shares_with(&self, other: &Transport) -> bool {
+    pub(crate) fn shares_with(&self, other: &ApiPipeline) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 
