@@ -442,7 +442,7 @@ impl AuthorizationCodeFlow {
     /// [required](Self::require_iss_parameter) (RFC 9207), a missing or mismatched `state`
     /// (compared in constant time) or a missing code;
     /// [`Error::Authorization`] when the server sent `error=` (`access_denied` when the user
-    /// declined). Then [`Error::Auth`] when the token endpoint refuses the code, and
+    /// declined). Then [`Error::AuthServer`] when the token endpoint refuses the code, and
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
@@ -521,7 +521,7 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token, or when the new
-    /// ID token names another issuer, user, audience or authorized party; [`Error::Auth`] with
+    /// ID token names another issuer, user, audience or authorized party; [`Error::AuthServer`] with
     /// `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses the
     /// refresh token.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {

@@ -268,7 +268,7 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
                 "invalid_client" => 401,
                 _ => 400,
             };
-            Error::Auth(
+            Error::AuthServer(
                 ApiError::new(status, Some(ErrorCode::parse(body.error().as_ref())), endpoint)
                     .with_description(body.error_description().map(|d| crate::text::server_text(d))),
             )

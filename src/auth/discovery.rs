@@ -300,7 +300,7 @@ impl TokenIntrospector {
     ///
     /// # Errors
     ///
-    /// [`Error::Auth`] when the server refuses the request (`invalid_client`, ...);
+    /// [`Error::AuthServer`] when the server refuses the request (`invalid_client`, ...);
     /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
     /// [`Error::InvalidArgument`] naming `http_config` when the HTTP client could not be built. An unknown or
     /// expired token is not an error: it is `active: false`.

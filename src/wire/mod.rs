@@ -157,7 +157,7 @@ impl HttpSender {
 
     /// The HTTP client handed to the `oauth2` crate for token requests.
     ///
-    /// Every answer other than 2xx becomes [`Error::Auth`] here, before `oauth2` reads the
+    /// Every answer other than 2xx becomes [`Error::AuthServer`] here, before `oauth2` reads the
     /// body, with the real status, `error` and `error_description` when the body is JSON, and
     /// `Retry-After`. Transient failures (429, 502, 503, 504 whatever the body,
     /// `server_error`, `temporarily_unavailable`, connection failures, timeouts) are sent again
@@ -189,7 +189,7 @@ impl HttpSender {
         let kind = if status.is_success() { self.oauth_body } else { BodyKind::Error };
         let body = read_body(path, response, kind.into()).await?;
         if !status.is_success() {
-            return Err(Error::Auth(api_error(status.as_u16(), &headers, &body, path, None)));
+            return Err(Error::AuthServer(api_error(status.as_u16(), &headers, &body, path, None)));
         }
         let mut builder = http::Response::builder().status(status);
         if let Some(target) = builder.headers_mut() {

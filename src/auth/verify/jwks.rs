@@ -81,7 +81,7 @@ pub(super) async fn fetch_jwks(source: &JwksEndpoint) -> Result<Jwks, Error> {
     let response = source.sender.dispatch(request, 1).await?;
     let status = response.status();
     if !status.is_success() {
-        return Err(Error::Auth(ApiError::new(status.as_u16(), None, path)));
+        return Err(Error::AuthServer(ApiError::new(status.as_u16(), None, path)));
     }
     let body = crate::wire::read_body(path, response, BodyKind::Jwks.into()).await?;
     parse_jwks(&body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
