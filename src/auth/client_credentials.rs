@@ -2,14 +2,13 @@
 
 use futures::future::BoxFuture;
 use http::HeaderValue;
-use http::header::AUTHORIZATION;
-use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
-use oauth2::{AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl};
+use oauth2::basic::{BasicClient, BasicTokenResponse};
+use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
 
 use super::ClientSecret;
+use super::oauth::{OAuthHttp, token_error};
 use super::token_manager::{IssuedToken, TokenManager, TokenSource};
 use crate::Error;
-use crate::error::{ApiError, DecodeError, ErrorCode};
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -211,7 +210,7 @@ impl TokenSource for ClientCredentialsGrant {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let endpoint = self.client.token_uri().url().path().to_owned();
-            let send = WithAuthorization { sender, header: self.literal_basic.as_ref() };
+            let send = OAuthHttp::token(sender).authorization(self.literal_basic.as_ref());
             let response = self
                 .client
                 .exchange_client_credentials()
@@ -228,56 +227,11 @@ impl TokenSource for ClientCredentialsGrant {
     }
 }
 
-/// Sends token requests through `sender`, with `header` (when set) as their `Authorization`.
-struct WithAuthorization<'s> {
-    sender: &'s HttpSender,
-    header: Option<&'s HeaderValue>,
-}
-
-impl<'c> oauth2::AsyncHttpClient<'c> for WithAuthorization<'_> {
-    type Error = Error;
-    type Future = BoxFuture<'c, Result<oauth2::HttpResponse, Error>>;
-
-    fn call(&'c self, mut request: oauth2::HttpRequest) -> Self::Future {
-        if let Some(header) = self.header {
-            request.headers_mut().insert(AUTHORIZATION, header.clone());
-        }
-        Box::pin(self.sender.dispatch_oauth(request))
-    }
-}
-
 fn issued(response: &BasicTokenResponse) -> IssuedToken {
     IssuedToken {
         access_token: super::AccessToken::new(response.access_token().secret().clone()),
         expires_in: response.expires_in(),
         scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
-    }
-}
-
-/// Turns the `oauth2` crate's error into ours. The raw body of a parse failure may hold tokens,
-/// so it is dropped, never shown.
-///
-/// Error answers (every status but 2xx) are classified by
-/// [`HttpSender::dispatch_oauth`] before `oauth2` sees them, with their real status; an
-/// error body `oauth2` still reads came with a 2xx status other than 200.
-pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErrorResponse>) -> Error {
-    match err {
-        RequestTokenError::Request(inner) => inner,
-        RequestTokenError::ServerResponse(body) => {
-            let status = match body.error().as_ref() {
-                "invalid_client" => 401,
-                _ => 400,
-            };
-            Error::AuthServer(
-                ApiError::new(status, Some(ErrorCode::parse(body.error().as_ref())), endpoint)
-                    .with_description(body.error_description().map(|d| crate::text::server_text(d))),
-            )
-        }
-        // Only the path of the field: the parser's message may quote a token.
-        RequestTokenError::Parse(parse, _body) => {
-            Error::Decode(DecodeError::invalid(endpoint, format!("token response: {}", parse.path())))
-        }
-        RequestTokenError::Other(message) => Error::Decode(DecodeError::invalid(endpoint, message)),
     }
 }
 

@@ -118,6 +118,7 @@ mod client_credentials;
 mod discovery;
 mod keyed_store;
 mod loopback;
+mod oauth;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;

@@ -5,9 +5,11 @@ use serde::de::DeserializeOwned;
 use super::envelope::OnUndecodable;
 use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::Error;
+use crate::deprecation::DeprecationNotice;
 use crate::error::UndecodableError;
 use crate::model::Resource;
-use crate::pipeline::{ApiRequest, ApiResponse, CallStats};
+use crate::pipeline::{ApiRequest, CallStats};
+use crate::wire::decode;
 
 /// Requests page number `number` (from 1) of a listing.
 pub(crate) async fn fetch_page<T: Resource>(
@@ -18,8 +20,8 @@ pub(crate) async fn fetch_page<T: Resource>(
     stats: Option<&CallStats>,
     number: u64,
 ) -> Result<Page<T>, Error> {
-    let response = request_page::<Page<T>>(source, query, limit, cursor, stats).await?;
-    let mut page = Page { deprecation: response.deprecation, ..response.body };
+    let (page, deprecation) = request_page::<Page<T>>(source, query, limit, cursor, stats).await?;
+    let mut page = Page { deprecation, ..page };
     settle_undecodable(&mut page, number, source.url.path(), query.on_undecodable)?;
     Ok(page)
 }
@@ -58,7 +60,7 @@ pub(super) async fn request_page<B: DeserializeOwned>(
     limit: Option<u32>,
     cursor: Option<&Cursor>,
     stats: Option<&CallStats>,
-) -> Result<ApiResponse<B>, Error> {
+) -> Result<(B, Option<DeprecationNotice>), Error> {
     let pairs = query.pairs(limit, cursor);
     let call = ApiRequest {
         url: &source.url,
@@ -67,7 +69,9 @@ pub(super) async fn request_page<B: DeserializeOwned>(
         retry: query.retry.as_ref(),
         stats,
     };
-    source.pipeline.get_json::<B>(&call).await
+    let response = source.pipeline.get(&call).await?;
+    let body = decode(source.url.path(), &response.body)?;
+    Ok((body, response.deprecation))
 }
 
 pub(super) type PageResult<T> = Result<Page<T>, Error>;

@@ -63,9 +63,9 @@ pub(super) async fn fetch_raw_page(
     cursor: Option<&Cursor>,
     stats: Option<&CallStats>,
 ) -> Result<RawPage, Error> {
-    let response = request_page::<RawEnvelope>(source, query, limit, cursor, stats).await?;
-    let RawEnvelope { data, pagination } = response.body;
-    Ok(RawPage { items: data, pagination, deprecation: response.deprecation })
+    let (RawEnvelope { data, pagination }, deprecation) =
+        request_page::<RawEnvelope>(source, query, limit, cursor, stats).await?;
+    Ok(RawPage { items: data, pagination, deprecation })
 }
 
 #[cfg(test)]
