@@ -12,7 +12,7 @@ use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPoli
 use crate::list::{ListCompanies, ListContacts};
 use crate::model::{Company, Contact, Resource};
 use crate::pacing::{Pacer, RateLimit};
-use crate::pagination::{ListEndpoint, Paging};
+use crate::pagination::{GetPage, ListEndpoint, Paging};
 use crate::pipeline::ApiPipeline;
 use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
@@ -62,7 +62,7 @@ impl Client {
     /// (`https://api.example.com/v1/companies`) and the paging settings.
     fn source<T: Resource>(&self) -> ListEndpoint {
         ListEndpoint {
-            pipeline: Arc::clone(&self.inner.pipeline),
+            api: Arc::clone(&self.inner.pipeline) as Arc<dyn GetPage>,
             url: Arc::new(urls::join_path(&self.inner.api_root, T::PATH)),
             paging: self.inner.paging,
         }

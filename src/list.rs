@@ -7,11 +7,12 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact, IntoSort, Resource};
 use crate::pagination::{
-    self, Cursor, ItemStream, ListEndpoint, ListParams, OnUndecodable, Page, PageStream,
+    Cursor, ItemStream, ListEndpoint, ListParams, OnUndecodable, Page, PageRequest, PageStream,
 };
 use crate::{Error, Preview, RetryPolicy};
 
@@ -194,11 +195,14 @@ impl<T: Resource> List<T> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let limit = self.query.page_limit(None, 0);
-        let page =
-            pagination::fetch_page(&self.source, &self.query, limit, self.query.cursor.as_ref(), None, 1)
-                .await?;
-        Ok(match self.query.max_items {
+        let request = PageRequest {
+            limit: self.query.page_limit(None, 0),
+            cursor: self.query.cursor.clone(),
+            params: Arc::new(self.query),
+            stats: None,
+        };
+        let page = self.source.page::<T>(&request).await?;
+        Ok(match request.params.max_items {
             Some(max) => page.truncated(max),
             None => page,
         })
