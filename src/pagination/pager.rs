@@ -249,3 +249,6 @@ impl<T: Resource> Drop for Pager<T> {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;
