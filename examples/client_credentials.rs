@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .auth(Auth::client_credentials(&target.auth_url, &target.client_id, "not-the-secret"))
         .build()?;
     match wrong.companies().send().await {
-        Err(err @ Error::Auth(_)) => {
+        Err(err @ Error::AuthServer(_)) => {
             println!(
                 "wrong secret: {err} (code {:?}, sign in again: {})",
                 err.code(),

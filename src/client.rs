@@ -7,14 +7,13 @@ use std::time::Duration;
 use http::HeaderValue;
 use url::Url;
 
-use crate::auth::token_manager::TokenManager;
-use crate::auth::{Auth, AuthKind};
+use crate::auth::Auth;
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::list::{ListCompanies, ListContacts};
 use crate::model::{Company, Contact, Resource};
 use crate::pacing::{Pacer, RateLimit};
-use crate::pagination::{Paging, Source};
-use crate::transport::Transport;
+use crate::pagination::{GetPage, ListEndpoint, Paging};
+use crate::pipeline::ApiPipeline;
 use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 
@@ -38,7 +37,7 @@ pub struct Client {
 }
 
 struct ClientInner {
-    transport: Arc<Transport>,
+    pipeline: Arc<ApiPipeline>,
     api_root: Url,
     api_version: ApiVersion,
     paging: Paging,
@@ -61,9 +60,9 @@ impl Client {
 
     /// What a listing of `T` needs: the pipeline, the endpoint below the versioned root
     /// (`https://api.example.com/v1/companies`) and the paging settings.
-    fn source<T: Resource>(&self) -> Source {
-        Source {
-            transport: Arc::clone(&self.inner.transport),
+    fn source<T: Resource>(&self) -> ListEndpoint {
+        ListEndpoint {
+            api: Arc::clone(&self.inner.pipeline) as Arc<dyn GetPage>,
             url: Arc::new(urls::join_path(&self.inner.api_root, T::PATH)),
             paging: self.inner.paging,
         }
@@ -111,11 +110,12 @@ impl Client {
     ///
     /// [`Error::InvalidArgument`] as [`ClientBuilder::build`] reports it for `auth`.
     pub fn with_auth(&self, auth: impl Into<Auth>) -> Result<Client, Error> {
-        let tokens = token_manager(auth.into())?;
+        let auth: Auth = auth.into();
+        let tokens = auth.into_token_manager()?;
         let inner = &self.inner;
         Ok(Client {
             inner: Arc::new(ClientInner {
-                transport: Arc::new(inner.transport.with_tokens(tokens)),
+                pipeline: Arc::new(inner.pipeline.with_tokens(tokens)),
                 api_root: inner.api_root.clone(),
                 api_version: inner.api_version,
                 paging: inner.paging,
@@ -143,11 +143,11 @@ impl Client {
     /// The tokens are forgotten and the store cleared whatever happens; the error says what
     /// failed first: [`Error::InvalidArgument`] naming `auth` for a client without a signed-in
     /// user (client credentials, a static token), or naming `revocation_url` when the server
-    /// offers no revocation endpoint; [`Error::Auth`] or [`Error::Http`] when the revocation
+    /// offers no revocation endpoint; [`Error::AuthServer`] or [`Error::Http`] when the revocation
     /// request fails; [`Error::TokenStore`] when the store cannot be cleared. Revoking tokens
     /// the server no longer knows is no error (RFC 7009 section 2.2).
     pub async fn sign_out(&self) -> Result<(), Error> {
-        self.inner.transport.sign_out().await
+        self.inner.pipeline.sign_out().await
     }
 
     /// The signed-in user's current tokens (renewed ones included), with the verified claims of
@@ -164,7 +164,7 @@ impl Client {
     /// # }
     /// ```
     pub async fn token_set(&self) -> Option<crate::auth::TokenSet> {
-        self.inner.transport.token_set().await
+        self.inner.pipeline.token_set().await
     }
 }
 
@@ -296,7 +296,7 @@ impl ClientBuilder {
         self
     }
 
-    /// Minimum pause between the starts of two page requests of one listing (spec Part 8
+    /// Minimum pause between the starts of two page requests of one listing (API Part 8
     /// advises pausing when paging through large datasets). It paces each listing on its own
     /// and never its first page; [`rate_limit`](Self::rate_limit) paces the whole client.
     /// Default: none.
@@ -443,13 +443,13 @@ impl ClientBuilder {
             .with_middleware(&self.middleware);
 
         let pacer = Pacer::new(&self.rate_limit.unwrap_or_default(), &api_root, auth.client_id())?;
-        let tokens = token_manager(auth)?;
+        let tokens = auth.into_token_manager()?;
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
         let max_page_bytes = self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES);
-        let transport = Transport::new(sender, tokens, self.preview, reporter, retry, max_page_bytes, pacer);
+        let pipeline = ApiPipeline::new(sender, tokens, self.preview, reporter, retry, max_page_bytes, pacer);
         Ok(Client {
             inner: Arc::new(ClientInner {
-                transport: Arc::new(transport),
+                pipeline: Arc::new(pipeline),
                 api_root,
                 api_version: self.api_version,
                 paging: Paging {
@@ -459,26 +459,6 @@ impl ClientBuilder {
             }),
         })
     }
-}
-
-/// The token source `auth` describes, checked.
-fn token_manager(auth: Auth) -> Result<TokenManager, Error> {
-    Ok(match auth.kind {
-        AuthKind::ClientCredentials(flow) => TokenManager::new(flow.into_token_source()?),
-        AuthKind::User(user) => user.into_manager()?,
-        AuthKind::Static(token) => {
-            if token.secret().trim().is_empty() {
-                return Err(Error::invalid("auth", "expected a non-empty static token"));
-            }
-            if !token.fits_header() {
-                return Err(Error::invalid(
-                    "auth",
-                    "expected a static token of characters allowed in a header",
-                ));
-            }
-            TokenManager::fixed(token)
-        }
-    })
 }
 
 #[cfg(test)]
@@ -538,7 +518,7 @@ mod tests {
         let user = app
             .with_auth(Auth::user(flow.clone(), crate::auth::TokenSet::new("alice-token")))
             .expect("derived");
-        assert!(user.inner.transport.shares_with(&app.inner.transport));
+        assert!(user.inner.pipeline.shares_with(&app.inner.pipeline));
         assert_eq!(user.api_root(), app.api_root());
         assert!(!user.inner.paging.prefetch, "paging settings are shared");
         let tokens = user.token_set().await.expect("a user's client has tokens");

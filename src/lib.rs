@@ -208,11 +208,11 @@
 //! | | `deprecation` (header parsing) | `text`, `timestamp` |
 //! | | `error` | `deprecation`, `limits`, `text` |
 //! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts), `pacing` (the request budget: its state, the rate-limit fields, the queue; a fleet's budget is an interface, implemented over Redis in `auth`) | the foundation |
-//! | wire | `wire`: `HttpSender`, the one place requests are sent; bodies read under their limits; error responses | the rows above |
-//! | authentication | `auth`: token sources, flows, stores, verification, shared caches | the wire and the rows above it |
-//! | API pipeline | `transport`: the request budget before each attempt, bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |
-//! | listings | `pagination` (query, guards, pager, streams) on a `Source` (pipeline, endpoint, paging settings); `list`, the builder, on `pagination` | the pipeline, `model` and below |
-//! | client | `client`: builds everything and hands each listing its `Source` | everything |
+//! | wire | `wire`: `HttpSender`, the one place requests are sent, and its one response path (`exchange`): bodies read under their limits, error answers typed | the rows above |
+//! | authentication | `auth`: token sources, flows, stores, verification, shared caches, the `oauth2` crate's HTTP client | the wire and the rows above it |
+//! | API pipeline | `pipeline`: the request budget before each attempt, bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |
+//! | listings | `pagination` (query, guards, pager, streams) on a `ListEndpoint` (the pipeline, the endpoint, paging settings); `list`, the builder, on `pagination` | the pipeline, `model` and below |
+//! | client | `client`: builds everything and hands each listing its `ListEndpoint` | everything |
 //!
 //! The reference server is another crate of the workspace (`reference-server/`), which shares no
 //! code with this one: the conformance suite checks the client against an independent
@@ -232,11 +232,11 @@ mod list;
 mod model;
 mod pacing;
 mod pagination;
+mod pipeline;
 mod retry;
 mod telemetry;
 mod text;
 mod timestamp;
-mod transport;
 mod urls;
 mod version;
 mod wire;

@@ -1,14 +1,16 @@
 //! How much the client reads from a server: the size limits of response bodies.
 //!
-//! Every body is read through one function (`read_body` in the transport), which stops as soon
-//! as the bytes received pass the limit for the body's kind, before anything is decoded, and
-//! answers [`Error::ResponseTooLarge`](crate::Error::ResponseTooLarge) naming the limit. A
-//! `Content-Length` above the limit is refused before the body is read.
+//! Every answer is read on one path (the wire's), which stops reading a body as soon as the
+//! bytes received pass the limit for the body's kind, before anything is decoded, and answers
+//! [`Error::ResponseTooLarge`](crate::Error::ResponseTooLarge) naming the limit. A
+//! `Content-Length` above the limit is refused before the body is read. An error answer's body
+//! past its limit is the exception: it is ignored, and the status and headers alone make the
+//! error, so that a 429 or a 503 is still retried.
 //!
 //! | Body | Limit | Set with |
 //! |---|---|---|
 //! | a page of a listing | 32 MiB | [`ClientBuilder::max_page_bytes`](crate::ClientBuilder::max_page_bytes) |
-//! | an error response | 256 KiB | fixed; from the API, a larger one still makes the error from its status and headers, its body ignored |
+//! | an error response | 256 KiB | fixed; a larger one is ignored and the error made from the status and headers |
 //! | a token response | 64 KiB | fixed |
 //! | an OpenID discovery document | 256 KiB | fixed |
 //! | a token introspection response | 64 KiB | fixed |
@@ -16,11 +18,11 @@
 
 use std::fmt;
 
-/// Largest page size the API accepts (spec Part 8): [`List::limit`](crate::List::limit) takes
+/// Largest page size the API accepts (API Part 8): [`List::limit`](crate::List::limit) takes
 /// 1 to this.
 pub const MAX_LIMIT: u32 = 100;
 
-/// Page size the API uses when a request gives none (spec Part 8).
+/// Page size the API uses when a request gives none (API Part 8).
 pub const DEFAULT_LIMIT: u32 = 20;
 
 /// The longest cursor accepted, from the server or the caller: 8 KiB.

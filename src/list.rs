@@ -7,10 +7,13 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact, IntoSort, Resource};
-use crate::pagination::{self, Cursor, ItemStream, ListQuery, OnUndecodable, Page, PageStream, Source};
+use crate::pagination::{
+    Cursor, ItemStream, ListEndpoint, ListParams, OnUndecodable, Page, PageRequest, PageStream,
+};
 use crate::{Error, Preview, RetryPolicy};
 
 /// Names reserved for the paging parameters, which have methods of their own.
@@ -36,8 +39,8 @@ const RESERVED_PARAMETERS: [&str; 3] = ["limit", "cursor", "sort"];
 /// ```
 #[must_use = "a list builder does nothing until `send`, `pages` or `stream`"]
 pub struct List<T> {
-    source: Source,
-    query: ListQuery,
+    source: ListEndpoint,
+    query: ListParams,
     error: Option<Error>,
     _resource: PhantomData<fn() -> T>,
 }
@@ -49,8 +52,8 @@ impl<T> fmt::Debug for List<T> {
 }
 
 impl<T: Resource> List<T> {
-    pub(crate) fn new(source: Source) -> Self {
-        List { source, query: ListQuery::default(), error: None, _resource: PhantomData }
+    pub(crate) fn new(source: ListEndpoint) -> Self {
+        List { source, query: ListParams::default(), error: None, _resource: PhantomData }
     }
 
     fn fail(mut self, error: Error) -> Self {
@@ -192,11 +195,14 @@ impl<T: Resource> List<T> {
         if let Some(error) = self.error {
             return Err(error);
         }
-        let limit = self.query.page_limit(None, 0);
-        let page =
-            pagination::fetch_page(&self.source, &self.query, limit, self.query.cursor.as_ref(), None, 1)
-                .await?;
-        Ok(match self.query.max_items {
+        let request = PageRequest {
+            limit: self.query.page_limit(None, 0),
+            cursor: self.query.cursor.clone(),
+            params: Arc::new(self.query),
+            stats: None,
+        };
+        let page = self.source.page::<T>(&request).await?;
+        Ok(match request.params.max_items {
             Some(max) => page.truncated(max),
             None => page,
         })

@@ -465,4 +465,38 @@ mod tests {
         let error = schedule.give_up_unsent(refused);
         assert!(matches!(&error, Error::RetriesExhausted(e) if e.attempts() == 2), "{error:?}");
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_loop_waits_out_each_retry_after_on_tokios_clock() {
+        let answers = std::sync::Mutex::new(vec![
+            Ok(()),
+            Err(status(503, Some(Duration::from_secs(8)))),
+            Err(status(429, Some(Duration::from_secs(1)))),
+        ]);
+        let start = tokio::time::Instant::now();
+        let mut sent = Vec::new();
+        let result = RetryPolicy::default()
+            .run(
+                |attempt| {
+                    sent.push((attempt, start.elapsed()));
+                    let answer = answers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    std::future::ready(answer.unwrap_or(Ok(())))
+                },
+                || {},
+            )
+            .await;
+        assert!(result.is_ok(), "{result:?}");
+        // Each attempt goes once its Retry-After has passed (longer than the backoff, at most
+        // 400 ms by then), to the millisecond on the paused clock.
+        let secs = |s: u64| Duration::from_secs(s);
+        assert_eq!(sent, [(1, secs(0)), (2, secs(1)), (3, secs(9))]);
+
+        // A Retry-After longer than max_delay is not waited for: the error comes at once.
+        let start = tokio::time::Instant::now();
+        let error = RetryPolicy::default()
+            .run(|_| std::future::ready(Err::<(), _>(status(503, Some(secs(11))))), || {})
+            .await
+            .expect_err("not retried");
+        assert_eq!((error.status(), start.elapsed()), (Some(503), Duration::ZERO));
+    }
 }

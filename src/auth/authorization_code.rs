@@ -26,8 +26,8 @@ pub use self::request::AuthorizationRequest;
 use self::request::{CallbackParams, parse_redirect_uri};
 pub(crate) use self::tokens::Refreshed;
 use self::tokens::{OidcTokenResponse, token_set};
-use super::client_credentials::token_error;
 use super::discovery::{AuthServerMetadata, missing_endpoint};
+use super::oauth::{OAuthHttp, token_error};
 use super::pkce::constant_time_eq;
 use super::token_manager::clamp_lifetime;
 use super::{TokenSet, TokenVerifier};
@@ -442,7 +442,7 @@ impl AuthorizationCodeFlow {
     /// [required](Self::require_iss_parameter) (RFC 9207), a missing or mismatched `state`
     /// (compared in constant time) or a missing code;
     /// [`Error::Authorization`] when the server sent `error=` (`access_denied` when the user
-    /// declined). Then [`Error::Auth`] when the token endpoint refuses the code, and
+    /// declined). Then [`Error::AuthServer`] when the token endpoint refuses the code, and
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
@@ -453,7 +453,7 @@ impl AuthorizationCodeFlow {
             .oauth_client()
             .exchange_code(oauth2::AuthorizationCode::new(code.to_owned()))
             .set_pkce_verifier(oauth2::PkceCodeVerifier::new(request.verifier.secret().to_owned()))
-            .request_async(&self.config.sender)
+            .request_async(&OAuthHttp::token(&self.config.sender))
             .await
             .map_err(|e| token_error(self.config.token_url.path(), e))?;
         let mut tokens = token_set(self.config.token_url.path(), &response, sent_at, &self.config.scopes)?;
@@ -521,7 +521,7 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token, or when the new
-    /// ID token names another issuer, user, audience or authorized party; [`Error::Auth`] with
+    /// ID token names another issuer, user, audience or authorized party; [`Error::AuthServer`] with
     /// `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses the
     /// refresh token.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {
@@ -551,7 +551,7 @@ impl AuthorizationCodeFlow {
         let response = self
             .oauth_client()
             .exchange_refresh_token(&refresh_token)
-            .request_async(sender)
+            .request_async(&OAuthHttp::token(sender))
             .await
             .map_err(|e| token_error(self.config.token_url.path(), e))?;
         let mut next = token_set(self.config.token_url.path(), &response, sent_at, &tokens.scopes)?;

@@ -2,14 +2,13 @@
 
 use futures::future::BoxFuture;
 use http::HeaderValue;
-use http::header::AUTHORIZATION;
-use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
-use oauth2::{AuthType, EndpointNotSet, EndpointSet, RequestTokenError, Scope, TokenResponse, TokenUrl};
+use oauth2::basic::{BasicClient, BasicTokenResponse};
+use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
 
 use super::ClientSecret;
-use super::token_manager::{IssuedToken, TokenSource};
+use super::oauth::{OAuthHttp, token_error};
+use super::token_manager::{IssuedToken, TokenManager, TokenSource};
 use crate::Error;
-use crate::error::{ApiError, DecodeError, ErrorCode};
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -121,25 +120,25 @@ impl ClientCredentials {
         &self.client_id
     }
 
-    /// The token source the client builder uses: the grant itself, or the grant behind the
-    /// shared cache.
-    pub(crate) fn into_token_source(self) -> Result<Box<dyn TokenSource>, Error> {
+    /// The token manager of a client with these settings: the grant's tokens, or the grant
+    /// behind the shared cache. The client builder calls this from `build()`.
+    pub(crate) fn into_token_manager(self) -> Result<TokenManager, Error> {
         #[cfg(feature = "redis")]
         if let Some(cache) = self.shared.clone() {
             let secret = self.client_secret.clone();
-            let source = self.into_source()?;
+            let grant = self.into_grant()?;
             let identity = [
-                source.client.token_uri().as_str().to_owned(),
-                source.client.client_id().as_str().to_owned(),
-                source.scopes.join(" "),
+                grant.client.token_uri().as_str().to_owned(),
+                grant.client.client_id().as_str().to_owned(),
+                grant.scopes.join(" "),
             ];
-            return Ok(cache.client_credentials_source(&identity, &secret, source));
+            return Ok(TokenManager::new(cache.client_credentials_source(&identity, &secret, grant)));
         }
-        Ok(Box::new(self.into_source()?))
+        Ok(TokenManager::new(Box::new(self.into_grant()?)))
     }
 
-    /// Checks every setting; the client builder calls this from `build()`.
-    pub(crate) fn into_source(self) -> Result<ClientCredentialsSource, Error> {
+    /// The grant with every setting checked.
+    pub(crate) fn into_grant(self) -> Result<ClientCredentialsGrant, Error> {
         let token_url = match &self.token_url {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
             None => {
@@ -166,13 +165,13 @@ impl ClientCredentials {
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(auth_type);
-        Ok(ClientCredentialsSource { client, scopes: self.scopes, literal_basic })
+        Ok(ClientCredentialsGrant { client, scopes: self.scopes, literal_basic })
     }
 }
 
 type TokenClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
 
-pub(crate) struct ClientCredentialsSource {
+pub(crate) struct ClientCredentialsGrant {
     client: TokenClient,
     scopes: Vec<String>,
     /// The `Authorization` header of [`ClientCredentials::literal_basic_auth`], in place of
@@ -197,9 +196,9 @@ fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<Header
     Ok(value)
 }
 
-impl std::fmt::Debug for ClientCredentialsSource {
+impl std::fmt::Debug for ClientCredentialsGrant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentialsSource")
+        f.debug_struct("ClientCredentialsGrant")
             .field("client_id", &self.client.client_id().as_str())
             .field("token_url", &self.client.token_uri().as_str())
             .field("scopes", &self.scopes)
@@ -207,11 +206,11 @@ impl std::fmt::Debug for ClientCredentialsSource {
     }
 }
 
-impl TokenSource for ClientCredentialsSource {
+impl TokenSource for ClientCredentialsGrant {
     fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
         Box::pin(async move {
             let endpoint = self.client.token_uri().url().path().to_owned();
-            let send = WithAuthorization { sender, header: self.literal_basic.as_ref() };
+            let send = OAuthHttp::token(sender).authorization(self.literal_basic.as_ref());
             let response = self
                 .client
                 .exchange_client_credentials()
@@ -228,56 +227,11 @@ impl TokenSource for ClientCredentialsSource {
     }
 }
 
-/// Sends token requests through `sender`, with `header` (when set) as their `Authorization`.
-struct WithAuthorization<'s> {
-    sender: &'s HttpSender,
-    header: Option<&'s HeaderValue>,
-}
-
-impl<'c> oauth2::AsyncHttpClient<'c> for WithAuthorization<'_> {
-    type Error = Error;
-    type Future = BoxFuture<'c, Result<oauth2::HttpResponse, Error>>;
-
-    fn call(&'c self, mut request: oauth2::HttpRequest) -> Self::Future {
-        if let Some(header) = self.header {
-            request.headers_mut().insert(AUTHORIZATION, header.clone());
-        }
-        Box::pin(self.sender.dispatch_oauth(request))
-    }
-}
-
 fn issued(response: &BasicTokenResponse) -> IssuedToken {
     IssuedToken {
         access_token: super::AccessToken::new(response.access_token().secret().clone()),
         expires_in: response.expires_in(),
         scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
-    }
-}
-
-/// Turns the `oauth2` crate's error into ours. The raw body of a parse failure may hold tokens,
-/// so it is dropped, never shown.
-///
-/// Error answers (every status but 2xx) are classified by
-/// [`HttpSender::dispatch_oauth`] before `oauth2` sees them, with their real status; an
-/// error body `oauth2` still reads came with a 2xx status other than 200.
-pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErrorResponse>) -> Error {
-    match err {
-        RequestTokenError::Request(inner) => inner,
-        RequestTokenError::ServerResponse(body) => {
-            let status = match body.error().as_ref() {
-                "invalid_client" => 401,
-                _ => 400,
-            };
-            Error::Auth(
-                ApiError::new(status, Some(ErrorCode::parse(body.error().as_ref())), endpoint)
-                    .with_description(body.error_description().map(|d| crate::text::server_text(d))),
-            )
-        }
-        // Only the path of the field: the parser's message may quote a token.
-        RequestTokenError::Parse(parse, _body) => {
-            Error::Decode(DecodeError::invalid(endpoint, format!("token response: {}", parse.path())))
-        }
-        RequestTokenError::Other(message) => Error::Decode(DecodeError::invalid(endpoint, message)),
     }
 }
 
@@ -301,7 +255,7 @@ mod tests {
             ),
         ];
         for (flow, argument) in cases {
-            match flow.into_source() {
+            match flow.into_grant() {
                 Err(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }

@@ -11,9 +11,10 @@ use serde_json::Value;
 use url::Url;
 
 use super::ClientSecret;
-use super::client_credentials::token_error;
+use super::oauth::{OAuthHttp, token_error};
 use crate::error::DecodeError;
-use crate::wire::{DEFAULT_TIMEOUT, HttpSender, http_client};
+use crate::limits::BodyKind;
+use crate::wire::{DEFAULT_TIMEOUT, Expect, HttpSender, decode, get_request, http_client, no_head};
 use crate::{Error, urls};
 
 /// Where the discovery document is, below `{auth_url}`.
@@ -91,7 +92,7 @@ impl AuthServerMetadata {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback; [`Error::Http`] or
-    /// [`Error::Api`] when the document cannot be fetched; [`Error::Decode`] when it is not a
+    /// [`Error::AuthServer`] when the document cannot be fetched; [`Error::Decode`] when it is not a
     /// discovery document, its `issuer` is not `auth_url`, or an endpoint is not https.
     pub async fn discover(auth_url: impl AsRef<str>) -> Result<Self, Error> {
         Self::discover_with(auth_url, |http| http).await
@@ -127,7 +128,9 @@ impl AuthServerMetadata {
         let base = urls::parse_service_url("auth_url", auth_url)?;
         let url = urls::join_path(&base, DISCOVERY_PATH);
         let endpoint = url.path().to_owned();
-        let metadata: AuthServerMetadata = sender.get_json(url).await?;
+        let expect = Expect { body: BodyKind::Discovery.into(), error: Error::AuthServer };
+        let response = sender.exchange(get_request(url), 1, expect, no_head).await?;
+        let metadata: AuthServerMetadata = decode(&endpoint, &response.body)?;
         let invalid = |message: String| Error::Decode(DecodeError::invalid(&endpoint, message));
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));
@@ -259,11 +262,7 @@ impl TokenIntrospector {
         let client = BasicClient::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));
-        Ok(TokenIntrospector {
-            client,
-            sender: HttpSender::standalone(DEFAULT_TIMEOUT)?.for_introspection(),
-            invalid: None,
-        })
+        Ok(TokenIntrospector { client, sender: HttpSender::standalone(DEFAULT_TIMEOUT)?, invalid: None })
     }
 
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
@@ -290,7 +289,7 @@ impl TokenIntrospector {
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Self {
         match http_client(configure) {
-            Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT).for_introspection(),
+            Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT),
             Err(error) => self.invalid = Some(error),
         }
         self
@@ -300,7 +299,7 @@ impl TokenIntrospector {
     ///
     /// # Errors
     ///
-    /// [`Error::Auth`] when the server refuses the request (`invalid_client`, ...);
+    /// [`Error::AuthServer`] when the server refuses the request (`invalid_client`, ...);
     /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
     /// [`Error::InvalidArgument`] naming `http_config` when the HTTP client could not be built. An unknown or
     /// expired token is not an error: it is `active: false`.
@@ -313,7 +312,7 @@ impl TokenIntrospector {
         let response = self
             .client
             .introspect(&token)
-            .request_async(&self.sender)
+            .request_async(&OAuthHttp::introspection(&self.sender))
             .await
             .map_err(|e| token_error(&endpoint, e))?;
         Ok(Introspection {

@@ -118,6 +118,7 @@ mod client_credentials;
 mod discovery;
 mod keyed_store;
 mod loopback;
+mod oauth;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;
@@ -142,6 +143,9 @@ pub use secret::{AccessToken, ClientSecret, IdToken, PkceVerifier, RefreshToken}
 pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore};
 pub use user::UserAuth;
 pub use verify::{Claims, TokenVerifier};
+
+use self::token_manager::TokenManager;
+use crate::Error;
 
 /// How the client authenticates; passed to [`ClientBuilder::auth`](crate::ClientBuilder::auth).
 ///
@@ -216,6 +220,27 @@ impl Auth {
 }
 
 impl Auth {
+    /// The token manager of a client that authenticates this way, the settings checked; the
+    /// client builder calls this from `build()`.
+    pub(crate) fn into_token_manager(self) -> Result<TokenManager, Error> {
+        Ok(match self.kind {
+            AuthKind::ClientCredentials(flow) => flow.into_token_manager()?,
+            AuthKind::User(user) => user.into_token_manager()?,
+            AuthKind::Static(token) => {
+                if token.secret().trim().is_empty() {
+                    return Err(Error::invalid("auth", "expected a non-empty static token"));
+                }
+                if !token.fits_header() {
+                    return Err(Error::invalid(
+                        "auth",
+                        "expected a static token of characters allowed in a header",
+                    ));
+                }
+                TokenManager::fixed(token)
+            }
+        })
+    }
+
     /// The client id the authorization server knows the client by; empty for a static token.
     pub(crate) fn client_id(&self) -> &str {
         match &self.kind {

@@ -265,8 +265,20 @@ impl TokenManager {
         token: AccessToken,
         expires_at: Option<chrono::DateTime<chrono::Utc>>,
     ) -> Self {
+        Self::with_token_at(source, token, expires_at, chrono::Utc::now())
+    }
+
+    /// [`with_token`](Self::with_token) with the wall-clock time `wall_now` stands for: the
+    /// one place the manager reads wall-clock time, to turn a stored expiry into time left on
+    /// Tokio's clock, which everything after runs on.
+    fn with_token_at(
+        source: Box<dyn TokenSource>,
+        token: AccessToken,
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+        wall_now: chrono::DateTime<chrono::Utc>,
+    ) -> Self {
         let now = Instant::now();
-        let expires_in = expires_at.map(|at| (at - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO));
+        let expires_in = expires_at.map(|at| (at - wall_now).to_std().unwrap_or(Duration::ZERO));
         let cached = match expires_in {
             Some(remaining) if remaining.is_zero() => None,
             // The lifetime is unknown here: the remaining time stands in for it.
@@ -413,3 +425,5 @@ impl TokenSource for NoRefresh {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod timing_tests;

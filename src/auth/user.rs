@@ -78,8 +78,9 @@ impl UserAuth {
         self.flow.client_id()
     }
 
-    /// Checks the settings; the client builder calls this from `build()`.
-    pub(crate) fn into_manager(self) -> Result<TokenManager, Error> {
+    /// The token manager of a client signed in as this user, the settings checked; the client
+    /// builder calls this from `build()`.
+    pub(crate) fn into_token_manager(self) -> Result<TokenManager, Error> {
         self.flow.check()?;
         if self.tokens.access_token.secret().trim().is_empty() {
             return Err(Error::invalid("auth", "expected a non-empty access token"));

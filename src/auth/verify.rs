@@ -39,7 +39,7 @@ use serde_json::Value;
 pub use self::claims::Claims;
 use self::header::{map_jwt_error, parse_header};
 pub(crate) use self::header::{untrusted_audience, unverified_claims};
-use self::jwks::{Jwks, JwksSource, fetch_jwks, parse_jwks};
+use self::jwks::{Jwks, JwksEndpoint, fetch_jwks, parse_jwks};
 use self::key_cache::{FetchPolicy, KeyCache};
 use crate::error::{Error, VerifyError};
 use crate::wire::HttpSender;
@@ -100,7 +100,7 @@ pub struct TokenVerifier {
 
 #[derive(Clone)]
 struct Config {
-    source: Option<JwksSource>,
+    source: Option<JwksEndpoint>,
     issuer: String,
     audience: String,
     leeway: Duration,
@@ -154,7 +154,7 @@ impl TokenVerifier {
     ) -> Result<Self, Error> {
         let url = urls::parse_service_url("jwks_url", jwks_url.as_ref())?;
         let sender = HttpSender::standalone(JWKS_TIMEOUT)?;
-        Self::with_source(Some(JwksSource { url, sender }), Jwks::default(), issuer, audience)
+        Self::with_source(Some(JwksEndpoint { url, sender }), Jwks::default(), issuer, audience)
     }
 
     /// A verifier with a fixed key set that never fetches.
@@ -177,7 +177,7 @@ impl TokenVerifier {
     }
 
     fn with_source(
-        source: Option<JwksSource>,
+        source: Option<JwksEndpoint>,
         keys: Jwks,
         issuer: impl Into<String>,
         audience: impl Into<String>,

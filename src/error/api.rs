@@ -11,7 +11,7 @@ use crate::deprecation::DeprecationNotice;
 use crate::text::shown_url;
 
 /// An error response from the API or the authorization server: the context of
-/// [`Error::Api`](super::Error::Api) and [`Error::Auth`](super::Error::Auth).
+/// [`Error::Api`](super::Error::Api) and [`Error::AuthServer`](super::Error::AuthServer).
 ///
 /// The body format is `{"error": code, "error_description": text}` (API Part 7); a body in
 /// another shape still yields an `ApiError` with the HTTP status, and [`code`](Self::code)

@@ -70,7 +70,7 @@ pub enum Error {
     /// The authorization server answered a token, discovery, introspection or JWKS request
     /// with an error response.
     #[error(transparent)]
-    Auth(ApiError),
+    AuthServer(ApiError),
 
     /// The authorization server sent the user back with an error instead of a code
     /// (RFC 6749 section 4.1.2.1): the user declined (`access_denied`), or the authorization
@@ -214,7 +214,7 @@ impl Error {
     /// The error response behind this error, for API and authorization-server errors.
     pub fn response(&self) -> Option<&ApiError> {
         match self {
-            Error::Api(r) | Error::Auth(r) => Some(r),
+            Error::Api(r) | Error::AuthServer(r) => Some(r),
             Error::Sunset(e) => Some(e.response()),
             Error::CursorRejected(e) => Some(e.response()),
             Error::RetriesExhausted(e) => e.last().response(),
@@ -231,7 +231,7 @@ impl Error {
             Error::Http(e) => e.is_transient(),
             Error::RetriesExhausted(e) => e.last().is_retryable(),
             Error::Api(r) => r.is_transient(),
-            Error::Auth(r) => {
+            Error::AuthServer(r) => {
                 let definitive = matches!(
                     r.code(),
                     Some(
@@ -254,7 +254,9 @@ impl Error {
     /// static token).
     pub fn needs_reauthentication(&self) -> bool {
         match self {
-            Error::Auth(r) => matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient)),
+            Error::AuthServer(r) => {
+                matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
+            }
             Error::Api(r) => r.status() == 401 && r.code() == Some(&ErrorCode::InvalidToken),
             Error::ReauthenticationRequired(_) => true,
             _ => false,

@@ -1,4 +1,4 @@
-//! The page envelope on the wire (spec Part 2), decoded element by element: an element of
+//! The page envelope on the wire (API Part 2), decoded element by element: an element of
 //! `data` that is not a record is kept aside as an [`Undecodable`](crate::Undecodable), and the rest of the page
 //! still decodes.
 

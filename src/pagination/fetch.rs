@@ -1,73 +1,72 @@
-//! One page request: the query on the wire, the body decoded, odd elements settled.
+//! One page request: its parameters as one value, and what sends it.
 
-use serde::de::DeserializeOwned;
+use std::fmt;
+use std::sync::Arc;
 
-use super::envelope::OnUndecodable;
-use super::{Cursor, ListQuery, Page, Source};
+use futures::future::BoxFuture;
+use url::Url;
+
+use super::raw::RawPage;
+use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::Error;
-use crate::error::UndecodableError;
 use crate::model::Resource;
-use crate::transport::{ApiRequest, ApiResponse, CallStats};
+use crate::pipeline::{ApiPipeline, ApiRequest, ApiResponse, CallStats};
 
-/// Requests page number `number` (from 1) of a listing.
-pub(crate) async fn fetch_page<T: Resource>(
-    source: &Source,
-    query: &ListQuery,
-    limit: Option<u32>,
-    cursor: Option<&Cursor>,
-    stats: Option<&CallStats>,
-    number: u64,
-) -> Result<Page<T>, Error> {
-    let response = request_page::<Page<T>>(source, query, limit, cursor, stats).await?;
-    let mut page = Page { deprecation: response.deprecation, ..response.body };
-    settle_undecodable(&mut page, number, source.url.path(), query.on_undecodable)?;
-    Ok(page)
+/// One page request of a listing: the listing's parameters, the page size, the cursor, and
+/// where its retries and waits are counted. Owned, so a prefetch task can take it.
+#[derive(Debug, Clone)]
+pub(crate) struct PageRequest {
+    pub(crate) params: Arc<ListParams>,
+    /// `None` leaves the page size to the server.
+    pub(crate) limit: Option<u32>,
+    /// `None` for the first page.
+    pub(crate) cursor: Option<Cursor>,
+    pub(crate) stats: Option<Arc<CallStats>>,
 }
 
-/// Numbers the elements of page `number` that are not records, warns about a few of them, and
-/// with [`OnUndecodable::Fail`] turns the first into the listing's error.
-pub(super) fn settle_undecodable<T>(
-    page: &mut Page<T>,
-    number: u64,
-    endpoint: &str,
-    on_undecodable: OnUndecodable,
-) -> Result<(), Error> {
-    for item in &mut page.undecodable {
-        item.page = number;
-    }
-    // A few warnings per page: a page of thousands of odd elements must not flood the log.
-    for item in page.undecodable.iter().take(3) {
-        tracing::warn!(endpoint, "{item}");
-    }
-    if page.undecodable.len() > 3 {
-        let more = page.undecodable.len() - 3;
-        tracing::warn!(endpoint, "{more} more elements of page {number} are not records");
-    }
-    if on_undecodable == OnUndecodable::Fail
-        && let Some(item) = page.undecodable.drain(..).next()
-    {
-        return Err(Error::Undecodable(UndecodableError::new(endpoint, item)));
-    }
-    Ok(())
+/// Sends the page requests of listings: the API pipeline in a client, a script in tests.
+pub(crate) trait GetPage: Send + Sync + fmt::Debug + 'static {
+    /// Sends `request` for a page of the endpoint at `url`: the answer's body and deprecation
+    /// headers, or the error it ended with.
+    fn get_page<'a>(
+        &'a self,
+        url: &'a Url,
+        request: &'a PageRequest,
+    ) -> BoxFuture<'a, Result<ApiResponse, Error>>;
 }
 
-/// Sends the request for a page of `T` and decodes the body as `B`.
-pub(super) async fn request_page<B: DeserializeOwned>(
-    source: &Source,
-    query: &ListQuery,
-    limit: Option<u32>,
-    cursor: Option<&Cursor>,
-    stats: Option<&CallStats>,
-) -> Result<ApiResponse<B>, Error> {
-    let pairs = query.pairs(limit, cursor);
-    let call = ApiRequest {
-        url: &source.url,
-        query: &pairs,
-        preview: query.preview.as_ref(),
-        retry: query.retry.as_ref(),
-        stats,
-    };
-    source.transport.get_json::<B>(&call).await
+impl GetPage for ApiPipeline {
+    fn get_page<'a>(
+        &'a self,
+        url: &'a Url,
+        request: &'a PageRequest,
+    ) -> BoxFuture<'a, Result<ApiResponse, Error>> {
+        Box::pin(async move {
+            let query = request.params.pairs(request.limit, request.cursor.as_ref());
+            let call = ApiRequest {
+                url,
+                query: &query,
+                preview: request.params.preview.as_ref(),
+                retry: request.params.retry.as_ref(),
+                stats: request.stats.as_deref(),
+            };
+            self.get(&call).await
+        })
+    }
 }
 
-pub(super) type PageResult<T> = Result<Page<T>, Error>;
+impl ListEndpoint {
+    /// Sends `request` and reads the page envelope of the answer, its items left for
+    /// [`RawPage::decode`].
+    pub(crate) async fn fetch(&self, request: &PageRequest) -> Result<RawPage, Error> {
+        let response = self.api.get_page(&self.url, request).await?;
+        RawPage::read(self.url.path(), response)
+    }
+
+    /// Sends `request` for a page on its own ([`List::send`](crate::List::send)): page 1, as
+    /// far as numbering the elements that are not records goes.
+    pub(crate) async fn page<T: Resource>(&self, request: &PageRequest) -> Result<Page<T>, Error> {
+        let raw = self.fetch(request).await?;
+        raw.decode(1, self.url.path(), request.params.on_undecodable)
+    }
+}

@@ -1,4 +1,4 @@
-//! The rules every page of a listing must keep (spec Part 4.1), apart from any request: a
+//! The rules every page of a listing must keep (API Part 4.1), apart from any request: a
 //! listing ends only on `hasMore: false`; `hasMore: true` needs a cursor this listing has not
 //! used, no longer than [`MAX_CURSOR_BYTES`]; empty pages with `hasMore: true` continue, up to
 //! a bound.

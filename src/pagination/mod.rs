@@ -1,4 +1,4 @@
-//! Cursor pagination (spec Part 4.1): pages, cursors, and the streams that follow them.
+//! Cursor pagination (API Part 4.1): pages, cursors, and the streams that follow them.
 //!
 //! The rules, each enforced here:
 //! - a listing ends only on `hasMore: false`; an empty page with `hasMore: true` continues
@@ -9,18 +9,19 @@
 //! - a failed page ends the stream with that error, after every item already received;
 //! - with prefetch on, page k+1 is requested as soon as page k arrives.
 //!
-//! Layout: [`query`] (the query and the page-size rule), [`page`] (a page and its cursor),
-//! [`envelope`] (the wire shape, decoded element by element), [`guards`] (the rules above, apart
-//! from any request), [`fetch`] (one page request), [`raw`] (a page read before its items are
-//! decoded, for prefetch), [`pager`] (the state of a listing) and [`stream`] (the streams).
-//! This layer gets what a listing needs from the client in a [`Source`], and nothing else.
+//! Layout: [`params`] (the listing's parameters and the page-size rule), [`page`] (a page and
+//! its cursor), [`envelope`] (the wire shape, decoded element by element), [`guards`] (the rules
+//! above, apart from any request), [`fetch`] (one page request, as one value), [`raw`] (how
+//! every page arrives: its envelope first, its items decoded after), [`pager`] (the state of a
+//! listing, what it delivered and where it would resume) and [`stream`] (the streams). This
+//! layer gets what a listing needs from the client in a [`ListEndpoint`], and nothing else.
 
 mod envelope;
 mod fetch;
 mod guards;
 mod page;
 mod pager;
-mod query;
+mod params;
 mod raw;
 mod stream;
 
@@ -30,18 +31,16 @@ use std::time::Duration;
 use url::Url;
 
 pub use envelope::OnUndecodable;
-pub(crate) use fetch::fetch_page;
+pub(crate) use fetch::{GetPage, PageRequest};
 pub use page::{Cursor, Page};
-pub(crate) use query::ListQuery;
+pub(crate) use params::ListParams;
 pub use stream::{ItemStream, PageStream};
 
-use crate::transport::Transport;
-
-/// What a listing needs from the client: the API pipeline, the endpoint and the paging
-/// settings. Cheap to clone: streams and prefetch tasks hold one each.
+/// What a listing needs from the client: what sends its requests (the API pipeline), the
+/// endpoint and the paging settings. Cheap to clone: streams and prefetch tasks hold one each.
 #[derive(Debug, Clone)]
-pub(crate) struct Source {
-    pub(crate) transport: Arc<Transport>,
+pub(crate) struct ListEndpoint {
+    pub(crate) api: Arc<dyn GetPage>,
     /// The endpoint, below the versioned root: `https://api.example.com/v1/companies`.
     pub(crate) url: Arc<Url>,
     pub(crate) paging: Paging,

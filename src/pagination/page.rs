@@ -12,7 +12,7 @@ use crate::model::Resource;
 /// An opaque pagination cursor (`pagination.nextCursor`), passed back unchanged.
 ///
 /// Cursors are for immediate use: they may expire and are bound to the query that produced
-/// them (spec Part 4.1 rule 3).
+/// them (API Part 4.1 rule 3).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Cursor(String);
@@ -50,7 +50,7 @@ impl fmt::Display for Cursor {
 
 /// One page of a listing.
 ///
-/// Deserializes from the wire envelope (spec Part 2), so recorded responses can be decoded
+/// Deserializes from the wire envelope (API Part 2), so recorded responses can be decoded
 /// directly:
 ///
 /// ```

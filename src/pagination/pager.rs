@@ -7,25 +7,47 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::fetch::{PageResult, fetch_page, settle_undecodable};
+use super::fetch::PageRequest;
 use super::guards::Walk;
-use super::query::DEFAULT_MAX_EMPTY_PAGES;
-use super::raw::{Arrived, RawPage, fetch_raw_page};
-use super::{Cursor, ListQuery, Source};
+use super::params::DEFAULT_MAX_EMPTY_PAGES;
+use super::raw::RawPage;
+use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
 use crate::limits::MAX_LIMIT;
 use crate::model::Resource;
-use crate::transport::CallStats;
+use crate::pipeline::CallStats;
 use crate::{Error, telemetry};
+
+/// What a listing has delivered so far, and where it would go on: kept by the pager alone, and
+/// handed to its stream with every page.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Progress {
+    /// The cursor of the first page not delivered yet: `None` before the first page of a listing
+    /// that started at the beginning, and after the last page.
+    pub(super) resume: Option<Cursor>,
+    /// Items of the pages delivered.
+    pub(super) delivered: u64,
+    /// Records of the pages delivered with a field that fell back.
+    pub(super) fallbacks: u64,
+    /// Elements of the pages delivered that were not records.
+    pub(super) undecodable: u64,
+}
+
+impl Progress {
+    /// The progress of a listing that has delivered nothing yet and starts at `start`.
+    pub(super) fn start(start: Option<Cursor>) -> Self {
+        Progress { resume: start, ..Progress::default() }
+    }
+}
 
 /// The state of one listing: where it is, what it has seen, and the page in flight.
 pub(super) struct Pager<T: Resource> {
-    source: Source,
-    query: ListQuery,
+    endpoint: ListEndpoint,
+    params: Arc<ListParams>,
     /// The cursor of the next page, and the rules every page must keep.
     walk: Walk,
     pages: u64,
-    delivered: u64,
+    progress: Progress,
     finished: bool,
     prefetched: Option<JoinHandle<Result<RawPage, Error>>>,
     not_before: Option<Instant>,
@@ -41,15 +63,16 @@ pub(super) struct Pager<T: Resource> {
 }
 
 impl<T: Resource> Pager<T> {
-    pub(super) fn new(source: Source, query: ListQuery, stats: Arc<CallStats>) -> Self {
-        let span = telemetry::listing_span(source.url.path());
-        let walk = Walk::new(query.cursor.clone(), query.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES));
+    pub(super) fn new(endpoint: ListEndpoint, params: Arc<ListParams>, stats: Arc<CallStats>) -> Self {
+        let span = telemetry::listing_span(endpoint.url.path());
+        let walk =
+            Walk::new(params.cursor.clone(), params.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES));
         Pager {
-            source,
-            query,
+            endpoint,
+            progress: Progress::start(params.cursor.clone()),
+            params,
             walk,
             pages: 0,
-            delivered: 0,
             finished: false,
             prefetched: None,
             not_before: None,
@@ -61,52 +84,48 @@ impl<T: Resource> Pager<T> {
     }
 
     fn remaining(&self) -> Option<u64> {
-        self.query.remaining(self.delivered)
+        self.params.remaining(self.progress.delivered)
     }
 
-    /// The page size of the next request, and when it may start; moves the pacing on.
-    fn next_request(&mut self) -> (u32, Option<Instant>) {
-        let limit = self.query.page_limit(Some(MAX_LIMIT), self.delivered).unwrap_or(MAX_LIMIT);
+    /// The request for the page at the walk's cursor, and when it may start; moves the pacing
+    /// on.
+    fn next_request(&mut self) -> (PageRequest, Option<Instant>) {
+        let limit = self.params.page_limit(Some(MAX_LIMIT), self.progress.delivered).unwrap_or(MAX_LIMIT);
         let not_before = self.not_before;
-        if let Some(delay) = self.source.paging.page_delay {
+        if let Some(delay) = self.endpoint.paging.page_delay {
             self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
         }
-        (limit, not_before)
+        let request = PageRequest {
+            params: Arc::clone(&self.params),
+            limit: Some(limit),
+            cursor: self.walk.cursor().cloned(),
+            stats: Some(Arc::clone(&self.stats)),
+        };
+        (request, not_before)
     }
 
-    /// Requests the page at the walk's cursor in the listing's span, and decodes it whole: with no
-    /// request to overlap, one pass over the body is the fastest.
-    async fn fetch(&mut self) -> Result<Arrived<T>, Error> {
-        let (limit, not_before) = self.next_request();
-        if let Some(at) = not_before {
-            tokio::time::sleep_until(at).await;
-        }
-        let number = self.pages + 1;
-        let cursor = self.walk.cursor();
-        fetch_page(&self.source, &self.query, Some(limit), cursor, Some(&self.stats), number)
-            .instrument(self.span.clone())
-            .await
-            .map(Arrived::Decoded)
-    }
-
-    /// Starts the request for the page at the walk's cursor as a task of its own, in the listing's
-    /// span.
-    fn prefetch(&mut self) -> JoinHandle<Result<RawPage, Error>> {
-        let (limit, not_before) = self.next_request();
-        let source = self.source.clone();
-        let query = self.query.clone();
-        let cursor = self.walk.cursor().cloned();
-        let stats = Arc::clone(&self.stats);
-        let request = async move {
+    /// The request for the page at the walk's cursor, in the listing's span, once its time has
+    /// come: awaited right away, or spawned as a prefetch while the consumer reads the page
+    /// before.
+    fn request(&mut self) -> impl Future<Output = Result<RawPage, Error>> + Send + 'static {
+        let (request, not_before) = self.next_request();
+        let endpoint = self.endpoint.clone();
+        let fetch = async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            fetch_raw_page(&source, &query, Some(limit), cursor.as_ref(), Some(&stats)).await
+            endpoint.fetch(&request).await
         };
-        tokio::spawn(request.instrument(self.span.clone()))
+        fetch.instrument(self.span.clone())
     }
 
-    pub(super) async fn next_page(&mut self) -> Option<PageResult<T>> {
+    /// The next page and what the listing has delivered with it; `None` at the end.
+    pub(super) async fn next_page(&mut self) -> Option<(Result<Page<T>, Error>, Progress)> {
+        let result = self.next().await?;
+        Some((result, self.progress.clone()))
+    }
+
+    async fn next(&mut self) -> Option<Result<Page<T>, Error>> {
         if let Some(error) = self.deferred.take() {
             return Some(Err(error));
         }
@@ -117,18 +136,17 @@ impl<T: Resource> Pager<T> {
             self.finished = true;
             return None;
         }
-        let result = match self.prefetched.take() {
+        let arrived = match self.prefetched.take() {
             Some(handle) => match handle.await {
-                Ok(result) => result.map(Arrived::Raw),
-                Err(join) => Err(Error::Http(HttpError::task_failed(self.source.url.path(), join))),
+                Ok(result) => result,
+                Err(join) => Err(Error::Http(HttpError::task_failed(self.endpoint.url.path(), join))),
             },
-            None => self.fetch().await,
+            None => self.request().await,
         };
-        let page = match result {
-            Ok(page) => page,
-            Err(error) => return Some(Err(self.fail(error))),
-        };
-        Some(self.accept(page))
+        Some(match arrived {
+            Ok(raw) => self.accept(raw),
+            Err(error) => Err(self.fail(error)),
+        })
     }
 
     fn fail(&mut self, error: Error) -> Error {
@@ -139,7 +157,8 @@ impl<T: Resource> Pager<T> {
         match error {
             Error::Api(response) if self.walk.cursor().is_some() => match response.code() {
                 Some(code @ (ErrorCode::CursorExpired | ErrorCode::InvalidCursor)) => {
-                    Error::CursorRejected(CursorRejected::new(code.clone(), self.delivered, response))
+                    let delivered = self.progress.delivered;
+                    Error::CursorRejected(CursorRejected::new(code.clone(), delivered, response))
                 }
                 _ => Error::Api(response),
             },
@@ -147,62 +166,52 @@ impl<T: Resource> Pager<T> {
         }
     }
 
-    /// Applies the pagination rules to a page that arrived and starts the next request; a
-    /// prefetched page's items are decoded after that, while the next request is under way. A
-    /// page that breaks the contract is still delivered; the error follows it.
-    fn accept(&mut self, arrived: Arrived<T>) -> PageResult<T> {
+    /// Applies the pagination rules to a page that arrived and starts the next request. Without
+    /// a cap on the items, that happens before the page's items are decoded, so decoding
+    /// overlaps the next request; with one, the items are decoded and counted first, as they
+    /// decide whether another page is needed. A page that breaks the contract is still
+    /// delivered; the error follows it.
+    fn accept(&mut self, raw: RawPage) -> Result<Page<T>, Error> {
         self.pages += 1;
-        let (rules, page) = match arrived {
-            Arrived::Raw(raw) if self.remaining().is_none() => {
-                let rules = self.advance(
-                    raw.pagination.has_more,
-                    raw.pagination.next_cursor.as_ref(),
-                    raw.is_empty(),
-                );
-                let page = match self.decode(raw) {
-                    Ok(page) => page,
-                    Err(error) => return Err(self.fail(error)),
-                };
-                self.delivered += page.data.len() as u64;
-                (rules, page)
-            }
-            // With a cap, the items are counted before deciding whether to ask for more.
-            arrived => {
-                let decoded = match arrived {
-                    Arrived::Raw(raw) => self.decode(raw),
-                    Arrived::Decoded(page) => Ok(page),
-                };
-                let mut page = match decoded {
-                    Ok(page) => page,
-                    Err(error) => return Err(self.fail(error)),
-                };
-                if let Some(remaining) = self.remaining() {
-                    page = page.truncated(remaining);
-                }
-                self.delivered += page.data.len() as u64;
-                (self.advance(page.has_more, page.next_cursor.as_ref(), page.data.is_empty()), page)
-            }
+        let early = self
+            .params
+            .max_items
+            .is_none()
+            .then(|| self.advance(raw.has_more(), raw.next_cursor(), raw.is_empty()));
+        let decoded = raw.decode(self.pages, self.endpoint.url.path(), self.params.on_undecodable);
+        let mut page = match decoded {
+            Ok(page) => page,
+            Err(error) => return Err(self.fail(error)),
+        };
+        if let Some(remaining) = self.remaining() {
+            page = page.truncated(remaining);
+        }
+        self.progress.delivered += page.data.len() as u64;
+        let rules = match early {
+            Some(rules) => rules,
+            None => self.advance(page.has_more, page.next_cursor.as_ref(), page.data.is_empty()),
         };
         match rules {
-            Ok(()) => Ok(page),
+            Ok(()) => Ok(self.deliver(page)),
             Err(violation) => {
                 let error = self.fail(violation.into());
                 if page.data.is_empty() {
                     Err(error)
                 } else {
                     self.deferred = Some(error);
-                    Ok(page)
+                    Ok(self.deliver(page))
                 }
             }
         }
     }
 
-    /// Decodes the items of the page just arrived (page number `self.pages`).
-    fn decode(&self, raw: RawPage) -> PageResult<T> {
-        let endpoint = self.source.url.path();
-        let mut page = raw.decode(|| endpoint.to_owned())?;
-        settle_undecodable(&mut page, self.pages, endpoint, self.query.on_undecodable)?;
-        Ok(page)
+    /// Counts what `page` hands over and moves the resume point past it.
+    fn deliver(&mut self, page: Page<T>) -> Page<T> {
+        self.progress.resume = if page.has_more { page.next_cursor.clone() } else { None };
+        let fell_back = page.data.iter().filter(|r| !r.fallback_fields().is_empty()).count();
+        self.progress.fallbacks += fell_back as u64;
+        self.progress.undecodable += page.undecodable.len() as u64;
+        page
     }
 
     /// Moves to the page after one that says `has_more` and `next_cursor` (and holds no items
@@ -219,8 +228,8 @@ impl<T: Resource> Pager<T> {
         }
         if self.remaining() == Some(0) {
             self.finished = true;
-        } else if self.source.paging.prefetch {
-            self.prefetched = Some(self.prefetch());
+        } else if self.endpoint.paging.prefetch {
+            self.prefetched = Some(tokio::spawn(self.request()));
         }
         Ok(())
     }
@@ -234,9 +243,12 @@ impl<T: Resource> Drop for Pager<T> {
         telemetry::record_listing(
             &self.span,
             self.pages,
-            self.delivered,
+            self.progress.delivered,
             self.stats.retries(),
             self.stats.waited(),
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

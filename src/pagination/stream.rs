@@ -11,17 +11,19 @@ use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
 use sync_wrapper::SyncWrapper;
 
-use super::fetch::PageResult;
-use super::pager::Pager;
-use super::{Cursor, ListQuery, Page, Source};
+use super::pager::{Pager, Progress};
+use super::{Cursor, ListEndpoint, ListParams, Page};
 use crate::Error;
 use crate::error::Undecodable;
 use crate::model::Resource;
-use crate::transport::CallStats;
+use crate::pipeline::CallStats;
 
 /// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
 /// ones are still counted.
 const KEPT_UNDECODABLE: usize = 1_000;
+
+/// A page or the error a listing ended with, and the pager's progress once it was out.
+type PagerItem<T> = (Result<Page<T>, Error>, Progress);
 
 /// A stream of pages: `Stream<Item = Result<Page<T>, Error>>`.
 ///
@@ -38,35 +40,31 @@ const KEPT_UNDECODABLE: usize = 1_000;
 /// ```
 #[must_use = "streams do nothing unless polled"]
 pub struct PageStream<T> {
-    inner: SyncWrapper<BoxStream<'static, PageResult<T>>>,
-    resume: ResumePoint,
+    /// The pager's pages, each with what the pager had delivered once it was out.
+    inner: SyncWrapper<BoxStream<'static, PagerItem<T>>>,
+    /// The pager's progress as of the last page or error this stream handed out.
+    progress: Progress,
     stats: Arc<CallStats>,
-    fallbacks: u64,
-    undecodable: u64,
-}
-
-/// What a stream knows about where to resume; shared with the pager through the stream item.
-#[derive(Debug, Clone, Default)]
-struct ResumePoint {
-    cursor: Option<Cursor>,
-    delivered: u64,
 }
 
 impl<T: Resource> PageStream<T> {
-    pub(crate) fn new(source: Source, query: ListQuery, error: Option<Error>) -> Self {
-        let resume = ResumePoint { cursor: query.cursor.clone(), delivered: 0 };
+    pub(crate) fn new(endpoint: ListEndpoint, params: ListParams, error: Option<Error>) -> Self {
+        let progress = Progress::start(params.cursor.clone());
         let stats = Arc::new(CallStats::default());
         let inner = match error {
-            Some(error) => futures::stream::once(async move { Err(error) }).boxed(),
+            Some(error) => {
+                let progress = progress.clone();
+                futures::stream::once(async move { (Err(error), progress) }).boxed()
+            }
             None => {
-                let pager = Pager::<T>::new(source, query, Arc::clone(&stats));
+                let pager = Pager::<T>::new(endpoint, Arc::new(params), Arc::clone(&stats));
                 futures::stream::unfold(pager, |mut pager| async move {
                     pager.next_page().await.map(|item| (item, pager))
                 })
                 .boxed()
             }
         };
-        PageStream { inner: SyncWrapper::new(inner), resume, stats, fallbacks: 0, undecodable: 0 }
+        PageStream { inner: SyncWrapper::new(inner), progress, stats }
     }
 
     /// The next page, `Ok(None)` at the end.
@@ -90,12 +88,12 @@ impl<T: Resource> PageStream<T> {
     /// query, to resume after an error. `None` before the first page of a listing that started
     /// at the beginning, and after the last page.
     pub fn resume_cursor(&self) -> Option<&Cursor> {
-        self.resume.cursor.as_ref()
+        self.progress.resume.as_ref()
     }
 
     /// How many items the pages delivered so far hold.
     pub fn items_delivered(&self) -> u64 {
-        self.resume.delivered
+        self.progress.delivered
     }
 
     /// How many page requests of this listing were sent again after a transient failure
@@ -136,42 +134,37 @@ impl<T: Resource> PageStream<T> {
     /// that could not be read, kept raw in the record's `extra` (see
     /// [`Company::fallbacks`](crate::Company::fallbacks)).
     pub fn fallbacks(&self) -> u64 {
-        self.fallbacks
+        self.progress.fallbacks
     }
 
     /// How many elements of the pages delivered so far were not records and were left out
     /// (see [`Page::undecodable`]).
     pub fn undecodable(&self) -> u64 {
-        self.undecodable
+        self.progress.undecodable
     }
 }
 
 impl<T: Resource> Stream for PageStream<T> {
-    type Item = PageResult<T>;
+    type Item = Result<Page<T>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let polled = self.inner.get_mut().poll_next_unpin(cx);
-        if let Poll::Ready(Some(Ok(page))) = &polled {
-            let next = if page.has_more { page.next_cursor.clone() } else { None };
-            self.resume.cursor = next;
-            self.resume.delivered += page.data.len() as u64;
-            let fell_back = page.data.iter().filter(|r| !r.fallback_fields().is_empty()).count() as u64;
-            let undecodable = page.undecodable.len() as u64;
-            self.fallbacks += fell_back;
-            self.undecodable += undecodable;
+        match self.inner.get_mut().poll_next_unpin(cx) {
+            Poll::Ready(Some((result, progress))) => {
+                self.progress = progress;
+                Poll::Ready(Some(result))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
         }
-        polled
     }
 }
 
 impl<T> fmt::Debug for PageStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PageStream")
-            .field("resume", &self.resume)
+            .field("progress", &self.progress)
             .field("retries", &self.stats.retries())
             .field("rate_limit_wait", &self.stats.waited())
-            .field("fallbacks", &self.fallbacks)
-            .field("undecodable", &self.undecodable)
             .finish_non_exhaustive()
     }
 }

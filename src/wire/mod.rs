@@ -1,30 +1,33 @@
-//! The wire: the one place requests are sent.
+//! The wire: the one place requests are sent and answers read.
 //!
 //! [`HttpSender`] puts a request on the wire: one `tracing` span per request with
 //! OpenTelemetry's HTTP field names (see [`telemetry`](crate::telemetry)), the caller's
-//! middleware layers, the client's timeout, and no redirects followed. Everything that talks
-//! HTTP goes through it: the API pipeline ([`transport`](crate::transport)), token requests,
-//! discovery, introspection and JWKS. Bodies are read by [`read_body`] under their limits and
-//! error responses become [`ApiError`](crate::ApiError)s in [`error_response`].
+//! middleware layers, the client's timeout, and no redirects followed.
+//! [`HttpSender::exchange`] is the one response path: it sends a request and turns any answer
+//! into a [`Response`] or a typed error, its body read under its limit by [`read_body`] and an
+//! error answer made into an [`ApiError`](crate::ApiError) by [`error_response`]. Everything
+//! that talks HTTP goes through it: the API pipeline ([`pipeline`](crate::pipeline)), and the
+//! token, discovery, introspection and JWKS requests of [`auth`](crate::auth).
 //!
 //! This layer knows nothing of tokens or of the API's endpoints.
 
 mod body;
 mod error_response;
+mod exchange;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{ACCEPT, HeaderValue, USER_AGENT};
-use serde::de::DeserializeOwned;
 use tracing::Instrument;
 use url::Url;
 
-pub(crate) use body::{decode, read_body};
-pub(crate) use error_response::api_error;
+pub(crate) use body::decode;
+use body::read_body;
+use error_response::api_error;
+pub(crate) use exchange::{Expect, Response, no_head};
 
-use crate::error::{DecodeError, HttpError};
-use crate::limits::BodyKind;
+use crate::error::HttpError;
 use crate::{Error, RetryPolicy, telemetry};
 
 /// Middleware layers, in the order they run.
@@ -44,28 +47,14 @@ pub(crate) struct HttpSender {
     layered: Option<reqwest_middleware::ClientWithMiddleware>,
     timeout: Option<Duration>,
     user_agent: HeaderValue,
-    /// How token requests are retried (API calls carry their own policy).
+    /// How requests outside the API pipeline are retried (the authorization server's); API
+    /// calls carry their own policy.
     retry: RetryPolicy,
-    /// What the `oauth2` crate's requests through this sender fetch: tokens by default.
-    oauth_body: BodyKind,
 }
 
 impl HttpSender {
     pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
-        HttpSender {
-            http,
-            layered: None,
-            timeout,
-            user_agent,
-            retry: RetryPolicy::default(),
-            oauth_body: BodyKind::Token,
-        }
-    }
-
-    /// The same sender, for token introspection responses.
-    pub(crate) fn for_introspection(mut self) -> Self {
-        self.oauth_body = BodyKind::Introspection;
-        self
+        HttpSender { http, layered: None, timeout, user_agent, retry: RetryPolicy::default() }
     }
 
     /// The same sender with every request passing through `layers` (none: straight to the wire).
@@ -87,10 +76,15 @@ impl HttpSender {
         self
     }
 
-    /// The same sender retrying token requests under `policy`.
+    /// The same sender, with `policy` for the requests that retry outside the API pipeline.
     pub(crate) fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self
+    }
+
+    /// How requests outside the API pipeline are retried.
+    pub(crate) fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry
     }
 
     /// The timeout of one request.
@@ -103,26 +97,9 @@ impl HttpSender {
         HttpSender::new(http, Some(timeout), HeaderValue::from_static(DEFAULT_USER_AGENT))
     }
 
-    /// Sends a GET for a JSON document outside the API pipeline (discovery documents). An error
-    /// status becomes [`Error::Api`].
-    pub(crate) async fn get_json<T: DeserializeOwned>(&self, url: Url) -> Result<T, Error> {
-        let path = url.path().to_owned();
-        let mut request = reqwest::Request::new(reqwest::Method::GET, url);
-        request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
-        let response = self.dispatch(request, 1).await?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let kind = if status.is_success() { BodyKind::Discovery } else { BodyKind::Error };
-        let body = read_body(&path, response, kind.into()).await?;
-        if !status.is_success() {
-            return Err(Error::Api(api_error(status.as_u16(), &headers, &body, &path, None)));
-        }
-        decode(&path, &body)
-    }
-
     /// Sends one request. A 3xx answer is an error: credentials are never carried to another
     /// address.
-    pub(crate) async fn dispatch(
+    async fn dispatch(
         &self,
         mut request: reqwest::Request,
         attempt: u32,
@@ -154,49 +131,13 @@ impl HttpSender {
         }
         Ok(response)
     }
+}
 
-    /// The HTTP client handed to the `oauth2` crate for token requests.
-    ///
-    /// Every answer other than 2xx becomes [`Error::Auth`] here, before `oauth2` reads the
-    /// body, with the real status, `error` and `error_description` when the body is JSON, and
-    /// `Retry-After`. Transient failures (429, 502, 503, 504 whatever the body,
-    /// `server_error`, `temporarily_unavailable`, connection failures, timeouts) are sent again
-    /// under the sender's [`RetryPolicy`].
-    pub(crate) async fn dispatch_oauth(
-        &self,
-        request: oauth2::HttpRequest,
-    ) -> Result<oauth2::HttpResponse, Error> {
-        let path = request.uri().path().to_owned();
-        let (parts, body) = request.into_parts();
-        let send = |attempt| {
-            let request = http::Request::from_parts(parts.clone(), body.clone());
-            self.oauth_attempt(request, &path, attempt)
-        };
-        self.retry.run(send, || {}).await
-    }
-
-    async fn oauth_attempt(
-        &self,
-        request: oauth2::HttpRequest,
-        path: &str,
-        attempt: u32,
-    ) -> Result<oauth2::HttpResponse, Error> {
-        let request =
-            reqwest::Request::try_from(request).map_err(|e| Error::Http(HttpError::from_reqwest(path, e)))?;
-        let response = self.dispatch(request, attempt).await?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let kind = if status.is_success() { self.oauth_body } else { BodyKind::Error };
-        let body = read_body(path, response, kind.into()).await?;
-        if !status.is_success() {
-            return Err(Error::Auth(api_error(status.as_u16(), &headers, &body, path, None)));
-        }
-        let mut builder = http::Response::builder().status(status);
-        if let Some(target) = builder.headers_mut() {
-            *target = headers;
-        }
-        builder.body(body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
-    }
+/// A GET for the JSON document at `url`.
+pub(crate) fn get_request(url: Url) -> reqwest::Request {
+    let mut request = reqwest::Request::new(reqwest::Method::GET, url);
+    request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+    request
 }
 
 /// The user's settings for the HTTP client (proxies, root certificates, default headers), with
@@ -233,14 +174,4 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| Error::Http(HttpError::from_reqwest("the default HTTP client", e)))
-}
-
-/// Lets the `oauth2` crate send its token requests through [`HttpSender::dispatch_oauth`].
-impl<'c> oauth2::AsyncHttpClient<'c> for HttpSender {
-    type Error = Error;
-    type Future = futures::future::BoxFuture<'c, Result<oauth2::HttpResponse, Error>>;
-
-    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(self.dispatch_oauth(request))
-    }
 }

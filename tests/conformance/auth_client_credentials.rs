@@ -54,7 +54,7 @@ async fn a_wrong_secret_is_a_typed_invalid_client_error() {
         .build()
         .expect("valid client");
     let err = client.companies().send().await.expect_err("a wrong secret is refused");
-    assert!(matches!(err, Error::Auth(_)), "{err:?}");
+    assert!(matches!(err, Error::AuthServer(_)), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
     assert!(err.needs_reauthentication());
     assert!(!err.to_string().contains("definitely-not-the-secret"));

@@ -1,8 +1,8 @@
-//! Bounds against a hostile server, over real HTTP: page bodies past their limit, cursors past
-//! theirs.
+//! Bounds against a hostile server, over real HTTP: page bodies past their limit, error bodies
+//! past theirs, cursors past theirs.
 
 use business_records::limits::BodyKind;
-use business_records::{Error, PaginationError};
+use business_records::{Error, PaginationError, RetryPolicy};
 use business_records_reference_server::{Fault, Faults, ReferenceServer};
 
 use crate::{harness, support};
@@ -14,6 +14,7 @@ crate::cases! {
         oversized_page_child;
     ServerControl:
         the_page_limit_is_settable_and_announced_lengths_are_refused_unread,
+        an_error_body_past_its_limit_leaves_the_status_and_headers_to_make_the_error,
         a_cursor_longer_than_8_kib_ends_the_listing_after_its_page;
 }
 
@@ -94,6 +95,42 @@ async fn the_page_limit_is_settable_and_announced_lengths_are_refused_unread() {
     assert_eq!(default.companies().send().await.expect("within 32 MiB").data.len(), 100);
     let refused = support::client_for(&server).max_page_bytes(10).build().expect_err("too small");
     assert!(matches!(refused, Error::InvalidArgument(ref e) if e.argument() == "max_page_bytes"));
+}
+
+/// An error answer of JSON past the 256 KiB error body limit, naming `code`.
+fn huge_error(status: u16, code: &str) -> Fault {
+    let description = "x".repeat(300 * 1024);
+    let body = serde_json::json!({"error": code, "error_description": description});
+    Fault::Reply(status, body.to_string().into_bytes())
+}
+
+/// From the API and from the authorization server alike, an error body past its limit is left
+/// unread and the status makes the error: a 503 or 502 is retried as any other, and a 400 is an
+/// error with its status and no code (the body that named one was never read).
+async fn an_error_body_past_its_limit_leaves_the_status_and_headers_to_make_the_error() {
+    let faults = Faults::new()
+        .token_sequence([Some(huge_error(503, "temporarily_unavailable"))])
+        .sequence([Some(huge_error(502, "server_error"))]);
+    let server = ReferenceServer::builder().companies(3).contacts_per_company(0).faults(faults).start().await;
+    let quick = RetryPolicy::default().initial_delay(std::time::Duration::from_millis(5));
+    let client = support::client_for(&server).retry(quick).build().expect("valid client");
+    let page = client.companies().send().await.expect("both answers retried");
+    assert_eq!(page.data.len(), 3);
+    let counts = server.fault_counts();
+    assert_eq!((counts.token.requests, counts.token.get("reply")), (2, 1), "{counts:?}");
+    assert_eq!((counts.requests, counts.get("reply")), (2, 1), "{counts:?}");
+
+    server.set_faults(Faults::new().token_sequence([Some(huge_error(400, "invalid_scope"))]));
+    let refused = support::client_for(&server).build().expect("valid client");
+    let error = refused.companies().send().await.expect_err("a 400 token answer");
+    assert!(
+        matches!(error, Error::AuthServer(ref e) if e.status() == 400 && e.code().is_none()),
+        "{error:?}"
+    );
+
+    server.set_faults(Faults::new().sequence([Some(huge_error(404, "not_found"))]));
+    let error = client.companies().send().await.expect_err("a 404 page answer");
+    assert!(matches!(error, Error::Api(ref e) if e.status() == 404 && e.code().is_none()), "{error:?}");
 }
 
 async fn a_cursor_longer_than_8_kib_ends_the_listing_after_its_page() {

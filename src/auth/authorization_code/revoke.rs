@@ -6,6 +6,7 @@ use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use super::super::TokenSet;
 use super::AuthorizationCodeFlow;
 use crate::Error;
+use crate::auth::oauth::OAuthHttp;
 use crate::wire::HttpSender;
 
 /// Where the design puts the revocation endpoint, below `{auth_url}`.
@@ -26,7 +27,7 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] naming `revocation_url` when the server offers no revocation
-    /// endpoint (a discovery document without `revocation_endpoint`); [`Error::Auth`] when the
+    /// endpoint (a discovery document without `revocation_endpoint`); [`Error::AuthServer`] when the
     /// server refuses (a 404 from a server without revocation, `invalid_client`, ...);
     /// [`Error::Http`] when it cannot be reached.
     pub async fn revoke(&self, tokens: &TokenSet) -> Result<(), Error> {
@@ -68,9 +69,9 @@ impl AuthorizationCodeFlow {
         let headers = request.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        match sender.dispatch_oauth(request).await {
+        match OAuthHttp::token(sender).send(request).await {
             Ok(_) => Ok(()),
-            Err(Error::Auth(refused)) if already_gone(refused.code().map(|c| c.as_str()), hint) => {
+            Err(Error::AuthServer(refused)) if already_gone(refused.code().map(|c| c.as_str()), hint) => {
                 tracing::debug!(hint, code = ?refused.code(), "token revocation: nothing left to revoke");
                 Ok(())
             }

@@ -112,7 +112,7 @@ fn token_response() -> impl Strategy<Value = Value> {
 async fn read_token_response(auth_url: &str, sender: &HttpSender) {
     let now = Instant::now();
     let source = ClientCredentials::new(auth_url.to_owned(), "id".into(), ClientSecret::new("secret"))
-        .into_source()
+        .into_grant()
         .expect("valid settings");
     if let Ok(issued) = source.fetch(sender).await {
         let cached = CachedToken::stamp(issued, now);

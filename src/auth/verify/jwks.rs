@@ -1,4 +1,4 @@
-//! The JWKS document: fetched through the crate's one HTTP door ([`HttpSender`]), read into the
+//! The JWKS document: fetched through the wire's one response path ([`HttpSender::exchange`]), read into the
 //! signature keys it publishes, and the key a token's header selects (OpenID Connect Core
 //! section 10.1).
 //!
@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use super::VerifyError;
 use super::header::unknown_key;
-use crate::error::{ApiError, DecodeError, Error};
+use crate::error::{DecodeError, Error};
 use crate::limits::BodyKind;
-use crate::wire::HttpSender;
+use crate::wire::{Expect, HttpSender, get_request, no_head};
 
 /// The signature keys of a JWKS document.
 #[derive(Clone, Default)]
@@ -66,25 +66,17 @@ pub(super) fn missing_key(kid: Option<&str>) -> VerifyError {
 
 /// Where keys come from.
 #[derive(Debug, Clone)]
-pub(super) struct JwksSource {
+pub(super) struct JwksEndpoint {
     pub(super) url: url::Url,
     pub(super) sender: HttpSender,
 }
 
 /// Fetches and parses the JWKS.
-pub(super) async fn fetch_jwks(source: &JwksSource) -> Result<Jwks, Error> {
+pub(super) async fn fetch_jwks(source: &JwksEndpoint) -> Result<Jwks, Error> {
     let path = source.url.path();
-    let mut request = reqwest::Request::new(reqwest::Method::GET, source.url.clone());
-    request
-        .headers_mut()
-        .insert(reqwest::header::ACCEPT, reqwest::header::HeaderValue::from_static("application/json"));
-    let response = source.sender.dispatch(request, 1).await?;
-    let status = response.status();
-    if !status.is_success() {
-        return Err(Error::Auth(ApiError::new(status.as_u16(), None, path)));
-    }
-    let body = crate::wire::read_body(path, response, BodyKind::Jwks.into()).await?;
-    parse_jwks(&body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
+    let expect = Expect { body: BodyKind::Jwks.into(), error: Error::AuthServer };
+    let response = source.sender.exchange(get_request(source.url.clone()), 1, expect, no_head).await?;
+    parse_jwks(&response.body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
 }
 
 /// Parses a JWKS document, keeping the keys that verify RS256 signatures (see the module docs).

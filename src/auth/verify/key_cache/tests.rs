@@ -51,7 +51,7 @@ impl Endpoint {
         self.fetches.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(LATENCY).await;
         if *self.failing.lock().unwrap() {
-            return Err(Error::Auth(ApiError::new(503, None, "/jwks")));
+            return Err(Error::AuthServer(ApiError::new(503, None, "/jwks")));
         }
         let keys: Vec<String> = self
             .kids
@@ -188,7 +188,7 @@ fn backoff_doubles_between_half_and_all_of_the_ceiling_and_resets() {
         .max_delay(Duration::from_millis(350))
         .max_attempts(u32::MAX);
     let mut state = FetchState::default();
-    let err = Error::Auth(ApiError::new(503, None, "/jwks"));
+    let err = Error::AuthServer(ApiError::new(503, None, "/jwks"));
     for ceiling in [100, 200, 350, 350] {
         let delay = state.failed(&err, &policy);
         let ceiling = Duration::from_millis(ceiling);

@@ -14,7 +14,7 @@ pub(super) const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
 
 /// The query of a listing, validated as it is built.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ListQuery {
+pub(crate) struct ListParams {
     pub(crate) limit: Option<u32>,
     pub(crate) sort: Option<Sort>,
     pub(crate) filters: Vec<(Cow<'static, str>, String)>,
@@ -26,9 +26,9 @@ pub(crate) struct ListQuery {
     pub(crate) on_undecodable: OnUndecodable,
 }
 
-impl ListQuery {
+impl ListParams {
     /// Query pairs for one page request: limit, sort, filters, then the cursor. Every page
-    /// repeats all of them (spec Part 4.1 rule 4).
+    /// repeats all of them (API Part 4.1 rule 4).
     pub(crate) fn pairs(
         &self,
         limit: Option<u32>,
@@ -49,7 +49,7 @@ impl ListQuery {
     }
 }
 
-impl ListQuery {
+impl ListParams {
     /// Items still to deliver under `max_items`, after `delivered`.
     pub(crate) fn remaining(&self, delivered: u64) -> Option<u64> {
         self.max_items.map(|max| max.saturating_sub(delivered))
@@ -77,10 +77,10 @@ mod tests {
 
     #[test]
     fn one_page_size_rule() {
-        let query = |limit: Option<u32>, max_items: Option<u64>| ListQuery {
+        let query = |limit: Option<u32>, max_items: Option<u64>| ListParams {
             limit,
             max_items,
-            ..ListQuery::default()
+            ..ListParams::default()
         };
         // `send` leaves the size to the server unless a limit or a cap says otherwise.
         assert_eq!(query(None, None).page_limit(None, 0), None);

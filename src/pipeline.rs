@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use http::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
-use serde::de::DeserializeOwned;
+use http::StatusCode;
+use http::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use url::Url;
 
 use crate::auth::AccessToken;
@@ -18,10 +18,10 @@ use crate::error::{ApiError, DeprecatedError, ErrorCode, SunsetError};
 use crate::limits::{BodyKind, BodyLimit};
 use crate::pacing::Pacer;
 use crate::retry::is_throttle;
-use crate::wire::{HttpSender, api_error, decode, read_body};
+use crate::wire::{Expect, HttpSender, Response, get_request};
 use crate::{Error, Preview, RetryPolicy};
 
-/// The request header that asks for preview features (spec Part 9.6).
+/// The request header that asks for preview features (API Part 9.6).
 pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
 
 /// One API call, described before it is sent.
@@ -59,11 +59,19 @@ impl CallStats {
     }
 }
 
-/// A decoded API response.
+/// A successful API response: its body, and its deprecation headers.
 #[derive(Debug)]
-pub(crate) struct ApiResponse<T> {
-    pub(crate) body: T,
+pub(crate) struct ApiResponse {
+    pub(crate) body: Vec<u8>,
     pub(crate) deprecation: Option<DeprecationNotice>,
+}
+
+/// What the pipeline reads from the head of an answer.
+#[derive(Default)]
+struct Head {
+    deprecation: Option<DeprecationNotice>,
+    /// An error answer's `rel="successor-version"` link.
+    successor: Option<Url>,
 }
 
 /// The API pipeline: authentication, headers, error mapping, deprecation reporting.
@@ -72,7 +80,7 @@ pub(crate) struct ApiResponse<T> {
 /// the one that built it: the connection pool, middleware, retry policy, request budget,
 /// preview label and deprecation reporting. Each client has its own [`TokenManager`].
 #[derive(Debug)]
-pub(crate) struct Transport {
+pub(crate) struct ApiPipeline {
     shared: Arc<Shared>,
     tokens: TokenManager,
 }
@@ -88,7 +96,7 @@ struct Shared {
     pacer: Pacer,
 }
 
-impl Transport {
+impl ApiPipeline {
     pub(crate) fn new(
         sender: HttpSender,
         tokens: TokenManager,
@@ -99,17 +107,17 @@ impl Transport {
         pacer: Pacer,
     ) -> Self {
         let shared = Shared { sender, preview, deprecation, retry, max_page_bytes, pacer };
-        Transport { shared: Arc::new(shared), tokens }
+        ApiPipeline { shared: Arc::new(shared), tokens }
     }
 
     /// The same pipeline with its own tokens: a signed-in user's client derived from the app's.
     pub(crate) fn with_tokens(&self, tokens: TokenManager) -> Self {
-        Transport { shared: Arc::clone(&self.shared), tokens }
+        ApiPipeline { shared: Arc::clone(&self.shared), tokens }
     }
 
     /// Whether `other` shares this pipeline's settings and connection pool.
     #[cfg(test)]
-    pub(crate) fn shares_with(&self, other: &Transport) -> bool {
+    pub(crate) fn shares_with(&self, other: &ApiPipeline) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
 
@@ -124,13 +132,9 @@ impl Transport {
         self.tokens.current().await
     }
 
-    /// Sends a GET and decodes a JSON body of type `T`, each attempt after waiting for the
-    /// client's budget, retrying transient failures under the request's retry policy (or the
-    /// client's).
-    pub(crate) async fn get_json<T: DeserializeOwned>(
-        &self,
-        call: &ApiRequest<'_>,
-    ) -> Result<ApiResponse<T>, Error> {
+    /// Sends a GET, each attempt after waiting for the client's budget, retrying transient
+    /// failures under the request's retry policy (or the client's); the body of the answer.
+    pub(crate) async fn get(&self, call: &ApiRequest<'_>) -> Result<ApiResponse, Error> {
         let count_retry = || {
             if let Some(stats) = call.stats {
                 stats.retries.fetch_add(1, Ordering::Relaxed);
@@ -150,52 +154,30 @@ impl Transport {
 
     /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the
     /// request is sent once more with a new one; `insufficient_scope` never does.
-    async fn attempt<T: DeserializeOwned>(
-        &self,
-        call: &ApiRequest<'_>,
-        attempt: u32,
-    ) -> Result<ApiResponse<T>, Error> {
-        let endpoint = call.url.path();
+    async fn attempt(&self, call: &ApiRequest<'_>, attempt: u32) -> Result<ApiResponse, Error> {
+        let page = BodyLimit { kind: BodyKind::Page, bytes: self.shared.max_page_bytes };
+        let expect = Expect { body: page, error: Error::Api };
         let mut resent_for_token = false;
         loop {
             let token = self.tokens.token(&self.shared.sender).await?;
             let request = self.build_get(call, &token)?;
             let sent_at = tokio::time::Instant::now();
+            let mut head = Head::default();
             // A resend with a new token counts as an attempt of its own on the request's span.
-            let response =
-                self.shared.sender.dispatch(request, attempt + u32::from(resent_for_token)).await?;
-            let status = response.status();
-            self.shared.pacer.response(sent_at, status.as_u16(), response.headers());
-            let deprecation = DeprecationNotice::from_headers(call.url, response.headers());
-            // Only an error answer needs its headers once the body is read.
-            let headers = if status.is_success() { HeaderMap::new() } else { response.headers().clone() };
-            if let Some(notice) = &deprecation {
-                self.shared.deprecation.report(notice);
-            }
-            let body = if status.is_success() {
-                let limit = BodyLimit { kind: BodyKind::Page, bytes: self.shared.max_page_bytes };
-                read_body(endpoint, response, limit).await?
-            } else {
-                // An error body past its limit is ignored: the status and headers still say
-                // what happened, and whether to retry.
-                match read_body(endpoint, response, BodyKind::Error.into()).await {
-                    Err(Error::ResponseTooLarge(_)) => Vec::new(),
-                    other => other?,
-                }
+            let number = attempt + u32::from(resent_for_token);
+            let answer = self
+                .shared
+                .sender
+                .exchange(request, number, expect, |status, headers| {
+                    self.read_head(call.url, sent_at, status, headers, &mut head)
+                })
+                .await;
+            let error = match answer {
+                Ok(response) => return self.accept(response, head.deprecation),
+                Err(Error::Api(error)) => error,
+                Err(other) => return Err(other),
             };
-
-            if status.is_success() {
-                if let Some(notice) = deprecation
-                    .as_ref()
-                    .filter(|_| self.shared.deprecation.policy() == DeprecationPolicy::Fail)
-                {
-                    return Err(Error::Deprecated(DeprecatedError::new(notice.clone())));
-                }
-                return decode(endpoint, &body).map(|body| ApiResponse { body, deprecation });
-            }
-
-            let error = api_error(status.as_u16(), &headers, &body, endpoint, deprecation);
-            if status.as_u16() == 401
+            if error.status() == 401
                 && error.code() == Some(&ErrorCode::InvalidToken)
                 && !resent_for_token
                 && self.tokens.invalidate(&token)
@@ -204,7 +186,7 @@ impl Transport {
                 resent_for_token = true;
                 continue;
             }
-            let error = classify(error, &headers, call.url);
+            let error = classify(error, head.successor);
             if is_throttle(&error) {
                 self.shared.pacer.throttled(sent_at, &error);
             }
@@ -212,12 +194,48 @@ impl Transport {
         }
     }
 
+    /// What the head of an answer to a request sent at `sent_at` says, before its body is read:
+    /// the budget learns of it, its deprecation headers are reported, and an error answer's
+    /// successor link kept. The notice goes with an error answer.
+    fn read_head(
+        &self,
+        url: &Url,
+        sent_at: tokio::time::Instant,
+        status: StatusCode,
+        headers: &HeaderMap,
+        head: &mut Head,
+    ) -> Option<DeprecationNotice> {
+        self.shared.pacer.response(sent_at, status.as_u16(), headers);
+        head.deprecation = DeprecationNotice::from_headers(url, headers);
+        if let Some(notice) = &head.deprecation {
+            self.shared.deprecation.report(notice);
+        }
+        if !status.is_success() {
+            head.successor = successor_link(headers, url);
+        }
+        head.deprecation.clone()
+    }
+
+    /// A successful answer, unless the client fails deprecated ones.
+    fn accept(
+        &self,
+        response: Response,
+        deprecation: Option<DeprecationNotice>,
+    ) -> Result<ApiResponse, Error> {
+        if let Some(notice) =
+            deprecation.as_ref().filter(|_| self.shared.deprecation.policy() == DeprecationPolicy::Fail)
+        {
+            return Err(Error::Deprecated(DeprecatedError::new(notice.clone())));
+        }
+        Ok(ApiResponse { body: response.body, deprecation })
+    }
+
     fn build_get(&self, call: &ApiRequest<'_>, token: &AccessToken) -> Result<reqwest::Request, Error> {
         let mut url = call.url.clone();
         if !call.query.is_empty() {
             url.query_pairs_mut().extend_pairs(call.query.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
         }
-        let mut request = reqwest::Request::new(reqwest::Method::GET, url);
+        let mut request = get_request(url);
         let headers = request.headers_mut();
         // Tokens are checked where they come in (`build()`, token responses); one that still
         // cannot be sent came from the authorization server.
@@ -225,7 +243,6 @@ impl Transport {
             .map_err(|_| AccessToken::unsendable("the token endpoint"))?;
         bearer.set_sensitive(true);
         headers.insert(AUTHORIZATION, bearer);
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         if let Some(preview) = call.preview.or(self.shared.preview.as_ref()) {
             // A validated label is `YYYY-MM`, always a valid header value.
             if let Ok(value) = HeaderValue::from_str(preview.as_str()) {
@@ -242,7 +259,7 @@ impl Transport {
 /// link when the headers give them, even without a `Deprecation` or `Sunset` header (and so
 /// without a [`DeprecationNotice`]). Another error whose `Sunset` date has passed is a sunset
 /// too, except a transient one (429, 5xx): that stays retryable and carries the notice.
-fn classify(error: ApiError, headers: &HeaderMap, url: &Url) -> Error {
+fn classify(error: ApiError, successor: Option<Url>) -> Error {
     let sunset_passed =
         error.deprecation().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
     let gone = error.status() == 410 || error.code() == Some(&ErrorCode::VersionSunset);
@@ -250,7 +267,7 @@ fn classify(error: ApiError, headers: &HeaderMap, url: &Url) -> Error {
     if gone || (sunset_passed && !transient) {
         let notice = error.deprecation();
         let sunset = notice.and_then(|n| n.sunset);
-        let successor = notice.and_then(|n| n.successor.clone()).or_else(|| successor_link(headers, url));
+        let successor = notice.and_then(|n| n.successor.clone()).or(successor);
         return Error::Sunset(SunsetError::new(sunset, successor, error));
     }
     Error::Api(error)
@@ -275,37 +292,46 @@ mod tests {
     fn version_signals() {
         let url = Url::parse("https://api.example.com/v1/companies").expect("static url");
         let past = "Sun, 06 Nov 1994 08:49:37 GMT";
-        let response = |status: u16, code: &str, sunset: Option<&'static str>| {
+        let link = "</v2/companies>; rel=\"successor-version\"";
+        let response = |status: u16, code: &str, sunset: Option<&'static str>, link: Option<&'static str>| {
             let mut headers = HeaderMap::new();
             if let Some(date) = sunset {
                 headers.insert("sunset", HeaderValue::from_static(date));
-                headers
-                    .insert("link", HeaderValue::from_static("</v2/companies>; rel=\"successor-version\""));
+            }
+            if let Some(link) = link {
+                headers.insert("link", HeaderValue::from_static(link));
             }
             let notice = DeprecationNotice::from_headers(&url, &headers);
-            let body = format!(r#"{{"error":"{code}"}}"#);
-            (api_error(status, &headers, body.as_bytes(), "/v1/companies", notice), headers)
+            let code = (!code.is_empty()).then(|| ErrorCode::parse(code));
+            let error = ApiError::new(status, code, "/v1/companies").with_deprecation(notice);
+            (error, successor_link(&headers, &url))
         };
-        let (bare_gone, headers) = response(410, "", None);
+        let (bare_gone, successor) = response(410, "", None, None);
         assert!(matches!(
-            classify(bare_gone, &headers, &url),
+            classify(bare_gone, successor),
             Error::Sunset(ref e) if e.sunset().is_none() && e.successor().is_none()
         ));
-        let (gone, headers) = response(410, "gone", Some(past));
-        match classify(gone, &headers, &url) {
+        let (gone, successor) = response(410, "gone", Some(past), Some(link));
+        match classify(gone, successor) {
             Error::Sunset(e) => {
                 assert!(e.sunset().is_some());
                 assert_eq!(e.successor().map(|u| u.as_str()), Some("https://api.example.com/v2/companies"));
             }
             other => panic!("expected a sunset, got {other:?}"),
         }
+        // A link without any deprecation header still names the successor.
+        let (linked, successor) = response(410, "", None, Some(link));
+        match classify(linked, successor) {
+            Error::Sunset(e) => assert!(e.sunset().is_none() && e.successor().is_some()),
+            other => panic!("expected a sunset, got {other:?}"),
+        }
         for status in [429, 500, 503] {
-            let (busy, headers) = response(status, "temporarily_unavailable", Some(past));
-            let error = classify(busy, &headers, &url);
+            let (busy, successor) = response(status, "temporarily_unavailable", Some(past), Some(link));
+            let error = classify(busy, successor);
             assert!(matches!(error, Error::Api(_)), "{status}: {error:?}");
             assert!(error.deprecation().is_some_and(|n| n.sunset.is_some()), "{status}");
         }
-        let (refused, headers) = response(403, "forbidden", Some(past));
-        assert!(matches!(classify(refused, &headers, &url), Error::Sunset(_)));
+        let (refused, successor) = response(403, "forbidden", Some(past), Some(link));
+        assert!(matches!(classify(refused, successor), Error::Sunset(_)));
     }
 }

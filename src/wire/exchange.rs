@@ -1,0 +1,72 @@
+//! The one response path: a request sent, and its answer turned into a response or a typed
+//! error.
+
+use http::{HeaderMap, StatusCode};
+
+use super::{HttpSender, api_error, read_body};
+use crate::Error;
+use crate::deprecation::DeprecationNotice;
+use crate::error::ApiError;
+use crate::limits::{BodyKind, BodyLimit};
+
+/// What a caller expects of an answer: the limit of a successful answer's body, and the
+/// [`Error`] variant an error answer becomes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expect {
+    /// The kind and limit of a 2xx answer's body.
+    pub(crate) body: BodyLimit,
+    /// Makes an error answer an [`Error`]: [`Error::Api`] for the API, [`Error::AuthServer`]
+    /// for the authorization server.
+    pub(crate) error: fn(ApiError) -> Error,
+}
+
+/// A successful (2xx) answer, its body read whole under its limit.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+impl HttpSender {
+    /// Sends `request` (attempt number `attempt` on its span) and reads its answer: every
+    /// response anything of the crate reads comes through here.
+    ///
+    /// `head` sees the status and headers of every answer before its body is read (the API
+    /// pipeline paces itself and reads deprecation headers there); the notice it returns goes
+    /// with an error answer's [`ApiError`].
+    ///
+    /// A 2xx answer is a [`Response`], its body read under `expect.body`
+    /// ([`Error::ResponseTooLarge`] past it). Any other answer is `expect.error` of an
+    /// [`ApiError`] with the status, the body's `error` and `error_description` (or the `error`
+    /// of a `WWW-Authenticate` challenge) and `Retry-After`. An error body past its limit
+    /// ([`BodyKind::Error`]) is left unread: the status and headers alone make the error, so a
+    /// 429 or 503 with a huge page in front of it is still retried. A 3xx is [`Error::Http`].
+    pub(crate) async fn exchange(
+        &self,
+        request: reqwest::Request,
+        attempt: u32,
+        expect: Expect,
+        head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
+    ) -> Result<Response, Error> {
+        let endpoint = request.url().path().to_owned();
+        let mut response = self.dispatch(request, attempt).await?;
+        let status = response.status();
+        let deprecation = head(status, response.headers());
+        let headers = std::mem::take(response.headers_mut());
+        if status.is_success() {
+            let body = read_body(&endpoint, response, expect.body).await?;
+            return Ok(Response { status, headers, body });
+        }
+        let body = match read_body(&endpoint, response, BodyKind::Error.into()).await {
+            Err(Error::ResponseTooLarge(_)) => Vec::new(),
+            other => other?,
+        };
+        Err((expect.error)(api_error(status.as_u16(), &headers, &body, &endpoint, deprecation)))
+    }
+}
+
+/// A `head` for callers that read nothing from an answer's head.
+pub(crate) fn no_head(_: StatusCode, _: &HeaderMap) -> Option<DeprecationNotice> {
+    None
+}
