@@ -184,6 +184,9 @@ impl ApiPipeline {
             {
                 tracing::debug!("access token rejected; fetching a new one and resending once");
                 resent_for_token = true;
+                // The resend is a request of its own: it waits for the client's budget too.
+                let policy = call.retry.unwrap_or(&self.shared.retry);
+                self.shared.pacer.admit(policy.longest_delay(), None).await?;
                 continue;
             }
             let error = classify(error, head.successor);

@@ -311,19 +311,19 @@ impl RetrySchedule {
 
     /// How long a pause the request may wait for before its next attempt: `max_delay`, and
     /// after a failure no more than what is left of `max_elapsed`.
-    pub(crate) fn patience(&self) -> Duration {
+    fn patience(&self) -> Duration {
         self.time_left().map_or(self.policy.max_delay, |left| left.min(self.policy.max_delay))
     }
 
     /// After a failure, how long the request may still wait in all (`max_elapsed` less the
     /// waits so far); `None` before its first attempt, whose wait for the budget is not a
     /// retry's.
-    pub(crate) fn time_left(&self) -> Option<Duration> {
+    fn time_left(&self) -> Option<Duration> {
         (self.attempt > 1).then(|| self.policy.max_elapsed.saturating_sub(self.waited))
     }
 
     /// Counts a wait for the client's budget; after a failure, toward `max_elapsed`.
-    pub(crate) fn waited_for_budget(&mut self, waited: Duration) {
+    fn waited_for_budget(&mut self, waited: Duration) {
         if self.attempt > 1 {
             self.waited += waited;
         }
@@ -336,7 +336,7 @@ impl RetrySchedule {
 
     /// Wraps `error` (a pause the request would not wait for) when the attempt about to be
     /// made was not the first: the attempts made are one fewer.
-    pub(crate) fn give_up_unsent(&self, error: Error) -> Error {
+    fn give_up_unsent(&self, error: Error) -> Error {
         self.exhausted(self.attempt - 1, error)
     }
 

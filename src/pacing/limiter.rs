@@ -153,8 +153,15 @@ impl Limiter {
 
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait).
     pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
-        if self.pause.as_ref().is_none_or(|pause| pause.until < until) {
-            self.pause = Some(Pause { until, cause });
+        match &mut self.pause {
+            // The same pause again: a server's 429 takes the place of a cause made up before it.
+            Some(pause) if pause.until == until => {
+                if cause.is_some() {
+                    pause.cause = cause;
+                }
+            }
+            Some(pause) if pause.until > until => {}
+            _ => self.pause = Some(Pause { until, cause }),
         }
     }
 
