@@ -381,7 +381,13 @@ impl TokenManager {
             state.cached = None;
             state.failure = None;
         }
-        self.inner.source.sign_out(sender).await
+        // In a task of its own, like a token request: a caller that gives up while the
+        // revocation is under way still leaves the tokens revoked and the store cleared.
+        let inner = self.inner.clone();
+        let sender = sender.clone();
+        tokio::spawn(async move { inner.source.sign_out(&sender).await }.in_current_span())
+            .await
+            .unwrap_or_else(|e| Err(Error::Http(HttpError::task_failed("the revocation endpoint", e))))
     }
 
     /// The signed-in user's current tokens; `None` for other clients and after sign-out.

@@ -234,8 +234,9 @@ async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
     let start = Instant::now();
     assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
     assert_eq!(start.elapsed(), Duration::from_secs(5));
-    // Once t1 has expired, a caller still waiting gets a timeout.
-    advance(50_000).await;
+    // Once t1 has expired, a caller still waiting gets a timeout (at 1009 s, before the
+    // request under way answers at 1010 s).
+    advance(49_000).await;
     let error = secret(&manager, &sender).await.expect_err("no token left");
     assert!(error.is_timeout(), "{error:?}");
     // The request under way goes on, and its token serves the next caller.
@@ -247,7 +248,7 @@ async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
 #[tokio::test(start_paused = true)]
 async fn a_stored_expiry_becomes_time_left_on_tokios_clock() {
     let wall = chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").expect("a date").to_utc();
-    let script = Script::new([token("fresh", 3600, 0)]);
+    let script = Script::new([token("fresh", 3600, 0), token("fresh", 3600, 0)]);
     let sender = sender(30);
     let stored = |seconds: i64| {
         let expires_at = wall + chrono::Duration::seconds(seconds);
@@ -263,8 +264,11 @@ async fn a_stored_expiry_becomes_time_left_on_tokios_clock() {
     advance(899_000).await;
     assert_eq!(secret(&manager, &sender).await.expect("stored"), "stored");
     assert_eq!(script.fetches(), 0);
+    advance(2_000).await;
+    assert_eq!(secret(&manager, &sender).await.expect("fresh"), "fresh");
+    assert_eq!(script.fetches(), 1);
     // Already expired: replaced on first use.
     let manager = stored(-1);
     assert_eq!(secret(&manager, &sender).await.expect("fresh"), "fresh");
-    assert_eq!(script.fetches(), 1);
+    assert_eq!(script.fetches(), 2);
 }
