@@ -14,7 +14,7 @@ use super::ClientSecret;
 use super::oauth::{OAuthHttp, token_error};
 use crate::error::DecodeError;
 use crate::limits::BodyKind;
-use crate::wire::{DEFAULT_TIMEOUT, Expect, HttpSender, decode, get_request, http_client, no_head};
+use crate::wire::{DEFAULT_TIMEOUT, HttpSender, decode, http_client};
 use crate::{Error, urls};
 
 /// Where the discovery document is, below `{auth_url}`.
@@ -128,9 +128,8 @@ impl AuthServerMetadata {
         let base = urls::parse_service_url("auth_url", auth_url)?;
         let url = urls::join_path(&base, DISCOVERY_PATH);
         let endpoint = url.path().to_owned();
-        let expect = Expect { body: BodyKind::Discovery.into(), error: Error::AuthServer };
-        let response = sender.exchange(get_request(url), 1, expect, no_head).await?;
-        let metadata: AuthServerMetadata = decode(&endpoint, &response.body)?;
+        let body = sender.get_document(url, BodyKind::Discovery).await?;
+        let metadata: AuthServerMetadata = decode(&endpoint, &body)?;
         let invalid = |message: String| Error::Decode(DecodeError::invalid(&endpoint, message));
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));

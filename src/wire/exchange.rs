@@ -66,6 +66,15 @@ impl HttpSender {
     }
 }
 
+impl HttpSender {
+    /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
+    /// read under `kind`'s limit; an error answer is [`Error::AuthServer`].
+    pub(crate) async fn get_document(&self, url: url::Url, kind: BodyKind) -> Result<Vec<u8>, Error> {
+        let expect = Expect { body: kind.into(), error: Error::AuthServer };
+        Ok(self.exchange(super::get_request(url), 1, expect, no_head).await?.body)
+    }
+}
+
 /// A `head` for callers that read nothing from an answer's head.
 pub(crate) fn no_head(_: StatusCode, _: &HeaderMap) -> Option<DeprecationNotice> {
     None

@@ -97,7 +97,9 @@ impl FleetBudget for RedisBudget {
     fn reserve(&self, rate: f64, burst: u32, patience: Duration) -> BoxFuture<'_, Option<Reservation>> {
         Box::pin(async move {
             let interval = micros(
-                Duration::try_from_secs_f64(1.0 / rate).unwrap_or(Duration::MAX).max(Duration::from_micros(1)),
+                Duration::try_from_secs_f64(1.0 / rate)
+                    .unwrap_or(Duration::MAX)
+                    .max(Duration::from_micros(1)),
             );
             let tolerance = interval.saturating_mul(u64::from(burst.saturating_sub(1)));
             let mut invocation = self.reserve.prepare_invoke();

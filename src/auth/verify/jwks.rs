@@ -19,7 +19,7 @@ use super::VerifyError;
 use super::header::unknown_key;
 use crate::error::{DecodeError, Error};
 use crate::limits::BodyKind;
-use crate::wire::{Expect, HttpSender, get_request, no_head};
+use crate::wire::HttpSender;
 
 /// The signature keys of a JWKS document.
 #[derive(Clone, Default)]
@@ -74,9 +74,8 @@ pub(super) struct JwksEndpoint {
 /// Fetches and parses the JWKS.
 pub(super) async fn fetch_jwks(source: &JwksEndpoint) -> Result<Jwks, Error> {
     let path = source.url.path();
-    let expect = Expect { body: BodyKind::Jwks.into(), error: Error::AuthServer };
-    let response = source.sender.exchange(get_request(source.url.clone()), 1, expect, no_head).await?;
-    parse_jwks(&response.body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
+    let body = source.sender.get_document(source.url.clone(), BodyKind::Jwks).await?;
+    parse_jwks(&body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
 }
 
 /// Parses a JWKS document, keeping the keys that verify RS256 signatures (see the module docs).
