@@ -204,13 +204,19 @@ impl RetryPolicy {
     /// The ceilings of the waits before successive retries: `initial_delay`, doubling each
     /// time, capped at `max_delay`; one per retry the policy allows.
     pub(crate) fn ceilings(&self) -> Box<dyn Iterator<Item = Duration> + Send + Sync> {
-        let ceilings = ExponentialBuilder::default()
+        self.backoff(Some(self.max_attempts.saturating_sub(1) as usize))
+    }
+
+    /// `initial_delay`, doubling each time, capped at `max_delay`: `times` of them, or without end.
+    fn backoff(&self, times: Option<usize>) -> Box<dyn Iterator<Item = Duration> + Send + Sync> {
+        let builder = ExponentialBuilder::default()
             .with_min_delay(self.initial_delay)
             .with_max_delay(self.max_delay)
-            .with_factor(2.0)
-            .with_max_times(self.max_attempts.saturating_sub(1) as usize)
-            .build();
-        Box::new(ceilings)
+            .with_factor(2.0);
+        match times {
+            Some(times) => Box::new(builder.with_max_times(times).build()),
+            None => Box::new(builder.without_max_times().build()),
+        }
     }
 
     /// The largest wait between two attempts.
@@ -222,10 +228,10 @@ impl RetryPolicy {
         RetrySchedule {
             policy: self.clone(),
             ceilings: None,
+            throttle_ceilings: None,
             waited: Duration::ZERO,
             attempt: 1,
             paced: false,
-            throttles: 0,
         }
     }
 }
@@ -244,8 +250,8 @@ pub(crate) struct RetrySchedule {
     attempt: u32,
     /// The client paces itself: 429s use up no attempt (see [`RetryPolicy::run_gated`]).
     paced: bool,
-    /// 429s without `Retry-After` in a row, for their backoff while pacing.
-    throttles: u32,
+    /// The backoff of 429s without `Retry-After` in a row, while pacing.
+    throttle_ceilings: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
 }
 
 impl RetrySchedule {
@@ -262,7 +268,7 @@ impl RetrySchedule {
         if self.paced && is_throttle(error) {
             return self.after_throttle(error);
         }
-        self.throttles = 0;
+        self.throttle_ceilings = None;
         let ceiling = self.ceilings.get_or_insert_with(|| self.policy.ceilings()).next()?;
         let jittered = ceiling.mul_f64(fastrand::f64());
         let delay = match error.retry_after() {
@@ -284,12 +290,8 @@ impl RetrySchedule {
             Some(asked) if asked > self.policy.max_delay => return None,
             Some(asked) => (Duration::ZERO, asked),
             None => {
-                let ceiling = self
-                    .policy
-                    .initial_delay
-                    .saturating_mul(1 << self.throttles.min(20))
-                    .min(self.policy.max_delay);
-                self.throttles += 1;
+                let ceilings = self.throttle_ceilings.get_or_insert_with(|| self.policy.backoff(None));
+                let ceiling = ceilings.next().unwrap_or(self.policy.max_delay);
                 (ceiling.mul_f64(fastrand::f64()), Duration::ZERO)
             }
         };
