@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::time::{Duration, Instant};
 
-use business_records::{Client, Company, Sort};
+use business_records::{Client, Company};
 use business_records_reference_server::{Fault, Faults, ReferenceServer};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -36,7 +36,7 @@ struct Args {
     status: Option<String>,
     /// Sort order: name, createdAt or updatedAt, with a leading `-` for descending.
     #[arg(long, allow_hyphen_values = true)]
-    sort: Option<Sort>,
+    sort: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Ndjson)]
     format: Format,
@@ -108,7 +108,7 @@ async fn export(
             list = list.status(status.as_str());
         }
         if let Some(sort) = &args.sort {
-            list = list.sort(sort.clone());
+            list = list.sort(sort.as_str());
         }
         if let Some(max) = args.max_items {
             list = list.max_items(max.saturating_sub(summary.items));

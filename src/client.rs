@@ -4,18 +4,20 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::HeaderValue;
+use http::{HeaderValue, Method};
+use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::auth::Auth;
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
-use crate::list::{ListCompanies, ListContacts};
-use crate::model::{Company, Contact, Resource};
+use crate::list::List;
+use crate::model::{Company, Contact};
 use crate::pacing::{Pacer, RateLimit};
-use crate::pagination::{GetPage, ListEndpoint, Paging};
-use crate::pipeline::ApiPipeline;
+use crate::pipeline::{Paging, Pipeline, Settings};
+use crate::request::{ApiPath, Request};
+use crate::version::Preview;
 use crate::wire::{HttpSender, Layers};
-use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
+use crate::{ApiVersion, Error, RetryPolicy, urls};
 
 /// The business-records API client.
 ///
@@ -33,21 +35,14 @@ use crate::{ApiVersion, Error, Preview, RetryPolicy, urls};
 /// ```
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<ClientInner>,
-}
-
-struct ClientInner {
-    pipeline: Arc<ApiPipeline>,
-    api_root: Url,
-    api_version: ApiVersion,
-    paging: Paging,
+    pipeline: Pipeline,
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("api_root", &self.inner.api_root.as_str())
-            .field("api_version", &self.inner.api_version)
+            .field("api_root", &self.api_root().as_str())
+            .field("api_version", &self.api_version())
             .finish_non_exhaustive()
     }
 }
@@ -58,34 +53,59 @@ impl Client {
         ClientBuilder::default()
     }
 
-    /// What a listing of `T` needs: the pipeline, the endpoint below the versioned root
-    /// (`https://api.example.com/v1/companies`) and the paging settings.
-    fn source<T: Resource>(&self) -> ListEndpoint {
-        ListEndpoint {
-            api: Arc::clone(&self.inner.pipeline) as Arc<dyn GetPage>,
-            url: Arc::new(urls::join_path(&self.inner.api_root, T::PATH)),
-            paging: self.inner.paging,
-        }
-    }
-
     /// Lists companies: `GET {base_url}/v1/companies`.
-    pub fn companies(&self) -> ListCompanies {
-        ListCompanies::new(self.source::<Company>())
+    pub fn companies(&self) -> List<Company> {
+        self.list("companies")
     }
 
     /// Lists contacts: `GET {base_url}/v1/contacts`.
-    pub fn contacts(&self) -> ListContacts {
-        ListContacts::new(self.source::<Contact>())
+    pub fn contacts(&self) -> List<Contact> {
+        self.list("contacts")
+    }
+
+    /// Lists any endpoint that answers with the page envelope (API Part 2), into items of any
+    /// type: the same [`List`] as [`companies`](Client::companies), with filters by name
+    /// ([`List::filter`]) and sorts in the wire form.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// use serde_json::Value;
+    /// let mut deals = client.list::<Value>("deals").filter("stage", "won").sort("-amount").stream();
+    /// while let Some(deal) = deals.try_next().await? {
+    ///     println!("{deal}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn list<T: DeserializeOwned + Send + 'static>(&self, path: impl Into<ApiPath>) -> List<T> {
+        List::new(self.pipeline.clone(), path.into())
+    }
+
+    /// A `GET` of any path below the version root, sent through the same pipeline as the
+    /// listings: see [`Request`] and [`ApiPath`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client, id: &str) -> Result<(), business_records::Error> {
+    /// use business_records::Company;
+    /// let company: Company = client.get(["companies", id]).send().await?;
+    /// # let _ = company; Ok(()) }
+    /// ```
+    pub fn get(&self, path: impl Into<ApiPath>) -> Request {
+        self.request(Method::GET, path)
+    }
+
+    /// A request of any method to any path below the version root: see [`Request`].
+    pub fn request(&self, method: Method, path: impl Into<ApiPath>) -> Request {
+        Request::new(self.pipeline.clone(), method, path.into())
     }
 
     /// The versioned API root every request goes below (`https://api.example.com/v1/`).
     pub fn api_root(&self) -> &Url {
-        &self.inner.api_root
+        self.pipeline.api_root()
     }
 
     /// The API version in use.
     pub fn api_version(&self) -> ApiVersion {
-        self.inner.api_version
+        self.pipeline.settings().api_version
     }
 
     /// A client that authenticates with `auth` and shares everything else with this one: the
@@ -110,17 +130,8 @@ impl Client {
     ///
     /// [`Error::InvalidArgument`] as [`ClientBuilder::build`] reports it for `auth`.
     pub fn with_auth(&self, auth: impl Into<Auth>) -> Result<Client, Error> {
-        let auth: Auth = auth.into();
-        let tokens = auth.into_token_manager()?;
-        let inner = &self.inner;
-        Ok(Client {
-            inner: Arc::new(ClientInner {
-                pipeline: Arc::new(inner.pipeline.with_tokens(tokens)),
-                api_root: inner.api_root.clone(),
-                api_version: inner.api_version,
-                paging: inner.paging,
-            }),
-        })
+        let tokens = auth.into().into_token_manager()?;
+        Ok(Client { pipeline: self.pipeline.with_tokens(tokens) })
     }
 
     /// Signs this client's user out: revokes the refresh token, then the access token, at the
@@ -147,7 +158,7 @@ impl Client {
     /// request fails; [`Error::TokenStore`] when the store cannot be cleared. Revoking tokens
     /// the server no longer knows is no error (RFC 7009 section 2.2).
     pub async fn sign_out(&self) -> Result<(), Error> {
-        self.inner.pipeline.sign_out().await
+        self.pipeline.tokens().sign_out(&self.pipeline.settings().sender).await
     }
 
     /// The signed-in user's current tokens (renewed ones included), with the verified claims of
@@ -164,7 +175,7 @@ impl Client {
     /// # }
     /// ```
     pub async fn token_set(&self) -> Option<crate::auth::TokenSet> {
-        self.inner.pipeline.token_set().await
+        self.pipeline.tokens().current().await
     }
 }
 
@@ -217,6 +228,56 @@ impl ClientBuilder {
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = Some(url.into());
         self
+    }
+
+    /// Settings given as name-value pairs, as a configuration file, the environment or a test
+    /// server hands them out: `base_url`, and with `auth_url`, `client_id` and `client_secret`
+    /// client credentials ([`Auth::client_credentials`]) for the space-separated `scopes`
+    /// (none when absent). Other names are refused. The reference server's `settings()` is such
+    /// a list:
+    ///
+    /// ```
+    /// use business_records::Client;
+    /// let settings = [
+    ///     ("base_url", "https://api.example.com"),
+    ///     ("auth_url", "https://auth.example.com"),
+    ///     ("client_id", "my-client-id"),
+    ///     ("client_secret", "my-secret"),
+    ///     ("scopes", "api/read api/write"),
+    /// ];
+    /// let client = Client::builder().settings(settings).build()?;
+    /// # Ok::<(), business_records::Error>(())
+    /// ```
+    pub fn settings<K: AsRef<str>, V: Into<String>>(
+        mut self,
+        settings: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let (mut auth_url, mut client_id, mut secret, mut scopes) = (None, None, None, String::new());
+        for (name, value) in settings {
+            let value = value.into();
+            match name.as_ref() {
+                "base_url" => self.base_url = Some(value),
+                "auth_url" => auth_url = Some(value),
+                "client_id" => client_id = Some(value),
+                "client_secret" => secret = Some(value),
+                "scopes" => scopes = value,
+                other => {
+                    let message = format!(
+                        "expected base_url, auth_url, client_id, client_secret or scopes, got {:?}",
+                        crate::text::server_text(other)
+                    );
+                    return self.fail(Error::invalid("settings", message));
+                }
+            }
+        }
+        match (auth_url, client_id, secret) {
+            (Some(auth_url), Some(id), Some(secret)) => {
+                self.auth(Auth::client_credentials(auth_url, id, secret).scopes(scopes.split_whitespace()))
+            }
+            (None, None, None) => self,
+            _ => self
+                .fail(Error::invalid("settings", "expected auth_url, client_id and client_secret together")),
+        }
     }
 
     /// How the client authenticates. Required.
@@ -297,10 +358,14 @@ impl ClientBuilder {
     }
 
     /// Minimum pause between the starts of two page requests of one listing (API Part 8
-    /// advises pausing when paging through large datasets). It paces each listing on its own
-    /// and never its first page; [`rate_limit`](Self::rate_limit) paces the whole client.
-    /// Default: none.
+    /// advises pausing when paging through large datasets), at most an hour. It paces each
+    /// listing on its own and never its first page; [`rate_limit`](Self::rate_limit) paces the
+    /// whole client. Default: none.
     pub fn page_delay(mut self, delay: Duration) -> Self {
+        if delay > Duration::from_secs(3600) {
+            return self
+                .fail(Error::invalid("page_delay", format!("expected at most an hour, got {delay:?}")));
+        }
         self.page_delay = Some(delay);
         self
     }
@@ -434,30 +499,27 @@ impl ClientBuilder {
             Some(http) => http,
             None => crate::wire::default_http_client()?,
         };
-        let retry = self.retry.unwrap_or_default();
         let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
         let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT)), user_agent)
-            .with_retry(retry.clone())
+            .with_retry(self.retry.unwrap_or_default())
             .with_middleware(&self.middleware);
-
         let pacer = Pacer::new(&self.rate_limit.unwrap_or_default(), &api_root, auth.client_id())?;
-        let tokens = auth.into_token_manager()?;
-        let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
-        let max_page_bytes = self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES);
-        let pipeline = ApiPipeline::new(sender, tokens, self.preview, reporter, retry, max_page_bytes, pacer);
-        Ok(Client {
-            inner: Arc::new(ClientInner {
-                pipeline: Arc::new(pipeline),
-                api_root,
-                api_version: self.api_version,
-                paging: Paging {
-                    prefetch: self.prefetch.unwrap_or(true),
-                    page_delay: self.page_delay.filter(|d| !d.is_zero()),
-                },
-            }),
-        })
+        let settings = Settings {
+            sender,
+            api_root,
+            api_version: self.api_version,
+            preview: self.preview,
+            deprecation: DeprecationReporter::new(self.deprecation_policy, self.on_deprecation),
+            max_body_bytes: self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES),
+            pacer,
+            paging: Paging {
+                prefetch: self.prefetch.unwrap_or(true),
+                page_delay: self.page_delay.filter(|d| !d.is_zero()),
+            },
+        };
+        Ok(Client { pipeline: Pipeline::new(settings, auth.into_token_manager()?) })
     }
 }
 
@@ -518,9 +580,9 @@ mod tests {
         let user = app
             .with_auth(Auth::user(flow.clone(), crate::auth::TokenSet::new("alice-token")))
             .expect("derived");
-        assert!(user.inner.pipeline.shares_with(&app.inner.pipeline));
+        assert!(user.pipeline.shares_with(&app.pipeline));
         assert_eq!(user.api_root(), app.api_root());
-        assert!(!user.inner.paging.prefetch, "paging settings are shared");
+        assert!(!user.pipeline.settings().paging.prefetch, "paging settings are shared");
         let tokens = user.token_set().await.expect("a user's client has tokens");
         assert_eq!(tokens.access_token.secret(), "alice-token");
         assert!(app.token_set().await.is_none(), "a static token is no user");
@@ -541,7 +603,11 @@ mod tests {
             .auth(Auth::static_token("t"))
             .build()
             .expect("valid client");
-        assert_eq!(client.source::<crate::Company>().url.as_str(), "https://api.example.com/v1/companies");
+        let companies = crate::request::Call::new(Method::GET, client.api_root(), &"companies".into());
+        assert_eq!(
+            companies.map(|call| call.url.to_string()).ok().as_deref(),
+            Some("https://api.example.com/v1/companies")
+        );
         let v2 = Client::builder()
             .base_url("https://api.example.com")
             .api_version(ApiVersion::new(2).expect("valid version"))

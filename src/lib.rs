@@ -178,13 +178,13 @@
 //!
 //! | Task | Items |
 //! |---|---|
-//! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`Preview`], [`RetryPolicy`], [`RateLimit`] |
+//! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`RetryPolicy`], [`RateLimit`] |
 //! | authenticate | [`Auth`]; in [`auth`]: [`ClientCredentials`](auth::ClientCredentials), [`UserAuth`](auth::UserAuth), [`AuthorizationCodeFlow`](auth::AuthorizationCodeFlow), [`AuthorizationRequest`](auth::AuthorizationRequest), [`LoopbackRedirect`](auth::LoopbackRedirect), [`AuthServerMetadata`](auth::AuthServerMetadata) |
 //! | keep tokens | in [`auth`]: [`TokenSet`](auth::TokenSet), [`TokenStore`](auth::TokenStore), [`MemoryTokenStore`](auth::MemoryTokenStore), [`FileTokenStore`](auth::FileTokenStore), for many users [`KeyedTokenStore`](auth::KeyedTokenStore), [`MemoryKeyedStore`](auth::MemoryKeyedStore), [`DirectoryTokenStore`](auth::DirectoryTokenStore), [`RefreshLock`](auth::RefreshLock), [`RefreshTurn`](auth::RefreshTurn), `RedisTokenCache` and `RedisUserStore` (feature `redis`); the secrets [`AccessToken`](auth::AccessToken), [`RefreshToken`](auth::RefreshToken), [`IdToken`](auth::IdToken), [`ClientSecret`](auth::ClientSecret), [`PkceVerifier`](auth::PkceVerifier) |
 //! | check tokens (resource servers) | in [`auth`]: [`TokenVerifier`](auth::TokenVerifier), [`Claims`](auth::Claims), [`TokenIntrospector`](auth::TokenIntrospector), [`Introspection`](auth::Introspection) |
-//! | list | [`List`], [`ListCompanies`], [`ListContacts`], [`Page`], [`Cursor`], [`PageStream`], [`ItemStream`], [`OnUndecodable`], [`Undecodable`] |
-//! | sort | [`CompanySort`], [`ContactSort`], [`SortOrder`], [`Sort`], [`IntoSort`] and [`SortField`] (sealed) |
-//! | read records | [`Company`], [`CompanyStatus`], [`Contact`], [`Extra`], [`Resource`] (sealed) |
+//! | list | [`List`], [`Page`], [`Cursor`], [`PageStream`], [`ItemStream`], [`OnUndecodable`], [`Undecodable`] |
+//! | sort | [`CompanySort`], [`ContactSort`], [`Sort`] |
+//! | read records | [`Company`], [`CompanyStatus`], [`Contact`] |
 //! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
 //! | handle errors | [`Error`] and its contexts: [`InvalidArgument`], [`ApiError`], [`ErrorCode`], [`AuthorizationError`], [`CallbackError`], [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`], [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`], [`ResponseTooLarge`], [`RetriesExhausted`]; [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
 //! | know the limits | [`limits`]: [`BodyKind`](limits::BodyKind), [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
@@ -195,7 +195,7 @@
 //! Types of these crates appear in the API and are re-exported at the versions this crate
 //! uses: [`reqwest`] (the `http_config` closures), [`reqwest_middleware`]
 //! ([`ClientBuilder::middleware`]), [`url`] and [`Url`], [`chrono`] (dates) and [`serde_json`]
-//! ([`Extra`]). Naming them through `business_records::` keeps one copy in your build.
+//! ([`Company::extra`]). Naming them through `business_records::` keeps one copy in your build.
 //!
 //! ## Architecture
 //!
@@ -233,6 +233,7 @@ mod model;
 mod pacing;
 mod pagination;
 mod pipeline;
+mod request;
 mod retry;
 mod telemetry;
 mod text;
@@ -247,17 +248,16 @@ pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};
 pub use error::{
     ApiError, AuthorizationError, CallbackError, CursorRejected, DecodeError, DeprecatedError, Error,
     ErrorCode, HttpError, InvalidArgument, PaginationError, ReauthenticationRequired, ResponseTooLarge,
-    RetriesExhausted, SunsetError, Undecodable, UndecodableError,
+    RetriesExhausted, SunsetError, UndecodableError,
 };
-pub use list::{List, ListCompanies, ListContacts};
-pub use model::{
-    Company, CompanySort, CompanyStatus, Contact, ContactSort, Extra, IntoSort, Resource, Sort, SortField,
-    SortOrder,
-};
+pub use http::Method;
+pub use list::List;
+pub use model::{Company, CompanySort, CompanyStatus, Contact, ContactSort, Sort};
 pub use pacing::RateLimit;
-pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream};
+pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Undecodable};
+pub use request::{ApiPath, Request};
 pub use retry::RetryPolicy;
-pub use version::{ApiVersion, Preview};
+pub use version::ApiVersion;
 
 // The crates whose types appear in this crate's signatures, at the versions it uses: name them
 // through these paths and a version bump here never leaves two copies in your build.
@@ -268,7 +268,7 @@ pub use chrono;
 pub use reqwest;
 /// The middleware crate whose layers [`ClientBuilder::middleware`] takes.
 pub use reqwest_middleware;
-/// JSON values: the fields the API does not name, in [`Extra`].
+/// JSON values: the fields the API does not name, in [`Company::extra`].
 pub use serde_json;
 /// URLs: [`Client::api_root`], [`DeprecationNotice`] links, sunset successors.
 pub use url::{self, Url};

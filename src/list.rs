@@ -7,23 +7,28 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
+
+use http::Method;
+use serde::de::DeserializeOwned;
 
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
-use crate::model::{Company, CompanyStatus, Contact, IntoSort, Resource};
-use crate::pagination::{
-    Cursor, ItemStream, ListEndpoint, ListParams, OnUndecodable, Page, PageRequest, PageStream,
-};
-use crate::{Error, Preview, RetryPolicy};
+use crate::model::{Company, CompanyStatus, Contact};
+use crate::pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected, fetch};
+use crate::pipeline::Pipeline;
+use crate::request::{ApiPath, Call};
+use crate::version::Preview;
+use crate::{Error, RetryPolicy, Sort};
 
 /// Names reserved for the paging parameters, which have methods of their own.
 const RESERVED_PARAMETERS: [&str; 3] = ["limit", "cursor", "sort"];
 
-/// A request builder for a list endpoint: `client.companies()` or `client.contacts()`.
+/// A request builder for a list endpoint: [`Client::companies`](crate::Client::companies),
+/// [`Client::contacts`](crate::Client::contacts), or any endpoint that answers with the page
+/// envelope, [`Client::list`](crate::Client::list).
 ///
 /// Setters never fail; the first invalid argument is kept and reported by
 /// [`send`](List::send), [`pages`](List::pages) or [`stream`](List::stream) before any request
-/// is sent.
+/// is sent, naming the method that took it.
 ///
 /// ```no_run
 /// use business_records::{Client, CompanySort};
@@ -39,52 +44,64 @@ const RESERVED_PARAMETERS: [&str; 3] = ["limit", "cursor", "sort"];
 /// ```
 #[must_use = "a list builder does nothing until `send`, `pages` or `stream`"]
 pub struct List<T> {
-    source: ListEndpoint,
-    query: ListParams,
-    error: Option<Error>,
-    _resource: PhantomData<fn() -> T>,
+    pipeline: Pipeline,
+    query: Result<Query, Error>,
+    items: PhantomData<fn() -> T>,
 }
 
 impl<T> fmt::Debug for List<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("List").field("query", &self.query).field("error", &self.error).finish_non_exhaustive()
+        f.debug_struct("List").field("query", &self.query).finish_non_exhaustive()
     }
 }
 
-impl<T: Resource> List<T> {
-    pub(crate) fn new(source: ListEndpoint) -> Self {
-        List { source, query: ListParams::default(), error: None, _resource: PhantomData }
+impl<T: DeserializeOwned + Send + 'static> List<T> {
+    pub(crate) fn new(pipeline: Pipeline, path: ApiPath) -> Self {
+        let query = Call::new(Method::GET, pipeline.api_root(), &path).map(Query::new);
+        List { pipeline, query, items: PhantomData }
     }
 
-    fn fail(mut self, error: Error) -> Self {
-        self.error.get_or_insert(error);
+    fn with(mut self, change: impl FnOnce(&mut Query) -> Result<(), Error>) -> Self {
+        if let Ok(query) = &mut self.query
+            && let Err(error) = change(query)
+        {
+            self.query = Err(error);
+        }
         self
     }
 
     /// Results per page, 1 to 100. Default: the server's (20) for [`send`](List::send), 100 for
     /// [`pages`](List::pages) and [`stream`](List::stream). This is a page size, not a total:
     /// see [`max_items`](List::max_items).
-    pub fn limit(mut self, limit: u32) -> Self {
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return self.fail(Error::invalid("limit", format!("expected 1..={MAX_LIMIT}, got {limit}")));
-        }
-        self.query.limit = Some(limit);
-        self
+    pub fn limit(self, limit: u32) -> Self {
+        self.with(|query| {
+            if !(1..=MAX_LIMIT).contains(&limit) {
+                return Err(Error::invalid("limit", format!("expected 1..={MAX_LIMIT}, got {limit}")));
+            }
+            query.limit = Some(limit);
+            Ok(())
+        })
     }
 
-    /// The sort order. Takes this resource's typed field (`CompanySort::CreatedAt.desc()`), or
-    /// any field in the wire form (`"-createdAt"`, `"employeeCount"`) or as a [`Sort`](crate::Sort): the
-    /// spec names only the common fields, so other names are sent as given and the server
-    /// decides. A name with spaces or commas, or an empty one, is refused. Default: the
-    /// server's order.
-    pub fn sort(mut self, sort: impl IntoSort<T>) -> Self {
-        match sort.into_sort() {
-            Ok(sort) => {
-                self.query.sort = Some(sort);
-                self
+    /// The sort order: a typed field of this resource (`CompanySort::CreatedAt.desc()`), or any
+    /// field in the wire form (`"-createdAt"`, `"employeeCount"`): the spec names only the
+    /// common fields, so other names are sent as given and the server decides. A name with
+    /// spaces or commas, or an empty one, is refused. Default: the server's order.
+    pub fn sort(self, sort: impl Into<Sort<T>>) -> Self {
+        let sort = sort.into();
+        self.with(|query| {
+            if !sort.is_well_formed() {
+                return Err(Error::invalid(
+                    "sort",
+                    format!(
+                        "expected a field name (no spaces or commas), optionally with a leading `-`, got {:?}",
+                        crate::text::server_text(&sort.to_string())
+                    ),
+                ));
             }
-            Err(e) => self.fail(e),
-        }
+            query.sort = Some(sort.to_string());
+            Ok(())
+        })
     }
 
     /// Sends the query parameter `name=value` on every page request: for filters the API adds
@@ -101,108 +118,102 @@ impl<T: Resource> List<T> {
     /// ```
     pub fn filter(self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let name = name.into();
-        if name.trim().is_empty() {
-            return self.fail(Error::invalid("filter", "expected a parameter name, got an empty one"));
-        }
         if RESERVED_PARAMETERS.contains(&name.as_str()) {
-            return self.fail(Error::invalid(
-                "filter",
-                format!("`{name}` is a paging parameter, not a filter: use `{name}(..)` instead"),
-            ));
+            let message = format!("`{name}` is a paging parameter, not a filter: use `{name}(..)` instead");
+            return self.with(|_| Err(Error::invalid("filter", message)));
         }
         self.set_filter("filter", Cow::Owned(name), value.into())
     }
 
-    /// Sets a filter; `argument` names the method in the error for an empty value.
-    fn set_filter(mut self, argument: &'static str, name: Cow<'static, str>, value: String) -> Self {
-        if value.trim().is_empty() {
-            return self.fail(Error::invalid(argument, format!("expected a non-empty value for `{name}`")));
-        }
-        self.query.filters.retain(|(n, _)| *n != name);
-        self.query.filters.push((name, value));
-        self
+    /// Sets a filter; `argument` names the method in the error for an empty name or value.
+    fn set_filter(self, argument: &'static str, name: Cow<'static, str>, value: String) -> Self {
+        self.with(|query| {
+            if name.trim().is_empty() {
+                return Err(Error::invalid(argument, "expected a parameter name, got an empty one"));
+            }
+            if value.trim().is_empty() {
+                return Err(Error::invalid(argument, format!("expected a non-empty value for `{name}`")));
+            }
+            query.filters.retain(|(n, _)| *n != name);
+            query.filters.push((name, value));
+            Ok(())
+        })
     }
 
-    /// What to do with an element of a page that is not a record (not an object, or without a
+    /// What to do with an element of a page that is not a `T` (not an object, or without a
     /// required field). Default: [`OnUndecodable::Skip`]: the listing goes on, and the
     /// element is reported in [`Page::undecodable`], by
-    /// [`ItemStream::take_undecodable`](crate::ItemStream::take_undecodable), in the
-    /// stream's counts and as a `tracing` warning. [`OnUndecodable::Fail`] ends the listing
-    /// with [`Error::Undecodable`] instead.
-    pub fn on_undecodable(mut self, policy: OnUndecodable) -> Self {
-        self.query.on_undecodable = policy;
-        self
+    /// [`ItemStream::take_undecodable`], in the stream's counts and as a `tracing` warning.
+    /// [`OnUndecodable::Fail`] ends the listing with [`Error::Undecodable`] instead.
+    pub fn on_undecodable(self, policy: OnUndecodable) -> Self {
+        self.with(|query| {
+            query.on_undecodable = policy;
+            Ok(())
+        })
     }
 
     /// Starts at this cursor instead of the first page (a `nextCursor` from this session:
     /// cursors expire and are bound to the query that produced them). At most
-    /// [`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES) (8 KiB).
-    pub fn cursor(mut self, cursor: impl Into<Cursor>) -> Self {
+    /// [`MAX_CURSOR_BYTES`] (8 KiB).
+    pub fn cursor(self, cursor: impl Into<Cursor>) -> Self {
         let cursor = cursor.into();
-        if cursor.as_str().is_empty() {
-            return self.fail(Error::invalid("cursor", "expected a non-empty cursor"));
-        }
-        if cursor.as_str().len() > MAX_CURSOR_BYTES {
-            return self.fail(Error::invalid(
-                "cursor",
-                format!("expected at most {} bytes, got {}", MAX_CURSOR_BYTES, cursor.as_str().len()),
-            ));
-        }
-        self.query.cursor = Some(cursor);
-        self
+        self.with(|query| {
+            let length = cursor.as_str().len();
+            if length == 0 || length > MAX_CURSOR_BYTES {
+                let message = format!("expected a cursor of 1 to {MAX_CURSOR_BYTES} bytes, got {length}");
+                return Err(Error::invalid("cursor", message));
+            }
+            query.cursor = Some(cursor);
+            Ok(())
+        })
     }
 
     /// Stops after this many items in total, and never requests more than that. Default: no
-    /// cap.
-    ///
-    /// Zero is refused (naming `max_items`): a listing that must deliver nothing needs no
-    /// request.
-    pub fn max_items(mut self, max_items: u64) -> Self {
-        if max_items == 0 {
-            return self.fail(Error::invalid("max_items", "expected 1 or more, got 0"));
-        }
-        self.query.max_items = Some(max_items);
-        self
+    /// cap. Zero is refused: a listing that must deliver nothing needs no request.
+    pub fn max_items(self, max_items: u64) -> Self {
+        self.with(|query| {
+            if max_items == 0 {
+                return Err(Error::invalid("max_items", "expected 1 or more, got 0"));
+            }
+            query.max_items = Some(max_items);
+            Ok(())
+        })
     }
 
     /// How many empty pages with `hasMore: true` may come in a row before the listing fails
-    /// with [`PaginationError::TooManyEmptyPages`](crate::PaginationError). Default: 25.
-    pub fn max_empty_pages(mut self, count: u32) -> Self {
-        self.query.max_empty_pages = Some(count);
-        self
+    /// with [`PaginationError::TooManyEmptyPages`](crate::error::PaginationError). Default: 25.
+    pub fn max_empty_pages(self, count: u32) -> Self {
+        self.with(|query| {
+            query.max_empty_pages = count;
+            Ok(())
+        })
     }
 
     /// Asks for preview features with `X-API-Preview` on this listing, overriding the client's
     /// label. The label is `YYYY-MM`.
-    pub fn preview(mut self, label: impl AsRef<str>) -> Self {
-        match Preview::new(label) {
-            Ok(label) => {
-                self.query.preview = Some(label);
-                self
-            }
-            Err(e) => self.fail(e),
-        }
+    pub fn preview(self, label: impl AsRef<str>) -> Self {
+        let label = Preview::new(label);
+        self.with(|query| {
+            query.call.preview(&label?);
+            Ok(())
+        })
     }
 
     /// The retry policy for this listing's requests, instead of the client's.
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.query.retry = Some(policy);
-        self
+    pub fn retry(self, policy: RetryPolicy) -> Self {
+        self.with(|query| {
+            query.call.retry = Some(policy);
+            Ok(())
+        })
     }
 
     /// Fetches one page.
     pub async fn send(self) -> Result<Page<T>, Error> {
-        if let Some(error) = self.error {
-            return Err(error);
-        }
-        let request = PageRequest {
-            limit: self.query.page_limit(None, 0),
-            cursor: self.query.cursor.clone(),
-            params: Arc::new(self.query),
-            stats: None,
-        };
-        let page = self.source.page::<T>(&request).await?;
-        Ok(match request.params.max_items {
+        let query = self.query?;
+        let call = query.page(query.page_limit(None, 0), query.cursor.as_ref());
+        let page = fetch(&self.pipeline, &call, None, 1, query.on_undecodable).await;
+        let page = page.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
+        Ok(match query.max_items {
             Some(max) => page.truncated(max),
             None => page,
         })
@@ -210,7 +221,7 @@ impl<T: Resource> List<T> {
 
     /// Every page, following `nextCursor` while `hasMore` is true.
     pub fn pages(self) -> PageStream<T> {
-        PageStream::new(self.source, self.query, self.error)
+        PageStream::new(self.pipeline, self.query)
     }
 
     /// Every item of every page.
@@ -219,108 +230,17 @@ impl<T: Resource> List<T> {
     }
 }
 
-/// The builder behind [`Client::companies`](crate::Client::companies).
-pub type ListCompanies = List<Company>;
-
 impl List<Company> {
     /// Only companies with this status (`status=`). It must not be empty.
     pub fn status(self, status: impl Into<CompanyStatus>) -> Self {
         let status: CompanyStatus = status.into();
-        self.set_filter("status", std::borrow::Cow::Borrowed("status"), status.as_str().to_owned())
+        self.set_filter("status", Cow::Borrowed("status"), status.as_str().to_owned())
     }
 }
-
-/// The builder behind [`Client::contacts`](crate::Client::contacts).
-pub type ListContacts = List<Contact>;
 
 impl List<Contact> {
     /// Only contacts of this company (`companyId=`). It must not be empty.
     pub fn company_id(self, company_id: impl Into<String>) -> Self {
-        self.set_filter("companyId", std::borrow::Cow::Borrowed("companyId"), company_id.into())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::Sort;
-    use crate::{Auth, Client, CompanySort, ContactSort};
-
-    fn client() -> Client {
-        Client::builder()
-            .base_url("https://api.example.com")
-            .auth(Auth::static_token("t"))
-            .build()
-            .expect("a valid client")
-    }
-
-    #[test]
-    fn query_string_is_pinned() {
-        let list = client().companies().status("active").sort(CompanySort::CreatedAt.desc()).limit(50);
-        let cursor = Cursor::from("abc");
-        let pairs = list.query.pairs(list.query.limit, Some(&cursor));
-        let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
-        assert_eq!(url.query(), Some("limit=50&sort=-createdAt&status=active&cursor=abc"));
-
-        let list = client().contacts().company_id("cmp 1&x").sort("name");
-        let pairs = list.query.pairs(None, None);
-        let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
-        assert_eq!(url.query(), Some("sort=name&companyId=cmp+1%26x"));
-        assert_eq!(ContactSort::UpdatedAt.desc().to_string(), "-updatedAt");
-    }
-
-    #[test]
-    fn invalid_arguments_name_the_argument() {
-        let cases: Vec<(List<crate::Company>, &str)> = vec![
-            (client().companies().limit(0), "limit"),
-            (client().companies().limit(101), "limit"),
-            (client().companies().sort("--name"), "sort"),
-            (client().companies().sort(""), "sort"),
-            (client().companies().sort("name,email"), "sort"),
-            (client().companies().sort("created at"), "sort"),
-            (client().companies().filter("limit", "5"), "filter"),
-            (client().companies().filter("cursor", "abc"), "filter"),
-            (client().companies().filter("sort", "name"), "filter"),
-            (client().companies().filter("", "x"), "filter"),
-            (client().companies().filter("country", " "), "filter"),
-            (client().companies().cursor("c".repeat(8 * 1024 + 1)), "cursor"),
-            (client().companies().status(""), "status"),
-            (client().companies().status("  "), "status"),
-            (client().companies().cursor(""), "cursor"),
-            (client().companies().preview("2026-13"), "preview"),
-            (client().companies().max_items(0), "max_items"),
-        ];
-        for (list, argument) in cases {
-            match list.error {
-                Some(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
-                other => panic!("expected an error for {argument}, got {other:?}"),
-            }
-        }
-        assert!(client().contacts().company_id("").error.is_some());
-        assert!(client().companies().limit(1).limit(100).error.is_none());
-        match client().companies().filter("sort", "name").error {
-            Some(error) => assert!(error.to_string().contains("use `sort(..)`"), "{error}"),
-            None => panic!("`sort` is not a filter"),
-        }
-    }
-
-    #[test]
-    fn any_sort_field_and_new_filters_reach_the_query() {
-        let list = client()
-            .companies()
-            .sort("-employeeCount")
-            .filter("country", "DE")
-            .status("active")
-            .filter("country", "FR")
-            .filter("status", "churned");
-        assert!(list.error.is_none());
-        let pairs = list.query.pairs(None, None);
-        let mut url = url::Url::parse("https://x.example/").expect("static url");
-        url.query_pairs_mut().extend_pairs(pairs.iter().map(|(k, v)| (k.as_ref(), v.as_str())));
-        assert_eq!(url.query(), Some("sort=-employeeCount&country=FR&status=churned"));
-        let typed = client().contacts().sort(Sort::descending("email")).sort(ContactSort::Name);
-        assert_eq!(typed.query.sort.map(|s| s.to_string()).as_deref(), Some("name"));
+        self.set_filter("company_id", Cow::Borrowed("companyId"), company_id.into())
     }
 }

@@ -1,7 +1,8 @@
 //! The `tracing` spans of the client, named after OpenTelemetry's semantic conventions.
 //!
 //! - `http_request`: one per HTTP request, a client span (`otel.kind = "client"`) with
-//!   `http.request.method`, `url.full`, `url.path`, `server.address`, `server.port`,
+//!   `http.request.method`, `url.full`, `url.path`, `http.route` (for API requests: the path
+//!   with the values of its segments left out, `/v1/companies/{}`), `server.address`, `server.port`,
 //!   `http.response.status_code`, `error.type`, `http.request.resend_count` (from the second
 //!   attempt on) and `attempt`.
 //! - `listing`: one per page or item stream, with `url.path` and, when the stream ends or is
@@ -48,7 +49,7 @@ const SECRET_PARAMETERS: &[&str] = &[
 ];
 
 /// The span of one HTTP request; `attempt` counts from 1, and every later one is a resend.
-pub(crate) fn request_span(method: &http::Method, url: &Url, attempt: u32) -> Span {
+pub(crate) fn request_span(method: &http::Method, url: &Url, route: Option<&str>, attempt: u32) -> Span {
     let span = tracing::debug_span!(
         "http_request",
         "otel.name" = method.as_str(),
@@ -56,6 +57,7 @@ pub(crate) fn request_span(method: &http::Method, url: &Url, attempt: u32) -> Sp
         "http.request.method" = method.as_str(),
         "url.full" = %FullUrl(url),
         "url.path" = url.path(),
+        "http.route" = route,
         "server.address" = url.host_str(),
         "server.port" = url.port_or_known_default(),
         "http.response.status_code" = Empty,

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use http::HeaderValue;
+
 use crate::Error;
 
 /// The API version, sent as the first path segment after the base URL (`/v1/...`).
@@ -66,52 +68,30 @@ impl FromStr for ApiVersion {
 }
 
 /// A preview label for `X-API-Preview`: a year and month, `YYYY-MM` (API Part 9.6).
-///
-/// ```
-/// use business_records::Preview;
-/// let label: Preview = "2026-03".parse()?;
-/// assert_eq!(label.as_str(), "2026-03");
-/// assert!("2026-13".parse::<Preview>().is_err());
-/// # Ok::<(), business_records::Error>(())
-/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Preview(String);
+pub(crate) struct Preview(HeaderValue);
 
 impl Preview {
-    /// Validates a `YYYY-MM` label (month 01 to 12).
-    pub fn new(label: impl AsRef<str>) -> Result<Self, Error> {
+    /// Checks a label; the error names `preview`.
+    pub(crate) fn new(label: impl AsRef<str>) -> Result<Self, Error> {
         let label = label.as_ref();
         let bytes = label.as_bytes();
         let well_formed = bytes.len() == 7
             && bytes[4] == b'-'
             && bytes[..4].iter().chain(&bytes[5..]).all(u8::is_ascii_digit);
         let month_ok = well_formed && matches!(label[5..].parse::<u8>(), Ok(1..=12));
-        if !month_ok {
-            return Err(Error::invalid(
+        match HeaderValue::from_str(label) {
+            Ok(value) if month_ok => Ok(Preview(value)),
+            _ => Err(Error::invalid(
                 "preview",
                 format!("expected a `YYYY-MM` label with month 01 to 12, got {label:?}"),
-            ));
+            )),
         }
-        Ok(Preview(label.to_owned()))
     }
 
-    /// The label as sent.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl FromStr for Preview {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        Preview::new(s)
-    }
-}
-
-impl fmt::Display for Preview {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+    /// The label as a header value.
+    pub(crate) fn header(&self) -> HeaderValue {
+        self.0.clone()
     }
 }
 

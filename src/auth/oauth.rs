@@ -17,6 +17,7 @@ use oauth2::basic::BasicErrorResponse;
 use crate::Error;
 use crate::error::{ApiError, DecodeError, ErrorCode, HttpError};
 use crate::limits::BodyKind;
+use crate::pacing::Pacer;
 use crate::wire::{Expect, HttpSender, no_head};
 
 /// The HTTP client handed to the `oauth2` crate: its requests through `sender`.
@@ -52,7 +53,7 @@ impl<'s> OAuthHttp<'s> {
         if let Some(header) = self.authorization {
             parts.headers.insert(AUTHORIZATION, header.clone());
         }
-        let expect = Expect { body: self.body.into(), error: Error::AuthServer };
+        let expect = Expect { body: self.body.into(), error: Error::AuthServer, route: None };
         let attempt = |number| {
             let request = http::Request::from_parts(parts.clone(), body.clone());
             let path = path.as_str();
@@ -67,7 +68,7 @@ impl<'s> OAuthHttp<'s> {
                 answer.body(response.body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
             }
         };
-        self.sender.retry_policy().run(attempt, || {}).await
+        self.sender.retry_policy().run(&Pacer::off(), true, None, attempt).await
     }
 }
 

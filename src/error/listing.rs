@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{ApiError, ErrorCode};
 use crate::limits::MAX_CURSOR_BYTES;
+use crate::pagination::Undecodable;
 
 /// How a server broke the pagination contract.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,38 +108,6 @@ impl fmt::Display for CursorRejected {
 }
 
 impl std::error::Error for CursorRejected {}
-
-/// An element of a page's `data` that is not a record: not a JSON object, or an object
-/// without a field the model requires (a company's `id` or `name`).
-///
-/// Found in [`Page::undecodable`](crate::Page::undecodable); with
-/// [`OnUndecodable::Fail`](crate::OnUndecodable::Fail) it ends the listing as
-/// [`Error::Undecodable`](crate::Error::Undecodable).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Undecodable {
-    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
-    pub page: u64,
-    /// Its index in that page's `data` array, from 0.
-    pub position: usize,
-    /// The element as JSON text, as the server sent it (an object's named fields come first).
-    pub raw: String,
-    /// Why it is not a record, e.g. `not an object`.
-    pub reason: String,
-}
-
-impl fmt::Display for Undecodable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "element {} of page {} is not a record ({}): {}",
-            self.position,
-            self.page,
-            self.reason,
-            crate::text::server_text(&self.raw)
-        )
-    }
-}
 
 /// A listing ended on an element that is not a record: the context of
 /// [`Error::Undecodable`](super::Error::Undecodable).

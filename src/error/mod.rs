@@ -27,7 +27,7 @@ use std::time::Duration;
 pub use self::api::{ApiError, AuthorizationError, DeprecatedError, ErrorCode, SunsetError};
 pub use self::auth::{CallbackError, ReauthenticationRequired, TokenStoreError, VerifyError};
 pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
-pub use self::listing::{CursorRejected, PaginationError, Undecodable, UndecodableError};
+pub use self::listing::{CursorRejected, PaginationError, UndecodableError};
 use crate::deprecation::DeprecationNotice;
 
 /// Everything that can go wrong when using the client.
@@ -261,6 +261,11 @@ impl Error {
             Error::ReauthenticationRequired(_) => true,
             _ => false,
         }
+    }
+
+    /// True when the request cannot have reached the server: the connection was never made.
+    pub(crate) fn is_unsent(&self) -> bool {
+        matches!(self, Error::Http(e) if e.is_connect())
     }
 
     /// True when the request timed out (on the last attempt, after retries).

@@ -1,12 +1,12 @@
-//! Companies: the model and `GET /v1/companies`.
+//! Companies (API Part 2).
 
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::Resource;
-use super::extra::Extra;
+use super::{Fallbacks, Lenient, Loose};
 
 /// A company (API Part 2).
 ///
@@ -36,8 +36,19 @@ use super::extra::Extra;
 /// assert_eq!(odd.extra["createdAt"], "last week");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// Built in code, for tests of your own:
+///
+/// ```
+/// use business_records::Company;
+/// let mut company = Company::new("cmp_1", "Acme");
+/// company.status = Some("active".into());
+/// company.extra.insert("industry".into(), "retail".into());
+/// assert_eq!(serde_json::to_value(&company)?["industry"], "retail");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "Wire")]
 #[non_exhaustive]
 pub struct Company {
     /// Identifier of the company.
@@ -56,22 +67,56 @@ pub struct Company {
     pub updated_at: Option<DateTime<Utc>>,
     /// Every other field the API sent, and the raw value of every field that fell back.
     #[serde(flatten)]
-    pub extra: Extra,
+    pub extra: Map<String, Value>,
     #[serde(skip)]
     fallbacks: Vec<&'static str>,
 }
 
-super::record::record! {
-    Company, "a company object",
-    required { id = "id", name = "name" },
-    optional {
-        status: text = "status",
-        created_at: timestamp = "createdAt",
-        updated_at: timestamp = "updatedAt",
+/// A company as it arrives.
+#[derive(Deserialize)]
+#[serde(expecting = "a company object", rename_all = "camelCase")]
+struct Wire {
+    id: String,
+    name: String,
+    #[serde(default)]
+    status: Lenient<CompanyStatus>,
+    #[serde(default)]
+    created_at: Lenient<DateTime<Utc>>,
+    #[serde(default)]
+    updated_at: Lenient<DateTime<Utc>>,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+impl From<Wire> for Company {
+    fn from(wire: Wire) -> Self {
+        let mut fields = Fallbacks::new(wire.extra);
+        Company {
+            id: wire.id,
+            name: wire.name,
+            status: fields.take("status", wire.status),
+            created_at: fields.take("createdAt", wire.created_at),
+            updated_at: fields.take("updatedAt", wire.updated_at),
+            extra: fields.extra,
+            fallbacks: fields.names,
+        }
     }
 }
 
 impl Company {
+    /// A company with these required fields and nothing else.
+    pub fn new(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Company {
+            id: id.into(),
+            name: name.into(),
+            status: None,
+            created_at: None,
+            updated_at: None,
+            extra: Map::new(),
+            fallbacks: Vec::new(),
+        }
+    }
+
     /// The wire names of the fields whose values could not be read (`status`, `createdAt`,
     /// `updatedAt`): each is `None` here and its raw value is in [`extra`](Company::extra).
     /// Empty for a record read in full.
@@ -84,21 +129,23 @@ impl Company {
 ///
 /// ```
 /// use business_records::CompanyStatus;
-/// assert_eq!(CompanyStatus::from("active"), CompanyStatus::new("active"));
+/// let status = CompanyStatus::from("active");
+/// assert_eq!(status.as_str(), "active");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CompanyStatus(String);
 
 impl CompanyStatus {
-    /// A status with this exact text.
-    pub fn new(status: impl Into<String>) -> Self {
-        CompanyStatus(status.into())
-    }
-
-    /// The status text.
+    /// The status as sent.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl Loose for CompanyStatus {
+    fn from_text(text: &str) -> Option<Self> {
+        Some(CompanyStatus(text.to_owned()))
     }
 }
 
@@ -126,17 +173,8 @@ impl AsRef<str> for CompanyStatus {
     }
 }
 
-sort_fields! {
-    /// The sortable company fields (API Part 4.1).
-    ///
-    /// ```
-    /// use business_records::CompanySort;
-    /// assert_eq!(CompanySort::CreatedAt.desc().to_string(), "-createdAt");
-    /// ```
+super::sort::sort_fields! {
+    /// The fields companies sort on (API Part 4.1): `CompanySort::CreatedAt.desc()` is
+    /// `sort=-createdAt`.
     CompanySort for Company
-}
-
-impl Resource for Company {
-    const PATH: &'static str = "companies";
-    const SORT_FIELDS: &'static [&'static str] = &["name", "createdAt", "updatedAt"];
 }

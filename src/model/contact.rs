@@ -1,10 +1,9 @@
-//! Contacts: the model and `GET /v1/contacts`.
+//! Contacts (API Part 2).
 
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::Resource;
-use super::extra::Extra;
+use super::{Fallbacks, Lenient};
 
 /// A contact (API Part 2). The API names only `companyId` and fixes no contact field as
 /// always present, so every field may be absent: `id` and `company_id` are `None` when absent,
@@ -19,10 +18,14 @@ use super::extra::Extra;
 /// )?;
 /// assert_eq!(contact.company_id.as_deref(), Some("cmp_1"));
 /// assert_eq!(contact.field_str("email"), Some("ada@example.com"));
+///
+/// let mut mine = Contact::new("cnt_2");
+/// mine.company_id = Some("cmp_1".into());
+/// assert_eq!(serde_json::to_value(&mine)?, serde_json::json!({"id": "cnt_2", "companyId": "cmp_1"}));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "Wire")]
 #[non_exhaustive]
 pub struct Contact {
     /// Identifier of the contact, when the API sends one.
@@ -34,18 +37,41 @@ pub struct Contact {
     /// Every other field the API sent (`name`, `email`, `createdAt`, ... in the reference
     /// data), and the raw value of every field that fell back.
     #[serde(flatten)]
-    pub extra: Extra,
+    pub extra: Map<String, Value>,
     #[serde(skip)]
     fallbacks: Vec<&'static str>,
 }
 
-super::record::record! {
-    Contact, "a contact object",
-    required {},
-    optional { id: text = "id", company_id: text = "companyId" }
+/// A contact as it arrives.
+#[derive(Deserialize)]
+#[serde(expecting = "a contact object", rename_all = "camelCase")]
+struct Wire {
+    #[serde(default)]
+    id: Lenient<String>,
+    #[serde(default)]
+    company_id: Lenient<String>,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+impl From<Wire> for Contact {
+    fn from(wire: Wire) -> Self {
+        let mut fields = Fallbacks::new(wire.extra);
+        Contact {
+            id: fields.take("id", wire.id),
+            company_id: fields.take("companyId", wire.company_id),
+            extra: fields.extra,
+            fallbacks: fields.names,
+        }
+    }
 }
 
 impl Contact {
+    /// A contact with this id and nothing else.
+    pub fn new(id: impl Into<String>) -> Self {
+        Contact { id: Some(id.into()), ..Contact::default() }
+    }
+
     /// The wire names of the fields whose values could not be read (`id`, `companyId`): each
     /// is `None` here and its raw value is in [`extra`](Contact::extra).
     pub fn fallbacks(&self) -> &[&'static str] {
@@ -58,17 +84,7 @@ impl Contact {
     }
 }
 
-sort_fields! {
-    /// The sortable contact fields (API Part 4.1).
-    ///
-    /// ```
-    /// use business_records::ContactSort;
-    /// assert_eq!(ContactSort::Name.asc().to_string(), "name");
-    /// ```
+super::sort::sort_fields! {
+    /// The fields contacts sort on (API Part 4.1): `ContactSort::Name.asc()` is `sort=name`.
     ContactSort for Contact
-}
-
-impl Resource for Contact {
-    const PATH: &'static str = "contacts";
-    const SORT_FIELDS: &'static [&'static str] = &["name", "createdAt", "updatedAt"];
 }

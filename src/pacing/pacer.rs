@@ -72,6 +72,11 @@ impl Pacer {
     }
 
     /// False for [`RateLimit::none`]: requests then go at once and retry on their own.
+    /// A pacer that never holds a request: for the authorization server's requests.
+    pub(crate) fn off() -> Pacer {
+        Pacer { inner: None }
+    }
+
     pub(crate) fn is_active(&self) -> bool {
         self.inner.is_some()
     }

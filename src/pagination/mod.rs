@@ -9,48 +9,151 @@
 //! - a failed page ends the stream with that error, after every item already received;
 //! - with prefetch on, page k+1 is requested as soon as page k arrives.
 //!
-//! Layout: [`params`] (the listing's parameters and the page-size rule), [`page`] (a page and
-//! its cursor), [`envelope`] (the wire shape, decoded element by element), [`guards`] (the rules
-//! above, apart from any request), [`fetch`] (one page request, as one value), [`raw`] (how
-//! every page arrives: its envelope first, its items decoded after), [`pager`] (the state of a
-//! listing, what it delivered and where it would resume) and [`stream`] (the streams). This
-//! layer gets what a listing needs from the client in a [`ListEndpoint`], and nothing else.
+//! Layout: [`page`] (a page, its cursor, and the one way a page is read), [`guards`] (the
+//! cursor rules, apart from any request), [`pager`] (the state of a listing: what it delivered,
+//! where it would resume, the page in flight) and [`stream`] (the streams).
 
-mod envelope;
-mod fetch;
 mod guards;
 mod page;
 mod pager;
-mod params;
-mod raw;
 mod stream;
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::borrow::Cow;
 
-use url::Url;
+use serde::de::DeserializeOwned;
 
-pub use envelope::OnUndecodable;
-pub(crate) use fetch::{GetPage, PageRequest};
-pub use page::{Cursor, Page};
-pub(crate) use params::ListParams;
+pub use page::{Cursor, OnUndecodable, Page, Undecodable};
 pub use stream::{ItemStream, PageStream};
 
-/// What a listing needs from the client: what sends its requests (the API pipeline), the
-/// endpoint and the paging settings. Cheap to clone: streams and prefetch tasks hold one each.
+use crate::error::{CursorRejected, DecodeError};
+use crate::limits::DEFAULT_LIMIT;
+use crate::pipeline::Pipeline;
+use crate::request::Call;
+use crate::retry::CallStats;
+use crate::{Error, ErrorCode};
+
+/// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
+pub(crate) const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
+
+/// The query of a listing, validated as it is built, and the request of its first page.
 #[derive(Debug, Clone)]
-pub(crate) struct ListEndpoint {
-    pub(crate) api: Arc<dyn GetPage>,
-    /// The endpoint, below the versioned root: `https://api.example.com/v1/companies`.
-    pub(crate) url: Arc<Url>,
-    pub(crate) paging: Paging,
+pub(crate) struct Query {
+    /// The endpoint, its preview label and retry policy.
+    pub(crate) call: Call,
+    pub(crate) limit: Option<u32>,
+    pub(crate) sort: Option<String>,
+    pub(crate) filters: Vec<(Cow<'static, str>, String)>,
+    pub(crate) cursor: Option<Cursor>,
+    pub(crate) max_items: Option<u64>,
+    pub(crate) max_empty_pages: u32,
+    pub(crate) on_undecodable: OnUndecodable,
 }
 
-/// How a client's listings move from page to page.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Paging {
-    /// Request page k+1 as soon as page k arrives.
-    pub(crate) prefetch: bool,
-    /// The least time between two page requests of a listing.
-    pub(crate) page_delay: Option<Duration>,
+impl Query {
+    pub(crate) fn new(call: Call) -> Query {
+        Query {
+            call,
+            limit: None,
+            sort: None,
+            filters: Vec::new(),
+            cursor: None,
+            max_items: None,
+            max_empty_pages: DEFAULT_MAX_EMPTY_PAGES,
+            on_undecodable: OnUndecodable::default(),
+        }
+    }
+
+    /// The request for one page: limit, sort, filters, then the cursor. Every page repeats
+    /// all of them (API Part 4.1 rule 4).
+    pub(crate) fn page(&self, limit: Option<u32>, cursor: Option<&Cursor>) -> Call {
+        let mut call = self.call.clone();
+        let query = &mut call.query;
+        if let Some(limit) = limit {
+            query.push((Cow::Borrowed("limit"), limit.to_string()));
+        }
+        if let Some(sort) = &self.sort {
+            query.push((Cow::Borrowed("sort"), sort.clone()));
+        }
+        query.extend(self.filters.iter().cloned());
+        if let Some(cursor) = cursor {
+            query.push((Cow::Borrowed("cursor"), cursor.as_str().to_owned()));
+        }
+        call
+    }
+
+    /// Items still to deliver under `max_items`, after `delivered`.
+    pub(crate) fn remaining(&self, delivered: u64) -> Option<u64> {
+        self.max_items.map(|max| max.saturating_sub(delivered))
+    }
+
+    /// The page size of the next request: the listing's `limit`, else `default` (`None`: the
+    /// server's), never more than the items still to deliver. The one rule for `send`, `pages`
+    /// and `stream`.
+    pub(crate) fn page_limit(&self, default: Option<u32>, delivered: u64) -> Option<u32> {
+        let limit = self.limit.or(default);
+        match self.remaining(delivered) {
+            Some(remaining) => {
+                let remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
+                Some(limit.unwrap_or(DEFAULT_LIMIT).min(remaining))
+            }
+            None => limit,
+        }
+    }
+}
+
+/// Sends `call` for page `number` of a listing and reads the page: the one way every page
+/// arrives, [`List::send`](crate::List::send)'s and the streams'.
+pub(crate) async fn fetch<T: DeserializeOwned + Send + 'static>(
+    pipeline: &Pipeline,
+    call: &Call,
+    stats: Option<&CallStats>,
+    number: u64,
+    on_undecodable: OnUndecodable,
+) -> Result<Page<T>, Error> {
+    let reply = pipeline.send(call, stats).await?;
+    let endpoint = call.url.path();
+    let page = Page::read(&reply.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+    Page { deprecation: reply.deprecation, ..page }.settle(number, endpoint, on_undecodable)
+}
+
+/// An error answer to a page request: a cursor the server refused (`invalid_cursor`,
+/// `cursor_expired`) is [`Error::CursorRejected`] when the request carried one, saying how many
+/// items the listing had delivered.
+pub(crate) fn cursor_rejected(error: Error, sent_cursor: bool, delivered: u64) -> Error {
+    match error {
+        Error::Api(response) if sent_cursor => match response.code() {
+            Some(code @ (ErrorCode::CursorExpired | ErrorCode::InvalidCursor)) => {
+                Error::CursorRejected(CursorRejected::new(code.clone(), delivered, response))
+            }
+            _ => Error::Api(response),
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::MAX_LIMIT;
+
+    fn query(limit: Option<u32>, max_items: Option<u64>) -> Query {
+        let root = url::Url::parse("https://api.example.com/v1/").expect("static url");
+        let call = Call::new(http::Method::GET, &root, &"companies".into()).expect("a valid path");
+        Query { limit, max_items, ..Query::new(call) }
+    }
+
+    #[test]
+    fn one_page_size_rule() {
+        // `send` leaves the size to the server unless a limit or a cap says otherwise.
+        assert_eq!(query(None, None).page_limit(None, 0), None);
+        assert_eq!(query(Some(50), None).page_limit(None, 0), Some(50));
+        assert_eq!(query(None, Some(7)).page_limit(None, 0), Some(7));
+        assert_eq!(query(None, Some(700)).page_limit(None, 0), Some(20));
+        // Streams ask for full pages, and never past the cap.
+        assert_eq!(query(None, None).page_limit(Some(MAX_LIMIT), 300), Some(100));
+        assert_eq!(query(Some(30), Some(250)).page_limit(Some(MAX_LIMIT), 240), Some(10));
+        assert_eq!(query(None, Some(250)).page_limit(Some(MAX_LIMIT), 200), Some(50));
+        assert_eq!(query(None, Some(5)).remaining(5), Some(0));
+        assert_eq!(query(None, None).remaining(5), None);
+    }
 }

@@ -1,13 +1,19 @@
-//! A page of a listing, and the cursor that leads to the next one.
+//! A page of a list endpoint, the cursor to the next one, and the one way a page is read.
 
 use std::fmt;
+use std::marker::PhantomData;
 
-use serde::Deserialize;
+use serde::de::{DeserializeOwned, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
-use super::envelope::Envelope;
 use crate::deprecation::DeprecationNotice;
-use crate::error::Undecodable;
-use crate::model::Resource;
+use crate::error::{DecodeError, UndecodableError};
+use crate::model::{Lenient, Loose};
+use crate::{Error, text};
+
+/// The elements of one page kept as [`Undecodable`]: the first ones; the rest are counted.
+pub(crate) const KEPT_UNDECODABLE: usize = 5;
 
 /// An opaque pagination cursor (`pagination.nextCursor`), passed back unchanged.
 ///
@@ -48,74 +54,257 @@ impl fmt::Display for Cursor {
     }
 }
 
-/// One page of a listing.
-///
-/// Deserializes from the wire envelope (API Part 2), so recorded responses can be decoded
-/// directly:
+/// One page of a listing: the page envelope of API Part 2.
 ///
 /// ```
 /// use business_records::{Company, Page};
-/// let page: Page<Company> = serde_json::from_str(
-///     r#"{"data": [], "pagination": {"hasMore": true, "nextCursor": "c2", "totalCount": 40}}"#,
+/// let page = Page::<Company>::from_json(
+///     br#"{"data": [{"id": "cmp_1", "name": "Acme"}, 7],
+///          "pagination": {"hasMore": true, "nextCursor": "c2", "totalCount": 40}}"#,
 /// )?;
-/// assert!(page.has_more && page.data.is_empty());
+/// assert_eq!((page.data.len(), page.undecodable_total), (1, 1));
 /// assert_eq!(page.next_cursor.map(|c| c.to_string()).as_deref(), Some("c2"));
-/// # Ok::<(), serde_json::Error>(())
+///
+/// // Built in code, for tests of your own.
+/// let mut mine = Page::new(vec![Company::new("cmp_1", "Acme")]);
+/// mine.has_more = true;
+/// mine.next_cursor = Some("c2".into());
+/// # Ok::<(), business_records::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(from = "Envelope<T>", bound(deserialize = "T: Resource"))]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Page<T> {
     /// The results of this page; may be empty even when more follow.
     pub data: Vec<T>,
-    /// The elements of the page's `data` that are not records (not objects, or objects
-    /// without a required field), with their positions and raw JSON. They are not in
-    /// [`data`](Page::data).
-    pub undecodable: Vec<Undecodable>,
     /// True when further results exist.
     pub has_more: bool,
     /// The cursor of the next page, when `has_more`.
     pub next_cursor: Option<Cursor>,
-    /// Total number of results, when the server says.
+    /// Total number of results, when the server says (a value that is not a count from 0 to
+    /// 2^53 is left out).
     pub total_count: Option<u64>,
     /// Deprecation headers sent with this page.
     pub deprecation: Option<DeprecationNotice>,
-}
-
-/// The page's items, in order.
-///
-/// ```
-/// use business_records::{Company, Page};
-/// let page: Page<Company> = serde_json::from_str(
-///     r#"{"data": [{"id": "cmp_1", "name": "Acme"}], "pagination": {"hasMore": false}}"#,
-/// )?;
-/// let names: Vec<String> = page.into_iter().map(|company| company.name).collect();
-/// assert_eq!(names, ["Acme"]);
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-impl<T> IntoIterator for Page<T> {
-    type Item = T;
-    type IntoIter = std::vec::IntoIter<T>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.data.into_iter()
-    }
-}
-
-impl<'a, T> IntoIterator for &'a Page<T> {
-    type Item = &'a T;
-    type IntoIter = std::slice::Iter<'a, T>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.data.iter()
-    }
+    /// The first elements of `data` that are not a `T` (at most five), with their positions,
+    /// an excerpt of their JSON and why. They are not in [`data`](Page::data).
+    pub undecodable: Vec<Undecodable>,
+    /// How many elements of `data` are not a `T`, the ones in
+    /// [`undecodable`](Page::undecodable) included.
+    pub undecodable_total: u64,
 }
 
 impl<T> Page<T> {
+    /// A last page holding `data`.
+    pub fn new(data: Vec<T>) -> Self {
+        Page {
+            data,
+            has_more: false,
+            next_cursor: None,
+            total_count: None,
+            deprecation: None,
+            undecodable: Vec::new(),
+            undecodable_total: 0,
+        }
+    }
+
     /// Keeps at most `max` items; a page cut short reports `has_more` as the server sent it.
     pub(crate) fn truncated(mut self, max: u64) -> Self {
-        let max = usize::try_from(max).unwrap_or(usize::MAX);
-        self.data.truncate(max);
+        self.data.truncate(usize::try_from(max).unwrap_or(usize::MAX));
         self
+    }
+}
+
+impl<T: DeserializeOwned> Page<T> {
+    /// Reads a page envelope (API Part 2), as every listing reads its pages: each element of
+    /// `data` that is not a `T` is left out and counted, the first few kept in
+    /// [`undecodable`](Page::undecodable) with an excerpt, so memory stays within the body's
+    /// size whatever the page holds.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] when the body is not a page envelope (no `data` array, no
+    /// `pagination.hasMore`, not JSON, not UTF-8); the error holds the parser's position,
+    /// never the body.
+    pub fn from_json(body: &[u8]) -> Result<Page<T>, Error> {
+        Self::read(body).map_err(|e| Error::Decode(DecodeError::new("page", e)))
+    }
+
+    /// The page in `body`: decoded in one pass when every element is a `T`; otherwise read
+    /// again element by element.
+    pub(crate) fn read(body: &[u8]) -> Result<Page<T>, serde_json::Error> {
+        match serde_json::from_slice::<Envelope<Vec<T>>>(body) {
+            Ok(envelope) => Ok(envelope.pagination.into_page(Elements::from(envelope.data))),
+            Err(_) => serde_json::from_slice::<Envelope<Elements<T>>>(body)
+                .map(|envelope| envelope.pagination.into_page(envelope.data)),
+        }
+    }
+
+    /// With [`OnUndecodable::Fail`], the first element that is not a `T` as the listing's
+    /// error; page `number` of a listing of `endpoint` either way.
+    pub(crate) fn settle(mut self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Self, Error> {
+        for item in &mut self.undecodable {
+            item.page = number;
+        }
+        if let Some(first) = self.undecodable.first() {
+            tracing::warn!(endpoint, more = self.undecodable_total - 1, "{first}");
+            if on == OnUndecodable::Fail {
+                return Err(Error::Undecodable(UndecodableError::new(endpoint, first.clone())));
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// An element of a page's `data` that is not a record: not a JSON object, or an object without
+/// a field the model requires (a company's `id` or `name`): where it was, an excerpt and why.
+///
+/// Found in [`Page::undecodable`]; with [`OnUndecodable::Fail`] it ends the listing as
+/// [`Error::Undecodable`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Undecodable {
+    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
+    pub page: u64,
+    /// Its index in that page's `data` array, from 0.
+    pub position: usize,
+    /// The element's JSON as the server sent it, up to 1 KiB, control characters escaped.
+    pub raw: String,
+    /// Why it could not be read, e.g. ``missing field `id` ``.
+    pub reason: String,
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Undecodable { page, position, raw, reason } = self;
+        write!(f, "element {position} of page {page} could not be read ({reason}): {raw}")
+    }
+}
+
+/// What a listing does with an element of a page that is not a record; see
+/// [`List::on_undecodable`](crate::List::on_undecodable).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OnUndecodable {
+    /// Leave it out of the items, report it, and go on (the default).
+    #[default]
+    Skip,
+    /// End the listing with [`Error::Undecodable`].
+    Fail,
+}
+
+/// The page envelope as it arrives.
+#[derive(Deserialize)]
+struct Envelope<D> {
+    data: D,
+    pagination: Pagination,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Pagination {
+    has_more: bool,
+    #[serde(default)]
+    next_cursor: Lenient<String>,
+    #[serde(default)]
+    total_count: Lenient<Count>,
+}
+
+/// `totalCount`: a whole number from 0 to 2^53 (what a JSON number holds exactly).
+struct Count(u64);
+
+impl Loose for Count {
+    fn from_text(_: &str) -> Option<Self> {
+        None
+    }
+
+    fn from_number(_: f64, integer: Option<i128>) -> Option<Self> {
+        let count = u64::try_from(integer?).ok()?;
+        (count <= 1 << 53).then_some(Count(count))
+    }
+}
+
+impl Pagination {
+    fn into_page<T>(self, elements: Elements<T>) -> Page<T> {
+        let Pagination { has_more, next_cursor, total_count } = self;
+        let next_cursor = match next_cursor {
+            Lenient::Read(cursor) if !cursor.is_empty() => Some(Cursor(cursor)),
+            _ => None,
+        };
+        let total_count = match total_count {
+            Lenient::Read(Count(count)) => Some(count),
+            _ => None,
+        };
+        Page {
+            data: elements.items,
+            has_more,
+            next_cursor,
+            total_count,
+            deprecation: None,
+            undecodable: elements.undecodable,
+            undecodable_total: elements.undecodable_total,
+        }
+    }
+}
+
+/// Why an element is not a `T`: the parser's message, without its position in the element.
+fn reason(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.rsplit_once(" at line ") {
+        Some((reason, _)) => reason.to_owned(),
+        None => message,
+    }
+}
+
+/// `data` read element by element: what decodes, and what does not.
+struct Elements<T> {
+    items: Vec<T>,
+    undecodable: Vec<Undecodable>,
+    undecodable_total: u64,
+}
+
+impl<T> From<Vec<T>> for Elements<T> {
+    fn from(items: Vec<T>) -> Self {
+        Elements { items, undecodable: Vec::new(), undecodable_total: 0 }
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Elements<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_seq(ElementsVisitor(PhantomData))
+    }
+}
+
+struct ElementsVisitor<T>(PhantomData<fn() -> T>);
+
+impl<'de, T: DeserializeOwned> Visitor<'de> for ElementsVisitor<T> {
+    type Value = Elements<T>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Elements<T>, A::Error> {
+        let mut elements = Elements::from(Vec::new());
+        let mut position = 0;
+        // Each element is borrowed from the body as JSON text and read on its own, so one
+        // that is not a `T` costs no more than a count.
+        while let Some(raw) = seq.next_element::<&RawValue>()? {
+            match serde_json::from_str::<T>(raw.get()) {
+                Ok(item) => elements.items.push(item),
+                Err(error) => {
+                    elements.undecodable_total += 1;
+                    if elements.undecodable.len() < KEPT_UNDECODABLE {
+                        elements.undecodable.push(Undecodable {
+                            page: 1,
+                            position,
+                            raw: text::server_text(raw.get()),
+                            reason: text::server_text(&reason(&error)),
+                        });
+                    }
+                }
+            }
+            position += 1;
+        }
+        Ok(elements)
     }
 }

@@ -1,21 +1,18 @@
 //! The state of one listing: where it is, what it has delivered, the page in flight.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::fetch::PageRequest;
 use super::guards::Walk;
-use super::params::DEFAULT_MAX_EMPTY_PAGES;
-use super::raw::RawPage;
-use super::{Cursor, ListEndpoint, ListParams, Page};
-use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
+use super::{Cursor, Page, Query, cursor_rejected};
+use crate::error::{HttpError, PaginationError};
 use crate::limits::MAX_LIMIT;
-use crate::model::Resource;
-use crate::pipeline::CallStats;
+use crate::pipeline::Pipeline;
+use crate::retry::CallStats;
 use crate::{Error, telemetry};
 
 /// What a listing has delivered so far, and where it would go on: kept by the pager alone, and
@@ -27,29 +24,20 @@ pub(super) struct Progress {
     pub(super) resume: Option<Cursor>,
     /// Items of the pages delivered.
     pub(super) delivered: u64,
-    /// Records of the pages delivered with a field that fell back.
-    pub(super) fallbacks: u64,
-    /// Elements of the pages delivered that were not records.
+    /// Elements of the pages delivered that were not items.
     pub(super) undecodable: u64,
 }
 
-impl Progress {
-    /// The progress of a listing that has delivered nothing yet and starts at `start`.
-    pub(super) fn start(start: Option<Cursor>) -> Self {
-        Progress { resume: start, ..Progress::default() }
-    }
-}
-
 /// The state of one listing: where it is, what it has seen, and the page in flight.
-pub(super) struct Pager<T: Resource> {
-    endpoint: ListEndpoint,
-    params: Arc<ListParams>,
+pub(super) struct Pager<T> {
+    pipeline: Pipeline,
+    query: Arc<Query>,
     /// The cursor of the next page, and the rules every page must keep.
     walk: Walk,
     pages: u64,
     progress: Progress,
     finished: bool,
-    prefetched: Option<JoinHandle<Result<RawPage, Error>>>,
+    prefetched: Option<JoinHandle<Result<Page<T>, Error>>>,
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
@@ -59,18 +47,16 @@ pub(super) struct Pager<T: Resource> {
     /// The listing's span: a child of the span current when the stream was made, and the parent
     /// of every request of the listing, prefetched or not.
     span: tracing::Span,
-    items: PhantomData<fn() -> T>,
 }
 
-impl<T: Resource> Pager<T> {
-    pub(super) fn new(endpoint: ListEndpoint, params: Arc<ListParams>, stats: Arc<CallStats>) -> Self {
-        let span = telemetry::listing_span(endpoint.url.path());
-        let walk =
-            Walk::new(params.cursor.clone(), params.max_empty_pages.unwrap_or(DEFAULT_MAX_EMPTY_PAGES));
+impl<T: DeserializeOwned + Send + 'static> Pager<T> {
+    pub(super) fn new(pipeline: Pipeline, query: Query, stats: Arc<CallStats>) -> Self {
+        let span = telemetry::listing_span(query.call.url.path());
+        let walk = Walk::new(query.cursor.clone(), query.max_empty_pages);
         Pager {
-            endpoint,
-            progress: Progress::start(params.cursor.clone()),
-            params,
+            pipeline,
+            progress: Progress { resume: query.cursor.clone(), ..Progress::default() },
+            query: Arc::new(query),
             walk,
             pages: 0,
             finished: false,
@@ -79,44 +65,35 @@ impl<T: Resource> Pager<T> {
             deferred: None,
             stats,
             span,
-            items: PhantomData,
         }
     }
 
     fn remaining(&self) -> Option<u64> {
-        self.params.remaining(self.progress.delivered)
-    }
-
-    /// The request for the page at the walk's cursor, and when it may start; moves the pacing
-    /// on.
-    fn next_request(&mut self) -> (PageRequest, Option<Instant>) {
-        let limit = self.params.page_limit(Some(MAX_LIMIT), self.progress.delivered).unwrap_or(MAX_LIMIT);
-        let not_before = self.not_before;
-        if let Some(delay) = self.endpoint.paging.page_delay {
-            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
-        }
-        let request = PageRequest {
-            params: Arc::clone(&self.params),
-            limit: Some(limit),
-            cursor: self.walk.cursor().cloned(),
-            stats: Some(Arc::clone(&self.stats)),
-        };
-        (request, not_before)
+        self.query.remaining(self.progress.delivered)
     }
 
     /// The request for the page at the walk's cursor, in the listing's span, once its time has
     /// come: awaited right away, or spawned as a prefetch while the consumer reads the page
-    /// before.
-    fn request(&mut self) -> impl Future<Output = Result<RawPage, Error>> + Send + 'static {
-        let (request, not_before) = self.next_request();
-        let endpoint = self.endpoint.clone();
-        let fetch = async move {
+    /// before. It reads the page too, so reading overlaps the consumer.
+    fn request(&mut self) -> impl Future<Output = Result<Page<T>, Error>> + Send + 'static {
+        let limit = self.query.page_limit(Some(MAX_LIMIT), self.progress.delivered);
+        let call = self.query.page(limit, self.walk.cursor());
+        let not_before = self.not_before;
+        if let Some(delay) = self.pipeline.settings().paging.page_delay {
+            let now = Instant::now();
+            // The client refuses a page delay over an hour: this cannot overflow.
+            self.not_before = Some(not_before.unwrap_or(now).max(now) + delay);
+        }
+        let (pipeline, stats, query) =
+            (self.pipeline.clone(), Arc::clone(&self.stats), Arc::clone(&self.query));
+        let number = self.pages + 1;
+        async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            endpoint.fetch(&request).await
-        };
-        fetch.instrument(self.span.clone())
+            super::fetch(&pipeline, &call, Some(&stats), number, query.on_undecodable).await
+        }
+        .instrument(self.span.clone())
     }
 
     /// The next page and what the listing has delivered with it; `None` at the end.
@@ -129,22 +106,18 @@ impl<T: Resource> Pager<T> {
         if let Some(error) = self.deferred.take() {
             return Some(Err(error));
         }
-        if self.finished {
-            return None;
-        }
-        if self.remaining() == Some(0) {
+        if self.finished || self.remaining() == Some(0) {
             self.finished = true;
             return None;
         }
         let arrived = match self.prefetched.take() {
-            Some(handle) => match handle.await {
-                Ok(result) => result,
-                Err(join) => Err(Error::Http(HttpError::task_failed(self.endpoint.url.path(), join))),
-            },
+            Some(handle) => handle.await.unwrap_or_else(|join| {
+                Err(Error::Http(HttpError::task_failed(self.query.call.url.path(), join)))
+            }),
             None => self.request().await,
         };
         Some(match arrived {
-            Ok(raw) => self.accept(raw),
+            Ok(page) => self.accept(page),
             Err(error) => Err(self.fail(error)),
         })
     }
@@ -154,88 +127,48 @@ impl<T: Resource> Pager<T> {
         if let Some(handle) = self.prefetched.take() {
             handle.abort();
         }
-        match error {
-            Error::Api(response) if self.walk.cursor().is_some() => match response.code() {
-                Some(code @ (ErrorCode::CursorExpired | ErrorCode::InvalidCursor)) => {
-                    let delivered = self.progress.delivered;
-                    Error::CursorRejected(CursorRejected::new(code.clone(), delivered, response))
-                }
-                _ => Error::Api(response),
-            },
-            other => other,
-        }
+        cursor_rejected(error, self.walk.cursor().is_some(), self.progress.delivered)
     }
 
-    /// Applies the pagination rules to a page that arrived and starts the next request. Without
-    /// a cap on the items, that happens before the page's items are decoded, so decoding
-    /// overlaps the next request; with one, the items are decoded and counted first, as they
-    /// decide whether another page is needed. A page that breaks the contract is still
-    /// delivered; the error follows it.
-    fn accept(&mut self, raw: RawPage) -> Result<Page<T>, Error> {
+    /// Applies the pagination rules to a page that arrived, starts the next request, and hands
+    /// the page over. A page that breaks the contract is still delivered; the error follows it.
+    fn accept(&mut self, mut page: Page<T>) -> Result<Page<T>, Error> {
         self.pages += 1;
-        let early = self
-            .params
-            .max_items
-            .is_none()
-            .then(|| self.advance(raw.has_more(), raw.next_cursor(), raw.is_empty()));
-        let decoded = raw.decode(self.pages, self.endpoint.url.path(), self.params.on_undecodable);
-        let mut page = match decoded {
-            Ok(page) => page,
-            Err(error) => return Err(self.fail(error)),
-        };
+        let empty = page.data.is_empty() && page.undecodable_total == 0;
         if let Some(remaining) = self.remaining() {
             page = page.truncated(remaining);
         }
         self.progress.delivered += page.data.len() as u64;
-        let rules = match early {
-            Some(rules) => rules,
-            None => self.advance(page.has_more, page.next_cursor.as_ref(), page.data.is_empty()),
-        };
-        match rules {
-            Ok(()) => Ok(self.deliver(page)),
+        self.progress.undecodable += page.undecodable_total;
+        match self.advance(page.has_more, page.next_cursor.as_ref(), empty) {
+            Ok(()) => {
+                self.progress.resume = if page.has_more { page.next_cursor.clone() } else { None };
+                Ok(page)
+            }
             Err(violation) => {
                 let error = self.fail(violation.into());
                 if page.data.is_empty() {
-                    Err(error)
-                } else {
-                    self.deferred = Some(error);
-                    Ok(self.deliver(page))
+                    return Err(error);
                 }
+                self.deferred = Some(error);
+                Ok(page)
             }
         }
     }
 
-    /// Counts what `page` hands over and moves the resume point past it.
-    fn deliver(&mut self, page: Page<T>) -> Page<T> {
-        self.progress.resume = if page.has_more { page.next_cursor.clone() } else { None };
-        let fell_back = page.data.iter().filter(|r| !r.fallback_fields().is_empty()).count();
-        self.progress.fallbacks += fell_back as u64;
-        self.progress.undecodable += page.undecodable.len() as u64;
-        page
-    }
-
-    /// Moves to the page after one that says `has_more` and `next_cursor` (and holds no items
-    /// when `empty`), or says which rule it broke.
-    fn advance(
-        &mut self,
-        has_more: bool,
-        next_cursor: Option<&Cursor>,
-        empty: bool,
-    ) -> Result<(), PaginationError> {
-        if !self.walk.advance(self.pages, has_more, next_cursor, empty)? {
+    /// Moves to the page after one that says `has_more` and `next_cursor` (and holds no
+    /// elements when `empty`), or says which rule it broke.
+    fn advance(&mut self, has_more: bool, next: Option<&Cursor>, empty: bool) -> Result<(), PaginationError> {
+        if !self.walk.advance(self.pages, has_more, next, empty)? || self.remaining() == Some(0) {
             self.finished = true;
-            return Ok(());
-        }
-        if self.remaining() == Some(0) {
-            self.finished = true;
-        } else if self.endpoint.paging.prefetch {
+        } else if self.pipeline.settings().paging.prefetch {
             self.prefetched = Some(tokio::spawn(self.request()));
         }
         Ok(())
     }
 }
 
-impl<T: Resource> Drop for Pager<T> {
+impl<T> Drop for Pager<T> {
     fn drop(&mut self) {
         if let Some(handle) = self.prefetched.take() {
             handle.abort();
@@ -249,6 +182,3 @@ impl<T: Resource> Drop for Pager<T> {
         );
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -11,12 +11,13 @@ use futures::Stream;
 use futures::stream::{BoxStream, StreamExt};
 use sync_wrapper::SyncWrapper;
 
+use serde::de::DeserializeOwned;
+
 use super::pager::{Pager, Progress};
-use super::{Cursor, ListEndpoint, ListParams, Page};
+use super::{Cursor, Page, Query, Undecodable};
 use crate::Error;
-use crate::error::Undecodable;
-use crate::model::Resource;
-use crate::pipeline::CallStats;
+use crate::pipeline::Pipeline;
+use crate::retry::CallStats;
 
 /// Undecodable elements an [`ItemStream`] keeps for [`ItemStream::take_undecodable`]; later
 /// ones are still counted.
@@ -47,21 +48,21 @@ pub struct PageStream<T> {
     stats: Arc<CallStats>,
 }
 
-impl<T: Resource> PageStream<T> {
-    pub(crate) fn new(endpoint: ListEndpoint, params: ListParams, error: Option<Error>) -> Self {
-        let progress = Progress::start(params.cursor.clone());
+impl<T: DeserializeOwned + Send + 'static> PageStream<T> {
+    pub(crate) fn new(pipeline: Pipeline, query: Result<Query, Error>) -> Self {
         let stats = Arc::new(CallStats::default());
-        let inner = match error {
-            Some(error) => {
-                let progress = progress.clone();
-                futures::stream::once(async move { (Err(error), progress) }).boxed()
+        let (inner, progress) = match query {
+            Err(error) => {
+                let progress = Progress::default();
+                (futures::stream::once(async move { (Err(error), Progress::default()) }).boxed(), progress)
             }
-            None => {
-                let pager = Pager::<T>::new(endpoint, Arc::new(params), Arc::clone(&stats));
-                futures::stream::unfold(pager, |mut pager| async move {
+            Ok(query) => {
+                let progress = Progress { resume: query.cursor.clone(), ..Progress::default() };
+                let pager = Pager::<T>::new(pipeline, query, Arc::clone(&stats));
+                let pages = futures::stream::unfold(pager, |mut pager| async move {
                     pager.next_page().await.map(|item| (item, pager))
-                })
-                .boxed()
+                });
+                (pages.boxed(), progress)
             }
         };
         PageStream { inner: SyncWrapper::new(inner), progress, stats }
@@ -130,13 +131,6 @@ impl<T: Resource> PageStream<T> {
         self.stats.waited()
     }
 
-    /// How many records of the pages delivered so far have a field that fell back: a value
-    /// that could not be read, kept raw in the record's `extra` (see
-    /// [`Company::fallbacks`](crate::Company::fallbacks)).
-    pub fn fallbacks(&self) -> u64 {
-        self.progress.fallbacks
-    }
-
     /// How many elements of the pages delivered so far were not records and were left out
     /// (see [`Page::undecodable`]).
     pub fn undecodable(&self) -> u64 {
@@ -144,7 +138,7 @@ impl<T: Resource> PageStream<T> {
     }
 }
 
-impl<T: Resource> Stream for PageStream<T> {
+impl<T: DeserializeOwned + Send + 'static> Stream for PageStream<T> {
     type Item = Result<Page<T>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -187,7 +181,7 @@ pub struct ItemStream<T> {
     undecodable: Vec<Undecodable>,
 }
 
-impl<T: Resource> ItemStream<T> {
+impl<T: DeserializeOwned + Send + 'static> ItemStream<T> {
     pub(crate) fn new(pages: PageStream<T>) -> Self {
         ItemStream { pages, buffer: VecDeque::new(), undecodable: Vec::new() }
     }
@@ -239,12 +233,6 @@ impl<T: Resource> ItemStream<T> {
         self.pages.rate_limit_wait()
     }
 
-    /// How many records of the pages received so far have a field that fell back. See
-    /// [`PageStream::fallbacks`].
-    pub fn fallbacks(&self) -> u64 {
-        self.pages.fallbacks()
-    }
-
     /// How many elements of the pages received so far were not records and were left out.
     /// See [`PageStream::undecodable`].
     pub fn undecodable(&self) -> u64 {
@@ -263,7 +251,7 @@ impl<T: Resource> ItemStream<T> {
     /// for element in companies.take_undecodable() {
     ///     eprintln!("skipped: {element}");
     /// }
-    /// println!("{} records with fields kept raw", companies.fallbacks());
+    /// println!("{} elements left out", companies.undecodable());
     /// # Ok(()) }
     /// ```
     pub fn take_undecodable(&mut self) -> Vec<Undecodable> {
@@ -275,7 +263,7 @@ impl<T: Resource> ItemStream<T> {
 impl<T> Unpin for ItemStream<T> {}
 impl<T> Unpin for PageStream<T> {}
 
-impl<T: Resource> Stream for ItemStream<T> {
+impl<T: DeserializeOwned + Send + 'static> Stream for ItemStream<T> {
     type Item = Result<T, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {

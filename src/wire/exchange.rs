@@ -12,12 +12,14 @@ use crate::limits::{BodyKind, BodyLimit};
 /// What a caller expects of an answer: the limit of a successful answer's body, and the
 /// [`Error`] variant an error answer becomes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Expect {
+pub(crate) struct Expect<'a> {
     /// The kind and limit of a 2xx answer's body.
     pub(crate) body: BodyLimit,
     /// Makes an error answer an [`Error`]: [`Error::Api`] for the API, [`Error::AuthServer`]
     /// for the authorization server.
     pub(crate) error: fn(ApiError) -> Error,
+    /// The request's path with the values of its segments left out, for its span.
+    pub(crate) route: Option<&'a str>,
 }
 
 /// A successful (2xx) answer, its body read whole under its limit.
@@ -46,11 +48,11 @@ impl HttpSender {
         &self,
         request: reqwest::Request,
         attempt: u32,
-        expect: Expect,
+        expect: Expect<'_>,
         head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
     ) -> Result<Response, Error> {
         let endpoint = request.url().path().to_owned();
-        let mut response = self.dispatch(request, attempt).await?;
+        let mut response = self.dispatch(request, attempt, expect.route).await?;
         let status = response.status();
         let deprecation = head(status, response.headers());
         let headers = std::mem::take(response.headers_mut());
@@ -70,7 +72,7 @@ impl HttpSender {
     /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
     /// read under `kind`'s limit; an error answer is [`Error::AuthServer`].
     pub(crate) async fn get_document(&self, url: url::Url, kind: BodyKind) -> Result<Vec<u8>, Error> {
-        let expect = Expect { body: kind.into(), error: Error::AuthServer };
+        let expect = Expect { body: kind.into(), error: Error::AuthServer, route: None };
         Ok(self.exchange(super::get_request(url), 1, expect, no_head).await?.body)
     }
 }

@@ -25,7 +25,7 @@ use url::Url;
 pub(crate) use body::decode;
 use body::read_body;
 use error_response::api_error;
-pub(crate) use exchange::{Expect, Response, no_head};
+pub(crate) use exchange::{Expect, no_head};
 
 use crate::error::HttpError;
 use crate::{Error, RetryPolicy, telemetry};
@@ -103,9 +103,10 @@ impl HttpSender {
         &self,
         mut request: reqwest::Request,
         attempt: u32,
+        route: Option<&str>,
     ) -> Result<reqwest::Response, Error> {
         let path = request.url().path().to_owned();
-        let span = telemetry::request_span(request.method(), request.url(), attempt);
+        let span = telemetry::request_span(request.method(), request.url(), route, attempt);
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }

@@ -83,7 +83,8 @@ async fn odd_records_one_in_seven_all_arrive_in_order() {
 
     let count = |kind| (0..2_000).filter(|&i| odd.kind_of(i) == Some(kind)).count() as u64;
     assert_eq!(count(OddKind::Unreadable), 40);
-    assert_eq!(stream.fallbacks(), count(OddKind::Unreadable), "records with a field kept raw are counted");
+    let fell_back = companies.iter().filter(|c| !c.fallbacks().is_empty()).count() as u64;
+    assert_eq!(fell_back, count(OddKind::Unreadable), "records with a field kept raw say so");
     assert_eq!(
         stream.undecodable(),
         count(OddKind::NotAnObject),
@@ -95,7 +96,7 @@ async fn odd_records_one_in_seven_all_arrive_in_order() {
         // The bare id the server sent just before its record, reported with page and position.
         let id: String = serde_json::from_str(&element.raw).expect("a JSON string");
         assert_eq!(kind_of(&id), Some(OddKind::NotAnObject), "{element}");
-        assert_eq!(element.reason, "not an object");
+        assert_eq!(element.reason, format!("invalid type: string {id:?}, expected a company object"));
         let page = usize::try_from(element.page).expect("a page number");
         let at = expected.iter().position(|e| *e == id).expect("a served id");
         assert_eq!(page, at / 100 + 1, "{element}");

@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 
 use business_records::limits::{DEFAULT_LIMIT, MAX_LIMIT};
-use business_records::{Auth, Client, Company, Contact, Error, ErrorCode, Page, Resource, RetryPolicy};
+use business_records::{
+    Auth, Client, Company, CompanySort, Contact, ContactSort, Error, ErrorCode, Page, RetryPolicy,
+};
 use business_records_reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -24,9 +26,13 @@ crate::cases! {
         the_reference_server_serves_the_document_with_its_own_addresses;
 }
 
+/// The sort fields of the SDK's typed sorts, the same for both resources.
+const SORT_FIELDS: [&str; 3] =
+    [CompanySort::Name.field(), CompanySort::CreatedAt.field(), ContactSort::UpdatedAt.field()];
+
 /// The list endpoints: path, the resource's sort fields, the filter parameter.
 const LISTS: [(&str, &[&str], &str); 2] =
-    [("/v1/companies", Company::SORT_FIELDS, "status"), ("/v1/contacts", Contact::SORT_FIELDS, "companyId")];
+    [("/v1/companies", &SORT_FIELDS, "status"), ("/v1/contacts", &SORT_FIELDS, "companyId")];
 
 /// Codes the API sends from its list endpoints (docs/api.md, Decisions), by status.
 const LIST_ERRORS: [(u16, &str); 9] = [
@@ -172,11 +178,18 @@ fn parameters_are_the_ones_the_sdk_sends() {
         assert_eq!(preview["in"], "header");
         // The SDK validates labels the same way the document's pattern does.
         assert_eq!(preview["schema"]["pattern"], "^[0-9]{4}-(0[1-9]|1[0-2])$");
+        let preview = |label| {
+            Client::builder()
+                .base_url("https://a.example")
+                .auth(Auth::static_token("t"))
+                .preview(label)
+                .build()
+        };
         for label in ["2026-01", "1999-12"] {
-            assert!(business_records::Preview::new(label).is_ok(), "{label}");
+            assert!(preview(label).is_ok(), "{label}");
         }
         for label in ["2026-00", "2026-13", "26-01", "2026-1"] {
-            assert!(business_records::Preview::new(label).is_err(), "{label}");
+            assert!(preview(label).is_err(), "{label}");
         }
     }
 }

@@ -2,9 +2,7 @@
 
 use std::collections::HashSet;
 
-use business_records::{
-    Company, CompanySort, ContactSort, Error, ErrorCode, ItemStream, PageStream, Sort, SortOrder,
-};
+use business_records::{Company, CompanySort, ContactSort, Error, ErrorCode, ItemStream, PageStream, Sort};
 use business_records_reference_server::ReferenceServer;
 
 use crate::support::{self, Target};
@@ -47,7 +45,7 @@ async fn every_matching_company_exactly_once_in_the_requested_order_for_each_sor
 async fn the_order_is_the_order_of_the_sorted_field() {
     let target = Target::new().await;
     let client = &target.client();
-    let sorted = |sort: SortOrder<CompanySort>| async move {
+    let sorted = |sort: Sort<Company>| async move {
         let companies: Vec<Company> =
             client.companies().sort(sort).max_items(300).stream().try_collect().await.expect("listing");
         assert!(companies.len() > 1, "an order needs two companies, got {}", companies.len());
@@ -162,7 +160,7 @@ async fn invalid_arguments_fail_before_any_request() {
         ("sort", client.contacts().sort("-company id").pages().try_collect::<Vec<_>>().await.map(|_| ())),
         ("filter", client.contacts().filter("cursor", "abc").send().await.map(|_| ())),
         ("status", client.companies().status("").send().await.map(|_| ())),
-        ("companyId", client.contacts().company_id(" ").send().await.map(|_| ())),
+        ("company_id", client.contacts().company_id(" ").send().await.map(|_| ())),
     ];
     for (argument, result) in cases {
         match result {
@@ -256,6 +254,6 @@ async fn streams_are_send_and_static_and_run_on_other_tasks() {
 }
 
 fn sort_strings_parse_to_typed_sorts() {
-    assert_eq!("-createdAt".parse::<Sort>().ok(), Some(CompanySort::CreatedAt.desc().into()));
-    assert_eq!("name".parse::<Sort>().ok(), Some(CompanySort::Name.asc().into()));
+    assert_eq!(Sort::<Company>::from("-createdAt"), CompanySort::CreatedAt.desc());
+    assert_eq!(Sort::<Company>::from("name"), CompanySort::Name.asc());
 }

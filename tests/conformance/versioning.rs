@@ -357,11 +357,11 @@ async fn any_error_response_past_its_sunset_date_is_a_sunset_error() {
     );
     assert_eq!((error.status(), error.code()), (Some(400), Some(&ErrorCode::InvalidCursor)));
 
-    // With a sunset still ahead, the error is the API's, and it carries the notice.
+    // With a sunset still ahead, the error is the refused cursor, and it carries the notice.
     let ahead = DeprecationHeaders::deprecated().sunset(date(2100, 1, 1)).successor("/v2/companies");
     server.set_lifecycle(COMPANIES, Lifecycle::Deprecated(ahead));
     let error = client.companies().cursor("not-a-cursor").send().await.expect_err("a bad cursor");
-    assert!(matches!(error, Error::Api(_)), "{error:?}");
+    assert!(matches!(error, Error::CursorRejected(_)), "{error:?}");
     assert_eq!(error.deprecation().and_then(|n| n.sunset), Some(date(2100, 1, 1)));
 }
 

@@ -59,8 +59,8 @@ struct FetchState {
     retry_at: Option<Instant>,
     /// Why the last fetch failed.
     last_error: Option<Error>,
-    /// Ceilings of the coming backoffs, from the policy's schedule.
-    ceilings: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
+    /// The coming backoffs, from the policy's schedule.
+    backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
 }
 
 /// The keys of a verifier, shared by its clones.
@@ -183,13 +183,11 @@ impl FetchState {
     /// Records a failed fetch; returns the wait before the next one.
     fn failed(&mut self, err: &Error, backoff: &RetryPolicy) -> Duration {
         self.failures = self.failures.saturating_add(1);
-        let ceiling = self
-            .ceilings
-            .get_or_insert_with(|| backoff.ceilings())
+        let delay = self
+            .backoff
+            .get_or_insert_with(|| Box::new(backoff.backoff()))
             .next()
             .unwrap_or_else(|| backoff.longest_delay());
-        // Between half and all of the ceiling: some jitter, and never a retry storm.
-        let delay = ceiling.mul_f64(0.5 + fastrand::f64() / 2.0);
         self.retry_at = Instant::now().checked_add(delay);
         self.last_error = Some(err.clone());
         delay
