@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::connection::Redis;
 use super::lock::{self, Attempt};
+use crate::auth::refresh_turn::pause_before_next_look;
 use crate::auth::seal::Sealer;
 use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 
@@ -96,7 +97,7 @@ impl RedisUserStore {
                     self.redis.warn("refresh lock", "another process held the refresh lock too long");
                     return None;
                 }
-                Attempt::Busy => lock::pause().await,
+                Attempt::Busy => pause_before_next_look().await,
             }
         }
     }
