@@ -70,7 +70,7 @@ type CodeClient = oauth2::Client<
 ///     .scopes(["openid", "profile", "email", "api/read"]);
 /// let request = flow.authorize_url();
 /// println!("open {}", request.url());
-/// let callback = redirect.wait_for_callback().await?;
+/// let callback = redirect.wait_for_callback_of(&request).await?;
 /// let tokens = flow.exchange(request, &callback).await?;
 /// println!("signed in as {:?}", tokens.id_token_claims().and_then(|c| c.sub.as_deref()));
 /// # Ok(()) }
@@ -433,7 +433,7 @@ impl AuthorizationCodeFlow {
     /// PKCE verifier, without any client secret) and verifies the ID token.
     ///
     /// `callback` is the URL the user was sent back to (as
-    /// [`LoopbackRedirect::wait_for_callback`](super::LoopbackRedirect::wait_for_callback)
+    /// [`LoopbackRedirect::wait_for_callback_of`](super::LoopbackRedirect::wait_for_callback_of)
     /// returns it), or just its query string.
     ///
     /// # Errors

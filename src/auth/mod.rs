@@ -53,7 +53,7 @@
 //!     .scopes(["openid", "profile", "email", "api/read"]);
 //! let request = flow.authorize_url();
 //! println!("open {} in your browser", request.url());
-//! let callback = redirect.wait_for_callback().await?;
+//! let callback = redirect.wait_for_callback_of(&request).await?;
 //! let tokens = flow.exchange(request, &callback).await?;
 //!
 //! let store = FileTokenStore::new("tokens.json");
