@@ -48,7 +48,7 @@ fn split_generation(value: &[u8]) -> Option<(u64, &[u8])> {
 #[derive(Clone)]
 pub struct RedisUserStore {
     pub(crate) redis: Arc<Redis>,
-    pub(crate) sealer: Result<Arc<Sealer>, &'static str>,
+    pub(crate) sealer: Result<Arc<Sealer>, TokenStoreError>,
     pub(crate) key: String,
     pub(crate) lock_ttl: Duration,
     /// The highest generation this store has read or written.
@@ -63,7 +63,7 @@ impl fmt::Debug for RedisUserStore {
 
 impl RedisUserStore {
     fn sealer(&self) -> Result<&Sealer, TokenStoreError> {
-        self.sealer.as_deref().map_err(|message| TokenStoreError::new(*message))
+        self.sealer.as_deref().map_err(Clone::clone)
     }
 
     /// The stored generation and set; `Ok(None)` without one, `Err` when Redis failed.
