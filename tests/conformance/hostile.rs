@@ -8,15 +8,16 @@ use std::time::Duration;
 
 use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, DirectoryTokenStore, FileTokenStore, KeyedTokenStore,
-    LoopbackRedirect, MemoryKeyedStore, TokenIntrospector, TokenSet, TokenStore, TokenStoreError,
+    LoopbackRedirect, MemoryKeyedStore, TokenIntrospector, TokenSet, TokenStore,
 };
 use business_records::{Auth, Client, Error};
 use business_records_reference_server::ReferenceServer;
-use futures::future::{BoxFuture, join_all};
+use futures::future::join_all;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::auth_user::{browse, sign_in};
 use crate::harness;
+use crate::support::{WithoutRefreshLock, stored_user_client};
 
 /// The session key both processes of [`two_processes_sharing_a_directory_present_each_refresh_token_once`] read.
 const SESSION: &str = "session-of-two-processes";
@@ -59,22 +60,6 @@ impl Drop for Scratch {
     }
 }
 
-/// One instance of a web app: its own store object over the shared files and its own client,
-/// built from what the store holds, so its own token manager.
-async fn instance(
-    server: &ReferenceServer,
-    flow: &AuthorizationCodeFlow,
-    store: Arc<dyn TokenStore>,
-) -> Client {
-    let tokens = store.load().await.expect("load").expect("a stored set");
-    Client::builder()
-        .base_url(server.base_url())
-        .auth(Auth::user(flow.clone(), tokens).store(store))
-        .timeout(Duration::from_secs(20))
-        .build()
-        .expect("client")
-}
-
 /// The user's store as each instance makes it: a `FileTokenStore` over one file, or a
 /// `DirectoryTokenStore`'s store for one session.
 fn shared_store(dir: &Path, directory: bool) -> Arc<dyn TokenStore> {
@@ -112,8 +97,8 @@ async fn instances_sharing_a_file_or_directory_store_never_present_a_refresh_tok
         let (flow, tokens) = sign_in(&server).await;
         shared_store(&scratch.0, directory).save(&tokens).await.expect("first save");
         let instances = [
-            instance(&server, &flow, shared_store(&scratch.0, directory)).await,
-            instance(&server, &flow, shared_store(&scratch.0, directory)).await,
+            stored_user_client(&server, &flow, shared_store(&scratch.0, directory)).await,
+            stored_user_client(&server, &flow, shared_store(&scratch.0, directory)).await,
         ];
         assert_eq!(rounds(&server, &instances).await, 4, "one refresh a round for both instances");
         assert_eq!(server.refresh_token_reuses(), 0, "no refresh token presented twice");
@@ -198,26 +183,14 @@ async fn a_process_of_the_shared_directory() {
 
 /// The same store without its refresh lock: the second instance refreshes with the token the
 /// first one already replaced, and reuse detection ends the sign-in for both.
-struct NoLock(FileTokenStore);
-
-impl TokenStore for NoLock {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
-        self.0.load()
-    }
-
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
-        self.0.save(tokens)
-    }
-}
-
 async fn without_the_file_lock_the_second_instance_loses_the_sign_in() {
     let server = ReferenceServer::builder().companies(3).refresh_token_rotation(true).start().await;
     let scratch = Scratch::new("no-lock");
     let (flow, tokens) = sign_in(&server).await;
     let path = scratch.0.join("tokens.json");
     FileTokenStore::new(&path).save(&tokens).await.expect("first save");
-    let first = instance(&server, &flow, Arc::new(NoLock(FileTokenStore::new(&path)))).await;
-    let second = instance(&server, &flow, Arc::new(NoLock(FileTokenStore::new(&path)))).await;
+    let first = stored_user_client(&server, &flow, WithoutRefreshLock(FileTokenStore::new(&path))).await;
+    let second = stored_user_client(&server, &flow, WithoutRefreshLock(FileTokenStore::new(&path))).await;
     server.revoke_issued_tokens();
     first.companies().limit(1).send().await.expect("the first refresh");
     let err = second.companies().limit(1).send().await.expect_err("a retired refresh token");
@@ -306,7 +279,7 @@ async fn unknown_session_keys_leave_the_user_maps_as_they_were() {
             assert!(stores.for_user(&unknown).load().await.expect("load").is_none());
         }
         let store = stores.for_user("session-of-alice");
-        let user = instance(&server, &flow, store).await;
+        let user = stored_user_client(&server, &flow, store).await;
         user.companies().limit(1).send().await.expect("the signed-in user's page");
     }
     assert_eq!(memory.len(), 1, "one user, whatever was looked up");
