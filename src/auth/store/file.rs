@@ -132,22 +132,19 @@ impl FileTokenStore {
     /// `None` (and a warning) when the lock file cannot be opened or the wait ran out.
     async fn lock(&self) -> Option<RefreshLock> {
         let path = beside(&self.path, ".lock");
-        let opened = {
+        let opened = tokio::task::spawn_blocking({
             let path = path.clone();
-            tokio::task::spawn_blocking(move || {
+            move || {
                 create_private_dir(&dir_of(&path))?;
                 open_private(&path, false)
-            })
-            .await
-        };
-        let file = match opened {
-            Ok(Ok(file)) => file,
-            Ok(Err(error)) => {
-                tracing::warn!(error = %error, path = %path.display(), "cannot open the refresh lock file; refreshing without the lock");
-                return None;
             }
+        })
+        .await
+        .unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)));
+        let file = match opened {
+            Ok(file) => file,
             Err(error) => {
-                tracing::warn!(error = %error, "the refresh lock file opener stopped; refreshing without the lock");
+                tracing::warn!(error = %error, path = %path.display(), "cannot open the refresh lock file; refreshing without the lock");
                 return None;
             }
         };
@@ -155,7 +152,11 @@ impl FileTokenStore {
         loop {
             match fs4::FileExt::try_lock(&file) {
                 // Closing the file releases the lock too, should the release never run.
-                Ok(()) => return Some(RefreshLock::new(async move { drop(fs4::FileExt::unlock(&file)) })),
+                Ok(()) => {
+                    return Some(RefreshLock::new(async move {
+                        let _ = fs4::FileExt::unlock(&file);
+                    }));
+                }
                 Err(fs4::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     pause_before_next_look().await;
                 }
