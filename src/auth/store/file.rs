@@ -16,6 +16,8 @@ use crate::auth::{RefreshLock, RefreshTurn, TokenStoreError};
 /// on without it (with a warning): longer than a refresh and its save take (a token request
 /// times out after 30 seconds, a save after 10).
 pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
+/// The lock file of `tokens.json` is `.tokens.json.lock`, beside it.
+const LOCK_SUFFIX: &str = ".lock";
 
 /// Keeps the tokens in a JSON file that only the owner can read (mode `0600` on Unix).
 ///
@@ -33,7 +35,8 @@ pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
 /// The lock is advisory: it holds between processes that use this store (or take the same
 /// lock), on a local file system or one whose locks reach every machine (NFSv4). A process
 /// that waits for it more than 60 seconds (a holder that hangs) refreshes without it, with a
-/// warning. The lock file stays beside the token file, empty.
+/// warning. The lock file stays beside the token file, empty, until
+/// [`remove`](Self::remove) (sign-out) deletes both.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), business_records::auth::TokenStoreError> {
@@ -60,13 +63,17 @@ impl FileTokenStore {
         &self.path
     }
 
-    /// Deletes the file (signing out); a missing file is not an error.
+    /// Deletes the file (signing out), and its refresh lock file; a missing file is not an
+    /// error.
     pub async fn remove(&self) -> Result<(), TokenStoreError> {
-        match tokio::fs::remove_file(&self.path).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_error("cannot remove", &self.path, e)),
+        for path in [self.path.clone(), beside(&self.path, LOCK_SUFFIX)] {
+            match tokio::fs::remove_file(&path).await {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error("cannot remove", &path, e)),
+            }
         }
+        Ok(())
     }
 }
 
@@ -131,7 +138,7 @@ impl FileTokenStore {
     /// Takes the refresh lock, waiting at most [`LOCK_WAIT`] while another store holds it;
     /// `None` (and a warning) when the lock file cannot be opened or the wait ran out.
     async fn lock(&self) -> Option<RefreshLock> {
-        let path = beside(&self.path, ".lock");
+        let path = beside(&self.path, LOCK_SUFFIX);
         let opened = tokio::task::spawn_blocking({
             let path = path.clone();
             move || {

@@ -227,6 +227,8 @@ async fn a_refresh_waits_for_the_lock_of_another_store_and_takes_what_it_saved()
     let newer = turn.newer().expect("the set the first store saved");
     assert_eq!(newer.refresh_token.as_ref().map(|t| t.secret()), Some("refresh-2"));
     assert_eq!(entries(&dir.0), [".tokens.json.lock", "tokens.json"], "the lock file stays beside");
+    FileTokenStore::new(&path).clear().await.expect("sign-out");
+    assert!(entries(&dir.0).is_empty(), "sign-out deletes both");
 }
 
 /// What a store hands back is only a set saved after the caller's: not the caller's own, and
