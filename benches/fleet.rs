@@ -33,7 +33,7 @@ use futures::future::BoxFuture;
 const COLD_PROCESSES: usize = 50;
 const USER_PROCESSES: usize = 8;
 const ROUNDS: usize = 200;
-const USER_SECRET: &str = "the fleet's user secret";
+const USER_SECRET: &str = "the fleet's user secret, 32 bytes or more";
 /// What the parent tells a child process, in the environment.
 const ROLE: &str = "FLEET_BENCH_ROLE";
 

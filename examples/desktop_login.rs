@@ -42,12 +42,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     //    the state that the callback is checked against.
     let request = flow.authorize_url();
     let callback = if server.is_some() {
-        let (callback, opened) = tokio::join!(redirect.wait_for_callback(), open_browser(request.url()));
+        let (callback, opened) =
+            tokio::join!(redirect.wait_for_callback_of(&request), open_browser(request.url()));
         opened?;
         callback?
     } else {
         println!("open this URL in your browser to sign in:\n\n  {}\n", request.url());
-        redirect.wait_for_callback().await?
+        redirect.wait_for_callback_of(&request).await?
     };
 
     // 3. Check the callback (state, issuer, error) and exchange the code; no client secret.

@@ -89,7 +89,8 @@ async fn sign_in(
             .scopes(["openid", "api/read"]);
     let request = flow.authorize_url();
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::limited(5)).build()?;
-    let (callback, opened) = tokio::join!(redirect.wait_for_callback(), browser.get(request.url()).send());
+    let (callback, opened) =
+        tokio::join!(redirect.wait_for_callback_of(&request), browser.get(request.url()).send());
     opened?;
     let tokens = flow.exchange(request, &callback?).await?;
     Ok((flow, tokens))

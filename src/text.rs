@@ -1,5 +1,5 @@
 //! Text on its way into an error message or a log line: what a server sent, and URLs, which
-//! are shown without their user information.
+//! are shown without their user information and query values.
 
 use std::borrow::Cow;
 
@@ -41,22 +41,43 @@ pub(crate) fn server_text_owned(text: String) -> String {
     server_text(&text)
 }
 
-/// `url` as a message or a log line shows it: without user information (`user:password@`),
-/// which may hold a credential.
+/// `url` as a message, a log line or `Debug` shows it: without user information
+/// (`user:password@`) and without the values of its query and fragment, which may hold a
+/// credential (`?state=…&code=…`); see [`shown_raw_url`].
 pub(crate) fn shown_url(url: &Url) -> Cow<'_, str> {
-    if url.username().is_empty() && url.password().is_none() {
-        return Cow::Borrowed(url.as_str());
-    }
-    let mut shown = url.clone();
-    // Only URLs with a host can hold user information, and for them these succeed.
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    Cow::Owned(shown.into())
+    shown_raw_url(url.as_str())
 }
 
 /// A URL as someone typed it, which may not parse, as a message shows it: anything before an
-/// `@` in its authority (between `//` and the next `/`, `?` or `#`) is left out.
+/// `@` in its authority (between `//` and the next `/`, `?` or `#`) is left out, every query
+/// value becomes `…` (names are kept: `?state=…&code=…`; a part without `=` becomes `…`), and
+/// so does the fragment (`#…`).
 pub(crate) fn shown_raw_url(raw: &str) -> Cow<'_, str> {
+    let shown = without_user_information(raw);
+    let Some(at) = shown.find(['?', '#']) else { return shown };
+    let (head, tail) = shown.split_at(at);
+    let (query, fragment) = match tail.strip_prefix('?') {
+        Some(rest) => rest.split_once('#').map_or((rest, false), |(query, _)| (query, true)),
+        None => ("", true),
+    };
+    let mut out = head.to_owned();
+    if tail.starts_with('?') {
+        let names = query.split('&').map(|part| match part.split_once('=') {
+            Some((name, _)) => format!("{name}=…"),
+            None if part.is_empty() => String::new(),
+            None => "…".to_owned(),
+        });
+        out.push('?');
+        out.push_str(&names.collect::<Vec<_>>().join("&"));
+    }
+    if fragment {
+        out.push_str("#…");
+    }
+    Cow::Owned(out)
+}
+
+/// `raw` without anything before an `@` in its authority.
+fn without_user_information(raw: &str) -> Cow<'_, str> {
     let Some(start) = raw.find("//").map(|at| at + 2) else {
         return Cow::Borrowed(raw);
     };
@@ -77,13 +98,18 @@ mod tests {
         let url = |s: &str| Url::parse(s).unwrap();
         assert_eq!(
             shown_url(&url("https://user:pass@auth.example.com/x?q=1")),
-            "https://auth.example.com/x?q=1"
+            "https://auth.example.com/x?q=…"
         );
+        assert_eq!(
+            shown_url(&url("http://127.0.0.1:8400/callback?code=c1&state=s1&flag&&iss=x#frag")),
+            "http://127.0.0.1:8400/callback?code=…&state=…&…&&iss=…#…"
+        );
+        assert_eq!(shown_raw_url("https://a.example/p#access_token=t"), "https://a.example/p#…");
         assert_eq!(shown_url(&url("https://user@auth.example.com/")), "https://auth.example.com/");
         assert_eq!(shown_url(&url("https://auth.example.com/a@b")), "https://auth.example.com/a@b");
         assert_eq!(shown_raw_url("https://user:p@ss@host with space/a@b"), "https://host with space/a@b");
         assert_eq!(shown_raw_url("http://u:p@[::1"), "http://[::1");
-        assert_eq!(shown_raw_url("https://host/path@x?u=a@b"), "https://host/path@x?u=a@b");
+        assert_eq!(shown_raw_url("https://host/path@x?u=a@b"), "https://host/path@x?u=…");
         assert_eq!(shown_raw_url("not a url"), "not a url");
         assert_eq!(shown_raw_url("mailto:someone@example.com"), "mailto:someone@example.com");
     }

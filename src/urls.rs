@@ -16,36 +16,41 @@ pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url
     check_service_url(argument, url)
 }
 
-/// Applies the rules of [`parse_service_url`] to an already parsed URL.
+/// Applies the rules of [`parse_service_url`] to an already parsed URL: the one check every
+/// address the client sends to passes, whether it comes from a setter, a discovery document or
+/// metadata the application built. Messages show the URL as [`shown_url`] does.
 pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url, Error> {
-    // A credential in a URL ends up in logs, proxies and error reports: it is refused, and
-    // the message leaves it out.
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(Error::invalid(
-            argument,
-            format!("expected a URL without user information (no `user:password@`), got {}", shown_url(&url)),
-        ));
-    }
+    let refuse = |expected: &str| {
+        Err(Error::invalid(argument, format!("expected {expected}, got {}", shown_url(&url))))
+    };
+    refuse_user_information(argument, &url)?;
     match url.scheme() {
         "https" => {}
         "http" if is_loopback(&url) => {}
-        "http" => {
-            return Err(Error::invalid(
-                argument,
-                format!("expected an https URL (http is allowed only on loopback hosts), got {url}"),
-            ));
-        }
+        "http" => return refuse("an https URL (http is allowed only on loopback hosts)"),
         other => {
             return Err(Error::invalid(argument, format!("expected an https URL, got scheme {other:?}")));
         }
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(Error::invalid(argument, format!("expected a URL without query or fragment, got {url}")));
+        return refuse("a URL without query or fragment");
     }
     if url.host().is_none() {
-        return Err(Error::invalid(argument, format!("expected a URL with a host, got {url}")));
+        return refuse("a URL with a host");
     }
     Ok(url)
+}
+
+/// A credential in a URL ends up in logs, proxies and error reports: a URL with user
+/// information is refused, and the message leaves it out.
+pub(crate) fn refuse_user_information(argument: &'static str, url: &Url) -> Result<(), Error> {
+    if url.username().is_empty() && url.password().is_none() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        argument,
+        format!("expected a URL without user information (no `user:password@`), got {}", shown_url(url)),
+    ))
 }
 
 /// `base` with `path` appended below its own path: `https://a.example/auth` + `oauth2/token`
@@ -161,5 +166,21 @@ mod tests {
         // One that does not parse is shown without it too.
         let err = parse_service_url("base_url", "https://user:s3cret@bad host").expect_err("unparsable");
         assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+
+    #[test]
+    fn refused_urls_are_shown_without_query_values() {
+        for raw in [
+            "https://api.example.com/?key=s3cret",
+            "http://api.example.com/x?key=s3cret",
+            "https://api.example.com/#s3cret",
+            "https://bad host/?key=s3cret",
+        ] {
+            let err = parse_service_url("base_url", raw).expect_err(raw);
+            assert!(!err.to_string().contains("s3cret"), "{err}");
+            assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "base_url"), "{err:?}");
+        }
+        let err = parse_service_url("base_url", "https://api.example.com/?key=s3cret").expect_err("query");
+        assert!(err.to_string().ends_with("got https://api.example.com/?key=…"), "{err}");
     }
 }

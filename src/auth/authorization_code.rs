@@ -70,7 +70,7 @@ type CodeClient = oauth2::Client<
 ///     .scopes(["openid", "profile", "email", "api/read"]);
 /// let request = flow.authorize_url();
 /// println!("open {}", request.url());
-/// let callback = redirect.wait_for_callback().await?;
+/// let callback = redirect.wait_for_callback_of(&request).await?;
 /// let tokens = flow.exchange(request, &callback).await?;
 /// println!("signed in as {:?}", tokens.id_token_claims().and_then(|c| c.sub.as_deref()));
 /// # Ok(()) }
@@ -117,7 +117,7 @@ impl fmt::Debug for AuthorizationCodeFlow {
         f.debug_struct("AuthorizationCodeFlow")
             .field("issuer", &c.issuer)
             .field("client_id", &c.client_id)
-            .field("redirect_uri", &c.redirect_uri.as_str())
+            .field("redirect_uri", &crate::text::shown_raw_url(c.redirect_uri.as_str()))
             .field("scopes", &c.scopes)
             .field("authorize_url", &c.authorize_url.as_str())
             .field("token_url", &c.token_url.as_str())
@@ -169,17 +169,17 @@ impl AuthorizationCodeFlow {
     ///
     /// # Errors
     ///
-    /// As [`new`](Self::new), and [`Error::Decode`] when the document names no
-    /// authorization, token or JWKS endpoint, or names a plain-http one off loopback.
+    /// As [`new`](Self::new); [`Error::InvalidArgument`] naming the member when an endpoint of
+    /// the document fails the URL check (plain http off loopback, user information, a query; see
+    /// [`AuthServerMetadata`]), the revocation endpoint included, and [`Error::Decode`] when it
+    /// names no authorization, token or JWKS endpoint.
     pub fn from_metadata(
         metadata: &AuthServerMetadata,
         client_id: impl Into<String>,
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
-        let endpoint = |url: &Option<Url>, name: &str| {
-            let url = url.clone().ok_or_else(|| missing_endpoint(name))?;
-            urls::check_service_url("metadata", url).map_err(|_| missing_endpoint(name))
-        };
+        metadata.check_endpoints()?;
+        let endpoint = |url: &Option<Url>, name: &str| url.clone().ok_or_else(|| missing_endpoint(name));
         let endpoints = (
             endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?,
             endpoint(&metadata.token_endpoint, "token_endpoint")?,
@@ -433,7 +433,7 @@ impl AuthorizationCodeFlow {
     /// PKCE verifier, without any client secret) and verifies the ID token.
     ///
     /// `callback` is the URL the user was sent back to (as
-    /// [`LoopbackRedirect::wait_for_callback`](super::LoopbackRedirect::wait_for_callback)
+    /// [`LoopbackRedirect::wait_for_callback_of`](super::LoopbackRedirect::wait_for_callback_of)
     /// returns it), or just its query string.
     ///
     /// # Errors

@@ -9,6 +9,7 @@ use super::ClientSecret;
 use super::oauth::{OAuthHttp, token_error};
 use super::token_manager::{IssuedToken, TokenManager, TokenSource};
 use crate::Error;
+use crate::text::shown_raw_url;
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -21,7 +22,10 @@ use crate::wire::HttpSender;
 ///     .scopes(["api/read", "api/write"])
 ///     .credentials_in_body();
 /// ```
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows the URLs without user information or query values, and the secret as
+/// `[redacted]`.
+#[derive(Clone)]
 #[must_use]
 pub struct ClientCredentials {
     auth_url: String,
@@ -32,6 +36,19 @@ pub struct ClientCredentials {
     method: ClientAuthMethod,
     #[cfg(feature = "redis")]
     shared: Option<super::RedisTokenCache>,
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCredentials")
+            .field("auth_url", &shown_raw_url(&self.auth_url))
+            .field("token_url", &self.token_url.as_deref().map(shown_raw_url))
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("scopes", &self.scopes)
+            .field("method", &self.method)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How the client id and secret reach the token endpoint.
@@ -238,6 +255,21 @@ fn issued(response: &BasicTokenResponse) -> IssuedToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_shows_no_user_information_query_value_or_secret() {
+        let settings = ClientCredentials::new(
+            "https://id:PASSWORD@auth.example.com".into(),
+            "id".into(),
+            "SECRET".into(),
+        )
+        .token_url("https://auth.example.com/token?tenant=QUERYVALUE");
+        let debug = format!("{settings:?}");
+        for hidden in ["PASSWORD", "QUERYVALUE", "SECRET"] {
+            assert!(!debug.contains(hidden), "{debug}");
+        }
+        assert!(debug.contains("https://auth.example.com/token?tenant=…"), "{debug}");
+    }
 
     #[test]
     fn bad_settings_are_named() {

@@ -14,6 +14,7 @@ use super::ClientSecret;
 use super::oauth::{OAuthHttp, token_error};
 use crate::error::DecodeError;
 use crate::limits::BodyKind;
+use crate::text::{shown_raw_url, shown_url};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender, decode, http_client};
 use crate::{Error, urls};
 
@@ -24,9 +25,16 @@ pub(crate) const INTROSPECTION_PATH: &str = "oauth2/introspect";
 
 /// An authorization server's metadata, from its OpenID discovery document.
 ///
-/// Endpoints must use `https` (plain http only on loopback hosts) and `issuer` must equal the
-/// address the document was fetched from, so a tampered document cannot redirect tokens.
-/// Members the struct does not name are kept in [`extra`](Self::extra).
+/// Every endpoint passes the client's one URL check, whether the document was fetched by
+/// [`discover`](Self::discover) or deserialised or changed by the application (a cached copy, a
+/// configuration file): `https` (plain http only on loopback hosts), no user information, no
+/// query or fragment. [`AuthorizationCodeFlow::from_metadata`](super::AuthorizationCodeFlow::from_metadata)
+/// and [`TokenIntrospector::from_metadata`] refuse a document with an endpoint that fails it
+/// before anything is sent, so neither a refresh token nor a client secret travels in clear
+/// text. A fetched document's `issuer` must also equal the address it was fetched from, so a
+/// tampered document cannot redirect tokens. Members the struct does not name are kept in
+/// [`extra`](Self::extra). `Debug` shows the endpoints as error messages do, without user
+/// information or query values, and only the names of the other members.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), business_records::Error> {
@@ -37,7 +45,7 @@ pub(crate) const INTROSPECTION_PATH: &str = "oauth2/introspect";
 /// let flow = AuthorizationCodeFlow::from_metadata(&metadata, "my-app", "http://127.0.0.1:8400/callback")?;
 /// # let _ = flow; Ok(()) }
 /// ```
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Clone, Deserialize)]
 #[non_exhaustive]
 pub struct AuthServerMetadata {
     /// The issuer identifier: the `iss` of its tokens and callbacks.
@@ -134,13 +142,25 @@ impl AuthServerMetadata {
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));
         }
-        for (name, value) in metadata.endpoints() {
-            if let Some(url) = value {
-                urls::check_service_url("endpoint", url.clone())
-                    .map_err(|_| invalid(format!("{name} must be an https URL")))?;
+        metadata.check_endpoints().map_err(|error| match error {
+            Error::InvalidArgument(refused) => {
+                invalid(format!("{}: {}", refused.argument(), refused.message()))
+            }
+            other => other,
+        })?;
+        Ok(metadata)
+    }
+
+    /// Every endpoint the document names through the one URL check
+    /// ([`urls::check_service_url`]); the first refused is [`Error::InvalidArgument`] naming
+    /// its member (`revocation_endpoint`, ...).
+    pub(crate) fn check_endpoints(&self) -> Result<(), Error> {
+        for (name, url) in self.endpoints() {
+            if let Some(url) = url {
+                urls::check_service_url(name, url.clone())?;
             }
         }
-        Ok(metadata)
+        Ok(())
     }
 
     fn endpoints(&self) -> [(&'static str, &Option<Url>); 6] {
@@ -166,6 +186,29 @@ impl AuthServerMetadata {
             return matches!(grant_type, "authorization_code" | "implicit");
         }
         self.grant_types_supported.iter().any(|g| g == grant_type)
+    }
+}
+
+impl fmt::Debug for AuthServerMetadata {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("AuthServerMetadata");
+        debug.field("issuer", &shown_raw_url(&self.issuer));
+        for (name, url) in self.endpoints() {
+            debug.field(name, &url.as_ref().map(shown_url));
+        }
+        debug
+            .field("scopes_supported", &self.scopes_supported)
+            .field("response_types_supported", &self.response_types_supported)
+            .field("grant_types_supported", &self.grant_types_supported)
+            .field("code_challenge_methods_supported", &self.code_challenge_methods_supported)
+            .field("token_endpoint_auth_methods_supported", &self.token_endpoint_auth_methods_supported)
+            .field("id_token_signing_alg_values_supported", &self.id_token_signing_alg_values_supported)
+            .field(
+                "authorization_response_iss_parameter_supported",
+                &self.authorization_response_iss_parameter_supported,
+            )
+            .field("extra", &self.extra.keys().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -236,13 +279,15 @@ impl TokenIntrospector {
     ///
     /// # Errors
     ///
-    /// As [`new`](Self::new), and [`Error::Decode`] when the document names no
-    /// introspection endpoint.
+    /// As [`new`](Self::new); [`Error::InvalidArgument`] naming the member when an endpoint of
+    /// the document fails the URL check (see [`AuthServerMetadata`]), and [`Error::Decode`] when
+    /// it names no introspection endpoint.
     pub fn from_metadata(
         metadata: &AuthServerMetadata,
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
     ) -> Result<Self, Error> {
+        metadata.check_endpoints()?;
         let endpoint = metadata
             .introspection_endpoint
             .clone()

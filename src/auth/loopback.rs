@@ -2,12 +2,15 @@
 //! `127.0.0.1` that receives the authorization callback.
 
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use super::AuthorizationRequest;
+use super::pkce::constant_time_eq;
 use crate::Error;
 use crate::error::CallbackError;
 
@@ -26,17 +29,20 @@ const FAILED_PAGE: &str = "<!doctype html><html><head><meta charset=\"utf-8\"><t
 /// Receives the redirect back from the authorization server on `http://127.0.0.1:<port>/callback`
 /// (RFC 8252: a loopback IP literal, a port the operating system picks).
 ///
-/// It answers exactly one callback, with a small page telling the user the window can be
-/// closed, then stops listening. Requests to other paths get a 404 and do not count.
+/// It answers exactly one callback, the pending sign-in's own (see
+/// [`wait_for_callback_of`](Self::wait_for_callback_of)), with a small page telling the user
+/// the window can be closed, then stops listening. Requests to other paths get a 404, and
+/// callbacks of no pending sign-in a 400; neither counts.
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), business_records::Error> {
+/// # async fn run(request: business_records::auth::AuthorizationRequest) -> Result<(), business_records::Error> {
 /// use business_records::auth::LoopbackRedirect;
 /// use std::time::Duration;
 ///
 /// let redirect = LoopbackRedirect::bind().await?.timeout(Duration::from_secs(120));
 /// println!("redirect URI: {}", redirect.redirect_uri());
-/// let callback = redirect.wait_for_callback().await?;
+/// // ... the flow's `authorize_url()` made `request` ...
+/// let callback = redirect.wait_for_callback_of(&request).await?;
 /// # let _ = callback; Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -99,18 +105,53 @@ impl LoopbackRedirect {
         self.port
     }
 
-    /// Waits for the callback and returns its full URL
-    /// (`http://127.0.0.1:<port>/callback?code=...&state=...`), ready for
+    /// Waits for the callback of `request` (the sign-in started with this redirect URI) and
+    /// returns its full URL (`http://127.0.0.1:<port>/callback?code=...&state=...`), ready for
     /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange).
     ///
-    /// A request to the callback path that carries none of `code`, `state` or `error` is
-    /// answered with a 400 and does not end the wait.
+    /// Only a request to the callback path carrying `request`'s `state` (once, compared in
+    /// constant time) ends the wait, with a code or with `error=` (the user declined). Any other
+    /// request there (a callback forged by another local process, a stale browser tab) is
+    /// answered with a 400 and the wait goes on, up to the [`timeout`](Self::timeout).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), business_records::Error> {
+    /// use business_records::auth::{AuthorizationCodeFlow, LoopbackRedirect};
+    ///
+    /// let redirect = LoopbackRedirect::bind().await?;
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", redirect.redirect_uri())?;
+    /// let request = flow.authorize_url();
+    /// println!("open {}", request.url());
+    /// let callback = redirect.wait_for_callback_of(&request).await?;
+    /// let tokens = flow.exchange(request, &callback).await?;
+    /// # let _ = tokens; Ok(()) }
+    /// ```
     ///
     /// # Errors
     ///
-    /// [`Error::Callback`] with [`CallbackError::Timeout`] when nothing arrives in time, or
-    /// [`CallbackError::Listener`] when accepting connections fails.
+    /// [`Error::Callback`] with [`CallbackError::Timeout`] when the callback does not arrive in
+    /// time, or [`CallbackError::Listener`] when accepting connections fails.
+    pub async fn wait_for_callback_of(self, request: &AuthorizationRequest) -> Result<String, Error> {
+        self.wait(Some(Arc::from(request.state()))).await
+    }
+
+    /// Waits for the first request to the callback path that carries `code`, `state` or
+    /// `error`, and returns its full URL; a request to the callback path with none of them is
+    /// answered with a 400 and does not end the wait.
+    ///
+    /// Any local process can end this wait with a made-up callback, and the real one then
+    /// finds no listener; [`wait_for_callback_of`](Self::wait_for_callback_of) waits for the
+    /// sign-in's own callback instead.
+    ///
+    /// # Errors
+    ///
+    /// As [`wait_for_callback_of`](Self::wait_for_callback_of).
     pub async fn wait_for_callback(self) -> Result<String, Error> {
+        self.wait(None).await
+    }
+
+    /// Serves connections until the callback `serve` accepts arrives, or the timeout.
+    async fn wait(self, state: Option<Arc<str>>) -> Result<String, Error> {
         let (found, mut callbacks) = mpsc::channel::<String>(1);
         let port = self.port;
         let listener = self.listener;
@@ -122,8 +163,9 @@ impl LoopbackRedirect {
                     Err(e) => return listener_error("accept a connection", e),
                 };
                 let found = found.clone();
+                let state = state.clone();
                 tokio::spawn(async move {
-                    if let Some(url) = serve(stream, port).await {
+                    if let Some(url) = serve(stream, port, state.as_deref()).await {
                         let _ = found.send(url).await;
                     }
                 });
@@ -148,8 +190,9 @@ fn listener_error(action: &'static str, error: std::io::Error) -> Error {
     CallbackError::Listener { action, source: Some(error) }.into()
 }
 
-/// Answers one connection; returns the callback URL when this was the callback.
-async fn serve(mut stream: TcpStream, port: u16) -> Option<String> {
+/// Answers one connection; returns the callback URL when this was the callback: the one
+/// carrying `state` once when it is given, else any with `code`, `state` or `error`.
+async fn serve(mut stream: TcpStream, port: u16, state: Option<&str>) -> Option<String> {
     let head = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await.ok()??;
     let request_line = head.lines().next()?;
     let mut parts = request_line.split(' ');
@@ -163,11 +206,17 @@ async fn serve(mut stream: TcpStream, port: u16) -> Option<String> {
         respond(&mut stream, "404 Not Found", "not found").await;
         return None;
     }
-    let names: Vec<String> =
-        url::form_urlencoded::parse(query.as_bytes()).map(|(k, _)| k.into_owned()).collect();
-    let has = |name: &str| names.iter().any(|n| n == name);
-    if !(has("code") || has("state") || has("error")) {
-        respond(&mut stream, "400 Bad Request", "not an authorization callback").await;
+    let params: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let has = |name: &str| params.iter().any(|(n, _)| n == name);
+    let ours = match state {
+        Some(expected) => match params.iter().filter(|(n, _)| n == "state").collect::<Vec<_>>()[..] {
+            [(_, state)] => constant_time_eq(state.as_bytes(), expected.as_bytes()),
+            _ => false,
+        },
+        None => has("code") || has("state") || has("error"),
+    };
+    if !ours {
+        respond(&mut stream, "400 Bad Request", "not the callback of the pending sign-in").await;
         return None;
     }
     let page = if has("error") || !has("code") { FAILED_PAGE } else { DONE_PAGE };
@@ -251,6 +300,35 @@ mod tests {
         assert!(page.contains("not completed"), "{page}");
         let url = waiting.await.expect("task").expect("callback");
         assert!(url.ends_with("/callback?error=access_denied&state=s"));
+    }
+
+    /// A fixed-state request, as `AuthorizationCodeFlow::authorize_url` makes them.
+    fn request(state: &str) -> AuthorizationRequest {
+        serde_json::from_value(serde_json::json!({
+            "url": "https://auth.example.com/authorize", "state": state, "verifier": "v".repeat(43),
+        }))
+        .expect("a request")
+    }
+
+    #[tokio::test]
+    async fn only_the_pending_sign_ins_own_callback_ends_the_wait() {
+        let redirect = LoopbackRedirect::bind().await.expect("bind");
+        let port = redirect.port();
+        let waiting = tokio::spawn(async move { redirect.wait_for_callback_of(&request("s1")).await });
+        for forged in [
+            "/callback?error=access_denied&state=forged",
+            "/callback?code=c&state=s",
+            "/callback?code=c",
+            "/callback?code=c&state=s1&state=s1",
+            "/callback?error=access_denied",
+        ] {
+            assert!(get(port, forged).await.starts_with("HTTP/1.1 400"), "{forged}");
+        }
+        assert!(!waiting.is_finished(), "the wait goes on");
+        let page = get(port, "/callback?code=c1&state=s1").await;
+        assert!(page.starts_with("HTTP/1.1 200") && page.contains("You can close this window"), "{page}");
+        let url = waiting.await.expect("task").expect("callback");
+        assert_eq!(url, format!("http://127.0.0.1:{port}/callback?code=c1&state=s1"));
     }
 
     #[tokio::test]

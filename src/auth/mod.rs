@@ -53,7 +53,7 @@
 //!     .scopes(["openid", "profile", "email", "api/read"]);
 //! let request = flow.authorize_url();
 //! println!("open {} in your browser", request.url());
-//! let callback = redirect.wait_for_callback().await?;
+//! let callback = redirect.wait_for_callback_of(&request).await?;
 //! let tokens = flow.exchange(request, &callback).await?;
 //!
 //! let store = FileTokenStore::new("tokens.json");
@@ -101,11 +101,14 @@
 //!
 //! # Many processes
 //!
-//! Caching and single flight end at the process boundary. With the `redis` feature,
-//! `RedisTokenCache` shares one client-credentials token among every process with the same
-//! credentials (`ClientCredentials::shared_cache`), and its user stores lock a user's refresh
-//! across processes through [`TokenStore::begin_refresh`], so that a rotating refresh token is
-//! presented once. A store of your own can do the same with [`RefreshTurn`] and [`RefreshLock`].
+//! Caching and single flight end at the process boundary. A user's store shared by several
+//! processes locks the user's refresh across them through [`TokenStore::begin_refresh`] and
+//! hands back a set another process saved, so that a rotating refresh token is presented once:
+//! [`FileTokenStore`] and [`DirectoryTokenStore`] with a lock file beside each user's file, and,
+//! with the `redis` feature, `RedisTokenCache`'s user stores, which also share one
+//! client-credentials token among every process with the same credentials
+//! (`ClientCredentials::shared_cache`). A store of your own can do the same with
+//! [`RefreshTurn`] and [`RefreshLock`].
 //!
 //! # The resource-server side
 //!

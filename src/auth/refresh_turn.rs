@@ -2,10 +2,20 @@
 //! user's refresh single flight across all of them.
 
 use std::fmt;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use super::TokenSet;
+
+/// How long a process waiting for another's refresh lock sleeps between two looks, at least; a
+/// random part is added so that waiters do not look in step.
+const LOCK_POLL: Duration = Duration::from_millis(10);
+
+/// Waits a little before a waiter looks at a lock again (the file stores' and Redis's).
+pub(crate) async fn pause_before_next_look() {
+    tokio::time::sleep(LOCK_POLL + Duration::from_millis(fastrand::u64(0..20))).await;
+}
 
 /// What a store says when the client is about to refresh a user's tokens; returned by
 /// [`TokenStore::begin_refresh`](super::TokenStore::begin_refresh).

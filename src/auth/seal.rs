@@ -8,6 +8,8 @@ use std::fmt;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use aws_lc_rs::{digest, hkdf};
 
+use crate::Error;
+
 /// Format version of a sealed value (its first byte).
 const VERSION: u8 = 1;
 /// HKDF salt: fixed, so that every process derives the same key from the same secret. (Keys
@@ -15,6 +17,10 @@ const VERSION: u8 = 1;
 const SALT: &[u8] = b"business-records redis token cache v1";
 /// Length of the key id that separates entries sealed under different secrets.
 const KEY_ID_LEN: usize = 16;
+/// The shortest secret an application may give for sealing or keying
+/// ([`AuthorizationCodeFlow::sealing_secret`](super::AuthorizationCodeFlow::sealing_secret),
+/// `RedisTokenCache::user_secret`): as many bytes as the 256-bit key derived from it.
+pub(crate) const MIN_SECRET_BYTES: usize = 32;
 
 /// A sealing key and the id that goes into key names.
 pub(crate) struct Sealer {
@@ -47,6 +53,20 @@ impl Sealer {
         let mut key_id = [0u8; KEY_ID_LEN];
         prk.expand(&[b"key id ", purpose.as_bytes()], Len(KEY_ID_LEN)).ok()?.fill(&mut key_id).ok()?;
         Some(Sealer { key: LessSafeKey::new(key), key_id })
+    }
+
+    /// [`derive`](Self::derive) from a secret the application gave as `argument`, refused
+    /// (naming it) when shorter than [`MIN_SECRET_BYTES`].
+    pub(crate) fn from_secret(argument: &'static str, secret: &[u8], purpose: &str) -> Result<Self, Error> {
+        if secret.len() < MIN_SECRET_BYTES {
+            let message = format!(
+                "expected at least {MIN_SECRET_BYTES} bytes (a random key, such as 32 random bytes in base64), got {}",
+                secret.len()
+            );
+            return Err(Error::invalid(argument, message));
+        }
+        Self::derive(secret, purpose)
+            .ok_or_else(|| Error::invalid(argument, "the sealing key cannot be derived"))
     }
 
     /// `{prefix}:{kind}:{hex}`, where `hex` hashes the key id and `parts`: nothing in it can be
@@ -129,6 +149,21 @@ mod tests {
         let last = tampered.len() - 1;
         tampered[last] ^= 1;
         assert_eq!(sealer.open("k1", &tampered), None);
+    }
+
+    #[test]
+    fn a_secret_shorter_than_32_bytes_is_refused_naming_its_argument() {
+        for short in [&b""[..], b"x", &[7u8; 31]] {
+            match Sealer::from_secret("user_secret", short, "user") {
+                Err(Error::InvalidArgument(e)) => {
+                    assert_eq!(e.argument(), "user_secret");
+                    assert!(e.message().starts_with("expected at least 32 bytes"), "{e}");
+                    assert!(e.message().ends_with(&format!("got {}", short.len())), "{e}");
+                }
+                other => panic!("expected a refusal, got {other:?}"),
+            }
+        }
+        assert!(Sealer::from_secret("user_secret", &[7u8; 32], "user").is_ok());
     }
 
     #[test]

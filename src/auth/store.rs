@@ -2,8 +2,7 @@
 //! ([`TokenStore`]).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -11,6 +10,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn, TokenStoreError};
+
+mod file;
+pub use file::FileTokenStore;
 
 /// The tokens of a signed-in user: what the authorization-code exchange and every refresh
 /// return, and what a [`TokenStore`] keeps.
@@ -296,153 +298,6 @@ impl TokenStore for MemoryTokenStore {
             Ok(())
         })
     }
-}
-
-/// Keeps the tokens in a JSON file that only the owner can read (mode `0600` on Unix).
-///
-/// Every save writes a new file next to the old one and renames it over it, so a reader (or a
-/// crash) sees the old set or the new one, never half of either. Missing parent directories are
-/// created (mode `0700` on Unix).
-///
-/// ```no_run
-/// # async fn run() -> Result<(), business_records::auth::TokenStoreError> {
-/// use business_records::auth::{FileTokenStore, TokenStore};
-/// let store = FileTokenStore::new("/home/me/.config/my-app/tokens.json");
-/// if let Some(tokens) = store.load().await? {
-///     println!("signed in, expires at {:?}", tokens.expires_at);
-/// }
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone)]
-pub struct FileTokenStore {
-    path: PathBuf,
-}
-
-impl FileTokenStore {
-    /// A store backed by the file at `path` (it need not exist yet).
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        FileTokenStore { path: path.into() }
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Deletes the file (signing out); a missing file is not an error.
-    pub async fn remove(&self) -> Result<(), TokenStoreError> {
-        match tokio::fs::remove_file(&self.path).await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io_error("cannot remove", &self.path, e)),
-        }
-    }
-}
-
-impl TokenStore for FileTokenStore {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
-        Box::pin(async move {
-            let bytes = match tokio::fs::read(&self.path).await {
-                Ok(bytes) => bytes,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(io_error("cannot read", &self.path, e)),
-            };
-            // serde_json's messages give a position, never the content.
-            serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                TokenStoreError::with_source(
-                    format!("the token file {} is not a token set", self.path.display()),
-                    e,
-                )
-            })
-        })
-    }
-
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
-        Box::pin(async move {
-            let json = serde_json::to_vec_pretty(tokens)
-                .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
-            let path = self.path.clone();
-            tokio::task::spawn_blocking(move || write_atomically(&path, &json))
-                .await
-                .map_err(|e| TokenStoreError::with_source("the token file writer stopped", e))?
-        })
-    }
-
-    /// Deletes the file, as [`remove`](FileTokenStore::remove) does.
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
-        Box::pin(self.remove())
-    }
-}
-
-fn io_error(action: &str, path: &Path, error: std::io::Error) -> TokenStoreError {
-    TokenStoreError::with_source(format!("{action} the token file {}", path.display()), error)
-}
-
-/// Writes `contents` to a new owner-only file beside `path`, flushes it to disk and renames it
-/// over `path`. On any failure the temporary file is removed and `path` is untouched.
-fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), TokenStoreError> {
-    use std::io::Write as _;
-
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    create_private_dir(&dir).map_err(|e| io_error("cannot create the directory of", path, e))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp =
-        dir.join(format!(".{name}.{}.{}.tmp", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
-
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let result = options.open(&temp).and_then(|mut file| {
-        restrict_permissions(&file)?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temp, path)
-    });
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io_error("cannot write", path, e));
-    }
-    sync_dir(&dir);
-    Ok(())
-}
-
-/// `0600` whatever the umask allowed at creation.
-#[cfg(unix)]
-fn restrict_permissions(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt as _;
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))
-}
-
-#[cfg(not(unix))]
-fn restrict_permissions(_file: &std::fs::File) -> std::io::Result<()> {
-    Ok(())
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// Makes the rename durable (best effort: not every platform can open a directory).
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(dir) = std::fs::File::open(dir) {
-        let _ = dir.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
 }
 
 #[cfg(test)]

@@ -29,7 +29,12 @@ use crate::wire::HttpSender;
 /// setting for a few microseconds and a few KiB per user; a desktop app builds its one client
 /// as below. Two clients made from the same `UserAuth` would each renew with the same refresh
 /// token, and a server that rotates refresh tokens treats the second use as theft and revokes
-/// the sign-in. [`Client::sign_out`](crate::Client::sign_out) ends the sign-in.
+/// the sign-in, unless they share a store that locks refreshes ([`FileTokenStore`] and
+/// [`DirectoryTokenStore`] over the same file, or a `RedisUserStore`): each client then takes
+/// the set the other saved. [`Client::sign_out`](crate::Client::sign_out) ends the sign-in.
+///
+/// [`FileTokenStore`]: super::FileTokenStore
+/// [`DirectoryTokenStore`]: super::DirectoryTokenStore
 ///
 /// ```no_run
 /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,

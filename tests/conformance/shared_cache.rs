@@ -207,7 +207,7 @@ async fn no_token_reaches_the_logs_and_an_outage_warns_once() {
     // This test's runtime has one thread: the connection's tasks log through the capture.
     let (captured, _guard) = capture_traces();
 
-    let cache = connect(&redis).await.user_secret("the user secret");
+    let cache = connect(&redis).await.user_secret("the user secret, 32 bytes or more");
     list_all(&[client_with(&server, cache.clone(), &["api/read"])]).await;
     let (flow, tokens) = crate::auth_user::sign_in(&server).await;
     let store = cache.user_store("user-42");

@@ -3,15 +3,14 @@
 
 use std::time::Duration;
 
-use business_records::auth::{
-    AuthorizationCodeFlow, RedisTokenCache, RedisUserStore, TokenSet, TokenStore, TokenStoreError,
-};
-use business_records::{Auth, Client, Error};
+use business_records::auth::{AuthorizationCodeFlow, RedisTokenCache, RedisUserStore, TokenSet, TokenStore};
+use business_records::{Client, Error};
 use business_records_reference_server::{RedisServer, ReferenceServer};
-use futures::future::{BoxFuture, join_all};
+use futures::future::join_all;
 
 use crate::auth_user::sign_in;
 use crate::shared_cache::{connect, redis, servers};
+use crate::support::{WithoutRefreshLock, stored_user_client};
 
 crate::cases! {
     (ServerControl, Redis):
@@ -33,41 +32,13 @@ async fn store(redis: &RedisServer) -> RedisUserStore {
 /// A process of the fleet: its own connection, the user's set loaded from the store.
 async fn process(server: &ReferenceServer, redis: &RedisServer, flow: &AuthorizationCodeFlow) -> Client {
     let store = store(redis).await;
-    user_client(server, flow, store).await
-}
-
-async fn user_client(
-    server: &ReferenceServer,
-    flow: &AuthorizationCodeFlow,
-    store: impl TokenStore,
-) -> Client {
-    let tokens = store.load().await.expect("load").expect("a stored set");
-    Client::builder()
-        .base_url(server.base_url())
-        .auth(Auth::user(flow.clone(), tokens).store(store))
-        .timeout(Duration::from_secs(20))
-        .build()
-        .expect("client")
+    stored_user_client(server, flow, store).await
 }
 
 /// Every access token revoked, then one request from each client at once: each must renew.
 async fn round(server: &ReferenceServer, fleet: &[Client]) -> Vec<Result<(), Error>> {
     server.revoke_issued_tokens();
     join_all(fleet.iter().map(|c| async { c.companies().limit(1).send().await.map(drop) })).await
-}
-
-/// The same Redis store, minus the refresh lock: what a shared session store without fleet-wide
-/// single flight does.
-struct NoFleetLock(RedisUserStore);
-
-impl TokenStore for NoFleetLock {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
-        self.0.load()
-    }
-
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
-        self.0.save(tokens)
-    }
 }
 
 async fn a_rotating_refresh_token_is_presented_once_across_processes() {
@@ -96,9 +67,9 @@ async fn a_user_signed_out_by_one_process_is_signed_out_in_every_one() {
     let (flow, tokens) = sign_in(&server).await;
     let users = connect(&redis).await.user_secret(USER_SECRET);
     users.for_user("user-7").save(&tokens).await.expect("first save");
-    let first = user_client(&server, &flow, users.for_user("user-7")).await;
+    let first = stored_user_client(&server, &flow, users.for_user("user-7")).await;
     let other = connect(&redis).await.user_secret(USER_SECRET);
-    let second = user_client(&server, &flow, other.for_user("user-7")).await;
+    let second = stored_user_client(&server, &flow, other.for_user("user-7")).await;
     second.companies().limit(1).send().await.expect("signed in");
 
     first.sign_out().await.expect("sign-out");
@@ -112,9 +83,9 @@ async fn without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in() {
     let (server, redis) = servers(ReferenceServer::builder().companies(3).refresh_token_rotation(true)).await;
     let (flow, tokens) = sign_in(&server).await;
     store(&redis).await.save(&tokens).await.expect("first save");
-    let fleet = join_all(
-        (0..6).map(|_| async { user_client(&server, &flow, NoFleetLock(store(&redis).await)).await }),
-    )
+    let fleet = join_all((0..6).map(|_| async {
+        stored_user_client(&server, &flow, WithoutRefreshLock(store(&redis).await)).await
+    }))
     .await;
     let outcomes = round(&server, &fleet).await;
     assert!(

@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
+use business_records::auth::{AuthorizationCodeFlow, TokenSet, TokenStore, TokenStoreError};
 use business_records::{Auth, Client, ClientBuilder, Company, Error, ItemStream};
 use business_records_reference_server::ReferenceServer;
+use futures::future::BoxFuture;
 
 /// A live deployment's settings, when all four variables are set.
 pub struct Live {
@@ -109,4 +111,34 @@ pub async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
         assert!(std::time::Instant::now() < deadline, "{what} never happened");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A shared store minus its refresh lock (`begin_refresh` left at the default): what a store
+/// shared by processes without single flight across them does.
+pub struct WithoutRefreshLock<S>(pub S);
+
+impl<S: TokenStore> TokenStore for WithoutRefreshLock<S> {
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+        self.0.load()
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+        self.0.save(tokens)
+    }
+}
+
+/// A signed-in user's client for the reference server, with the set `store` holds: what an
+/// instance of an app that shares the store builds (its own token manager).
+pub async fn stored_user_client(
+    server: &ReferenceServer,
+    flow: &AuthorizationCodeFlow,
+    store: impl TokenStore,
+) -> Client {
+    let tokens = store.load().await.expect("load").expect("a stored set");
+    Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::user(flow.clone(), tokens).store(store))
+        .timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
 }

@@ -124,6 +124,7 @@ pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
             format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)),
         )
     })?;
+    urls::refuse_user_information("redirect_uri", &url)?;
     if url.fragment().is_some() {
         return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
     }

@@ -12,8 +12,6 @@ use crate::{Error, urls};
 
 /// How long a sealed pending sign-in can be opened unless set otherwise: 10 minutes.
 pub(super) const DEFAULT_PENDING_MAX_AGE: Duration = Duration::from_secs(600);
-/// The shortest sealing secret accepted: a 256-bit key.
-const MIN_SECRET_BYTES: usize = 32;
 /// What the sealing key is for (HKDF info): keys for other uses of the same secret differ.
 pub(super) const PENDING_PURPOSE: &str = "pending sign-in";
 
@@ -53,22 +51,12 @@ impl AuthorizationCodeFlow {
     /// [`ClientBuilder::build`](crate::ClientBuilder::build) as [`Error::InvalidArgument`]
     /// naming `sealing_secret`.
     pub fn sealing_secret(mut self, secret: impl AsRef<[u8]>) -> Self {
-        let secret = secret.as_ref();
-        if secret.len() < MIN_SECRET_BYTES {
-            let message = format!(
-                "expected at least {MIN_SECRET_BYTES} bytes (a random key, such as 32 random bytes in base64), got {}",
-                secret.len()
-            );
-            return self.invalid_setting(Error::invalid("sealing_secret", message));
-        }
-        match Sealer::derive(secret, PENDING_PURPOSE) {
-            Some(sealer) => {
+        match Sealer::from_secret("sealing_secret", secret.as_ref(), PENDING_PURPOSE) {
+            Ok(sealer) => {
                 self.config_mut().web.sealer = Some(Arc::new(sealer));
                 self
             }
-            None => {
-                self.invalid_setting(Error::invalid("sealing_secret", "the sealing key cannot be derived"))
-            }
+            Err(error) => self.invalid_setting(error),
         }
     }
 

@@ -7,10 +7,6 @@ use std::time::Duration;
 use super::connection::Redis;
 use crate::auth::seal::random_bytes;
 
-/// How long a waiter sleeps between two looks, at least; a random part is added so that
-/// waiters do not look in step.
-const POLL: Duration = Duration::from_millis(10);
-
 /// The outcome of one attempt to take a lock.
 pub(crate) enum Attempt {
     /// This process holds it.
@@ -58,9 +54,4 @@ pub(crate) async fn try_lock(redis: &Arc<Redis>, key: &str, ttl: Duration) -> Op
     } else {
         Attempt::Busy
     })
-}
-
-/// Waits a little before looking again.
-pub(crate) async fn pause() {
-    tokio::time::sleep(POLL + Duration::from_millis(fastrand::u64(0..20))).await;
 }

@@ -16,8 +16,8 @@ pub use user_store::RedisUserStore;
 
 use self::connection::Redis;
 use self::shared_source::SharedTokenSource;
-use super::ClientSecret;
 use super::token_manager::TokenSource;
+use super::{ClientSecret, TokenStoreError};
 use crate::Error;
 use crate::auth::seal::Sealer;
 
@@ -70,7 +70,7 @@ pub struct RedisTokenCache {
     redis: Arc<Redis>,
     prefix: Arc<str>,
     lock_ttl: Duration,
-    user_sealer: Result<Arc<Sealer>, &'static str>,
+    user_sealer: Result<Arc<Sealer>, TokenStoreError>,
 }
 
 impl fmt::Debug for RedisTokenCache {
@@ -130,7 +130,7 @@ impl RedisTokenCache {
             redis: Arc::new(redis),
             prefix: Arc::from(DEFAULT_PREFIX),
             lock_ttl: DEFAULT_LOCK_TTL,
-            user_sealer: Err(NO_USER_SECRET),
+            user_sealer: Err(TokenStoreError::new(NO_USER_SECRET)),
         };
         cache.ping().await;
         Ok(cache)
@@ -153,18 +153,17 @@ impl RedisTokenCache {
         self
     }
 
-    /// The secret that seals users' token sets (every process must use the same one; 32 random
-    /// bytes, base64-encoded, is a good choice). Default: none, and a user store then fails
-    /// with a [`TokenStoreError`](super::TokenStoreError) saying so. An empty secret counts as
-    /// none.
+    /// The secret that seals users' token sets and keys their entries: at least 32 bytes (32
+    /// random bytes, base64-encoded, is a good choice), the same in every process, as
+    /// [`AuthorizationCodeFlow::sealing_secret`](super::AuthorizationCodeFlow::sealing_secret)
+    /// asks. Default: none. Without one, or with a shorter one, every user store fails with a
+    /// [`TokenStoreError`] naming `user_secret`.
     #[must_use]
     pub fn user_secret(mut self, secret: impl Into<String>) -> Self {
         let secret = ClientSecret::new(secret);
-        self.user_sealer = if secret.secret().is_empty() {
-            Err(NO_USER_SECRET)
-        } else {
-            Sealer::derive(secret.secret().as_bytes(), "user token set").map(Arc::new).ok_or(NO_USER_SECRET)
-        };
+        self.user_sealer = Sealer::from_secret("user_secret", secret.secret().as_bytes(), "user token set")
+            .map(Arc::new)
+            .map_err(|refused| TokenStoreError::new(refused.to_string()));
         self
     }
 
@@ -251,13 +250,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_user_secret_under_32_bytes_fails_every_user_store_naming_it() {
+        use crate::auth::TokenStore as _;
+        let cache = RedisTokenCache::connect_with_timeout("redis://127.0.0.1:1", Duration::from_millis(100))
+            .await
+            .expect("connect does not fail on an unreachable server");
+        for short in ["", "x", "thirty-one bytes, one too few.."] {
+            let err = cache.clone().user_secret(short).user_store("user-42").load().await.expect_err("short");
+            let message = err.to_string();
+            assert!(
+                message.starts_with("invalid argument `user_secret`: expected at least 32 bytes"),
+                "{err}"
+            );
+            assert!(message.ends_with(&format!("got {}", short.len())), "{err}");
+        }
+        assert!(!format!("{:?}", cache.user_secret("x")).contains("user_secret: true"));
+    }
+
+    #[tokio::test]
     async fn an_unreachable_redis_is_not_an_error_and_debug_shows_no_secret() {
         // Port 1 on loopback: nothing listens there.
         let cache =
             RedisTokenCache::connect_with_timeout("redis://:hunter2@127.0.0.1:1", Duration::from_millis(100))
                 .await
                 .expect("connect does not fail on an unreachable server")
-                .user_secret("user secret value");
+                .user_secret("user secret value of 32 bytes or more");
         assert!(!cache.ping().await);
         let debug = format!("{cache:?} {:?}", cache.user_store("user-42"));
         for secret in ["hunter2", "user secret value", "user-42"] {

@@ -14,6 +14,7 @@ use super::connection::Redis;
 use super::lock::{self, Attempt};
 use crate::Error;
 use crate::auth::AccessToken;
+use crate::auth::refresh_turn::pause_before_next_look;
 use crate::auth::seal::Sealer;
 use crate::auth::token_manager::{IssuedToken, TokenSource, refresh_buffer};
 use crate::wire::HttpSender;
@@ -134,7 +135,7 @@ impl<S: TokenSource> SharedTokenSource<S> {
                             .warn("lock", "the process fetching the shared token did not publish it in time");
                         return None;
                     }
-                    lock::pause().await;
+                    pause_before_next_look().await;
                 }
             }
         }

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::connection::Redis;
 use super::lock::{self, Attempt};
+use crate::auth::refresh_turn::pause_before_next_look;
 use crate::auth::seal::Sealer;
 use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 
@@ -47,7 +48,7 @@ fn split_generation(value: &[u8]) -> Option<(u64, &[u8])> {
 #[derive(Clone)]
 pub struct RedisUserStore {
     pub(crate) redis: Arc<Redis>,
-    pub(crate) sealer: Result<Arc<Sealer>, &'static str>,
+    pub(crate) sealer: Result<Arc<Sealer>, TokenStoreError>,
     pub(crate) key: String,
     pub(crate) lock_ttl: Duration,
     /// The highest generation this store has read or written.
@@ -62,7 +63,7 @@ impl fmt::Debug for RedisUserStore {
 
 impl RedisUserStore {
     fn sealer(&self) -> Result<&Sealer, TokenStoreError> {
-        self.sealer.as_deref().map_err(|message| TokenStoreError::new(*message))
+        self.sealer.as_deref().map_err(Clone::clone)
     }
 
     /// The stored generation and set; `Ok(None)` without one, `Err` when Redis failed.
@@ -96,7 +97,7 @@ impl RedisUserStore {
                     self.redis.warn("refresh lock", "another process held the refresh lock too long");
                     return None;
                 }
-                Attempt::Busy => lock::pause().await,
+                Attempt::Busy => pause_before_next_look().await,
             }
         }
     }

@@ -1,3 +1,6 @@
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
 use super::*;
 
 /// A fresh directory under the system's temporary directory, removed on drop.
@@ -200,4 +203,60 @@ async fn verified_claims_survive_a_store_and_old_sets_still_load() {
     memory.save(&tokens).await.expect("save");
     memory.clear().await.expect("clear");
     assert!(memory.get().is_none());
+}
+
+/// Two stores over one file, as two processes have: the second refresh waits for the first
+/// one's lock, then gets the set the first saved instead of refreshing with a replaced token.
+#[tokio::test(start_paused = true)]
+async fn a_refresh_waits_for_the_lock_of_another_store_and_takes_what_it_saved() {
+    let dir = TempDir::new("refresh-lock");
+    let path = dir.0.join("tokens.json");
+    let (first, second) = (FileTokenStore::new(&path), FileTokenStore::new(&path));
+    first.save(&sample(1)).await.expect("save");
+
+    let held = first.begin_refresh(&sample(1)).await.expect("lock");
+    assert!(held.is_locked() && held.newer().is_none(), "{held:?}");
+    let waiting = tokio::spawn(async move { second.begin_refresh(&sample(1)).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!waiting.is_finished(), "the second refresh waits while the first holds the lock");
+
+    first.save(&sample(2)).await.expect("the new set, saved under the lock");
+    held.lock.expect("held").release().await;
+    let turn = waiting.await.expect("task").expect("turn");
+    assert!(turn.is_locked());
+    let newer = turn.newer().expect("the set the first store saved");
+    assert_eq!(newer.refresh_token.as_ref().map(|t| t.secret()), Some("refresh-2"));
+    assert_eq!(entries(&dir.0), [".tokens.json.lock", "tokens.json"], "the lock file stays beside");
+    FileTokenStore::new(&path).clear().await.expect("sign-out");
+    assert!(entries(&dir.0).is_empty(), "sign-out deletes both");
+}
+
+/// What a store hands back is only a set saved after the caller's: not the caller's own, and
+/// not an older one (a save of the caller's newest set that failed).
+#[tokio::test]
+async fn only_a_set_saved_since_is_handed_back() {
+    let dir = TempDir::new("saved-since");
+    let store = FileTokenStore::new(dir.0.join("tokens.json"));
+    assert!(store.begin_refresh(&sample(1)).await.expect("no file").newer().is_none());
+    store.save(&sample(1)).await.expect("save");
+    for (current, handed_back) in [(1, false), (2, false), (0, true)] {
+        let turn = store.begin_refresh(&sample(current)).await.expect("turn");
+        assert!(turn.is_locked());
+        assert_eq!(turn.newer().is_some(), handed_back, "the caller holds set {current}");
+    }
+    let no_expiry = TokenSet::new("another");
+    assert!(store.begin_refresh(&no_expiry).await.expect("turn").newer().is_some());
+}
+
+/// A holder that never lets go delays a refresh by [`file::LOCK_WAIT`], not for ever.
+#[tokio::test(start_paused = true)]
+async fn a_lock_held_too_long_is_given_up_on() {
+    let dir = TempDir::new("lock-wait");
+    let path = dir.0.join("tokens.json");
+    let held = FileTokenStore::new(&path).begin_refresh(&sample(1)).await.expect("lock");
+    let started = tokio::time::Instant::now();
+    let turn = FileTokenStore::new(&path).begin_refresh(&sample(1)).await.expect("turn");
+    assert!(!turn.is_locked(), "goes on without the lock");
+    assert!(started.elapsed() >= file::LOCK_WAIT, "{:?}", started.elapsed());
+    drop(held);
 }

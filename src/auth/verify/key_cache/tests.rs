@@ -112,6 +112,14 @@ async fn made_up_key_ids_cost_at_most_one_fetch_per_refetch_interval() {
     }
     assert_eq!(endpoint.fetches(), 2, "none more within the interval");
     key(&cache, &endpoint, "k1").await.expect("known keys keep verifying meanwhile");
+    for i in 0..20_000 {
+        assert!(key(&cache, &endpoint, &format!("unknown-{i}")).await.is_err());
+    }
+    assert_eq!(
+        cache.len(),
+        Some(1),
+        "unknown key ids make no entry: the cache holds what the JWKS published"
+    );
 
     tokio::time::advance(INTERVAL).await;
     assert!(burst(&cache, &endpoint, &made_up).await.iter().all(Result::is_err));
