@@ -7,7 +7,8 @@
 
 mod support;
 
-use business_records::{Auth, Client, ContactSort, Error, ErrorCode};
+use business_records::error::{ErrorCode, Origin};
+use business_records::{Auth, Client, ContactSort, Error};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,11 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .auth(Auth::client_credentials(&target.auth_url, &target.client_id, "not-the-secret"))
         .build()?;
     match wrong.companies().send().await {
-        Err(err @ Error::AuthServer(_)) => {
+        Err(Error::Api(err)) if err.origin() == Origin::AuthorizationServer => {
             println!(
                 "wrong secret: {err} (code {:?}, sign in again: {})",
                 err.code(),
-                err.needs_reauthentication()
+                Error::Api(err.clone()).needs_reauthentication()
             );
             assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
         }

@@ -154,7 +154,7 @@ impl Client {
     /// The tokens are forgotten and the store cleared whatever happens; the error says what
     /// failed first: [`Error::InvalidArgument`] naming `auth` for a client without a signed-in
     /// user (client credentials, a static token), or naming `revocation_url` when the server
-    /// offers no revocation endpoint; [`Error::AuthServer`] or [`Error::Http`] when the revocation
+    /// offers no revocation endpoint; [`Error::Api`] or [`Error::Http`] when the revocation
     /// request fails; [`Error::TokenStore`] when the store cannot be cleared. Revoking tokens
     /// the server no longer knows is no error (RFC 7009 section 2.2).
     pub async fn sign_out(&self) -> Result<(), Error> {

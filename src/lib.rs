@@ -97,11 +97,11 @@
 //! [`is_retryable`](Error::is_retryable), [`needs_reauthentication`](Error::needs_reauthentication).
 //! Invalid arguments fail before any request is sent, naming the argument.
 //!
-//! Each variant holds one context value read through accessors: [`InvalidArgument`],
-//! [`ApiError`] (with its [`ErrorCode`]), [`AuthorizationError`], [`CallbackError`],
-//! [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`],
-//! [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`],
-//! [`ResponseTooLarge`], [`RetriesExhausted`]; [`auth::TokenStoreError`] and
+//! Each variant holds one context value read through accessors: [`InvalidArgument`](crate::error::InvalidArgument),
+//! [`ApiError`](crate::error::ApiError) (with its [`ErrorCode`](crate::error::ErrorCode)), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError),
+//! [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`DeprecatedError`](crate::error::DeprecatedError), [`CursorRejected`](crate::error::CursorRejected),
+//! [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError),
+//! [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`auth::TokenStoreError`] and
 //! [`auth::VerifyError`] come from the token store and the verifier. A cause (the JSON parser's
 //! error, an I/O error, the last attempt) is the [`source`](std::error::Error::source), never
 //! repeated in the message. An `Error` is at most 24 bytes and cheap to clone.
@@ -186,7 +186,7 @@
 //! | sort | [`CompanySort`], [`ContactSort`], [`Sort`] |
 //! | read records | [`Company`], [`CompanyStatus`], [`Contact`] |
 //! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
-//! | handle errors | [`Error`] and its contexts: [`InvalidArgument`], [`ApiError`], [`ErrorCode`], [`AuthorizationError`], [`CallbackError`], [`ReauthenticationRequired`], [`SunsetError`], [`DeprecatedError`], [`CursorRejected`], [`PaginationError`], [`HttpError`], [`DecodeError`], [`UndecodableError`], [`ResponseTooLarge`], [`RetriesExhausted`]; [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
+//! | handle errors | [`Error`] and its contexts: [`InvalidArgument`](crate::error::InvalidArgument), [`ApiError`](crate::error::ApiError), [`ErrorCode`](crate::error::ErrorCode), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError), [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`DeprecatedError`](crate::error::DeprecatedError), [`CursorRejected`](crate::error::CursorRejected), [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError), [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
 //! | know the limits | [`limits`]: [`BodyKind`](limits::BodyKind), [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
 //! | test your code | the crate `business-records-reference-server` (a dev-dependency) |
 //!
@@ -226,7 +226,7 @@
 pub mod auth;
 mod client;
 mod deprecation;
-mod error;
+pub mod error;
 pub mod limits;
 mod list;
 mod model;
@@ -245,11 +245,7 @@ mod wire;
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder};
 pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};
-pub use error::{
-    ApiError, AuthorizationError, CallbackError, CursorRejected, DecodeError, DeprecatedError, Error,
-    ErrorCode, HttpError, InvalidArgument, PaginationError, ReauthenticationRequired, ResponseTooLarge,
-    RetriesExhausted, SunsetError, UndecodableError,
-};
+pub use error::Error;
 pub use http::Method;
 pub use list::List;
 pub use model::{Company, CompanySort, CompanyStatus, Contact, ContactSort, Sort};

@@ -14,7 +14,7 @@ use url::Url;
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
-use crate::error::{ApiError, DeprecatedError, ErrorCode, SunsetError};
+use crate::error::{ApiError, DeprecatedError, ErrorCode, Origin, SunsetError};
 use crate::limits::{BodyKind, BodyLimit};
 use crate::pacing::Pacer;
 use crate::request::Call;
@@ -102,7 +102,7 @@ impl Pipeline {
     /// request is sent once more with a new one; `insufficient_scope` never does.
     async fn attempt(&self, call: &Call, policy: &RetryPolicy, number: u32) -> Result<Reply, Error> {
         let body = BodyLimit { kind: BodyKind::Page, bytes: self.settings.max_body_bytes };
-        let expect = Expect { body, error: Error::Api, route: Some(&call.route) };
+        let expect = Expect { body, origin: Origin::Api, route: Some(&call.route) };
         let mut resent_for_token = false;
         loop {
             let token = self.tokens.token(&self.settings.sender).await?;

@@ -31,9 +31,10 @@ use super::oauth::{OAuthHttp, token_error};
 use super::pkce::constant_time_eq;
 use super::token_manager::clamp_lifetime;
 use super::{TokenSet, TokenVerifier};
+use crate::error::ErrorCode;
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender, Layers};
-use crate::{Error, ErrorCode, urls};
+use crate::{Error, urls};
 
 /// Where the API puts the endpoints, below `{auth_url}`.
 pub(crate) const AUTHORIZE_PATH: &str = "oauth2/authorize";
@@ -442,7 +443,7 @@ impl AuthorizationCodeFlow {
     /// [required](Self::require_iss_parameter) (RFC 9207), a missing or mismatched `state`
     /// (compared in constant time) or a missing code;
     /// [`Error::Authorization`] when the server sent `error=` (`access_denied` when the user
-    /// declined). Then [`Error::AuthServer`] when the token endpoint refuses the code, and
+    /// declined). Then [`Error::Api`] when the token endpoint refuses the code, and
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
@@ -524,7 +525,7 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// [`Error::ReauthenticationRequired`] when `tokens` hold no refresh token, or when the new
-    /// ID token names another issuer, user, audience or authorized party; [`Error::AuthServer`] with
+    /// ID token names another issuer, user, audience or authorized party; [`Error::Api`] with
     /// `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses the
     /// refresh token.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {

@@ -100,7 +100,7 @@ impl AuthServerMetadata {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a plain-http `auth_url` off loopback; [`Error::Http`] or
-    /// [`Error::AuthServer`] when the document cannot be fetched; [`Error::Decode`] when it is not a
+    /// [`Error::Api`] when the document cannot be fetched; [`Error::Decode`] when it is not a
     /// discovery document, its `issuer` is not `auth_url`, or an endpoint is not https.
     pub async fn discover(auth_url: impl AsRef<str>) -> Result<Self, Error> {
         Self::discover_with(auth_url, |http| http).await
@@ -343,7 +343,7 @@ impl TokenIntrospector {
     ///
     /// # Errors
     ///
-    /// [`Error::AuthServer`] when the server refuses the request (`invalid_client`, ...);
+    /// [`Error::Api`] when the server refuses the request (`invalid_client`, ...);
     /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
     /// [`Error::InvalidArgument`] naming `http_config` when the HTTP client could not be built. An unknown or
     /// expired token is not an error: it is `active: false`.

@@ -2,7 +2,7 @@
 //! errors turned into the crate's.
 //!
 //! Token, introspection and revocation requests go through [`OAuthHttp`]: the wire's one
-//! response path, where every answer other than 2xx becomes [`Error::AuthServer`] before
+//! response path, where every answer other than 2xx becomes [`Error::Api`] before
 //! `oauth2` reads the body (with the real status, `error` and `error_description` when the
 //! body is JSON, and `Retry-After`), and transient failures (429, 502, 503, 504 whatever the
 //! body, `server_error`, `temporarily_unavailable`, connection failures, timeouts) are sent
@@ -15,7 +15,7 @@ use oauth2::RequestTokenError;
 use oauth2::basic::BasicErrorResponse;
 
 use crate::Error;
-use crate::error::{ApiError, DecodeError, ErrorCode, HttpError};
+use crate::error::{ApiError, DecodeError, ErrorCode, HttpError, Origin};
 use crate::limits::BodyKind;
 use crate::pacing::Pacer;
 use crate::wire::{Expect, HttpSender, no_head};
@@ -53,7 +53,7 @@ impl<'s> OAuthHttp<'s> {
         if let Some(header) = self.authorization {
             parts.headers.insert(AUTHORIZATION, header.clone());
         }
-        let expect = Expect { body: self.body.into(), error: Error::AuthServer, route: None };
+        let expect = Expect { body: self.body.into(), origin: Origin::AuthorizationServer, route: None };
         let attempt = |number| {
             let request = http::Request::from_parts(parts.clone(), body.clone());
             let path = path.as_str();
@@ -95,8 +95,9 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
                 "invalid_client" => 401,
                 _ => 400,
             };
-            Error::AuthServer(
+            Error::Api(
                 ApiError::new(status, Some(ErrorCode::parse(body.error().as_ref())), endpoint)
+                    .with_origin(Origin::AuthorizationServer)
                     .with_description(body.error_description().map(|d| crate::text::server_text(d))),
             )
         }

@@ -10,8 +10,8 @@ use url::Url;
 use crate::deprecation::DeprecationNotice;
 use crate::text::shown_url;
 
-/// An error response from the API or the authorization server: the context of
-/// [`Error::Api`](super::Error::Api) and [`Error::AuthServer`](super::Error::AuthServer).
+/// An error response from the API or the authorization server ([`origin`](Self::origin)): the
+/// context of [`Error::Api`](super::Error::Api).
 ///
 /// The body format is `{"error": code, "error_description": text}` (API Part 7); a body in
 /// another shape still yields an `ApiError` with the HTTP status, and [`code`](Self::code)
@@ -21,6 +21,7 @@ pub struct ApiError(Arc<ApiInner>);
 
 #[derive(Debug, Clone)]
 struct ApiInner {
+    origin: Origin,
     status: u16,
     code: Option<ErrorCode>,
     description: Option<String>,
@@ -30,9 +31,10 @@ struct ApiInner {
 }
 
 impl ApiError {
-    /// An error response to a request for `endpoint` (a path, no query string).
+    /// An error response of the API to a request for `endpoint` (a path, no query string).
     pub(crate) fn new(status: u16, code: Option<ErrorCode>, endpoint: &str) -> Self {
         ApiError(Arc::new(ApiInner {
+            origin: Origin::Api,
             status,
             code,
             description: None,
@@ -60,9 +62,21 @@ impl ApiError {
         self
     }
 
+    /// The same error, answered by `origin`.
+    pub(crate) fn with_origin(mut self, origin: Origin) -> Self {
+        self.inner_mut().origin = origin;
+        self
+    }
+
     fn inner_mut(&mut self) -> &mut ApiInner {
         // Built before it is shared: `make_mut` does not copy here.
         Arc::make_mut(&mut self.0)
+    }
+
+    /// Which server answered: the API, or the authorization server (token, discovery,
+    /// introspection, revocation, JWKS).
+    pub fn origin(&self) -> Origin {
+        self.0.origin
     }
 
     /// The HTTP status code.
@@ -96,10 +110,28 @@ impl ApiError {
         self.0.deprecation.as_ref()
     }
 
-    /// A rate limit (429), a 502/503/504, or the codes that say the same.
+    /// A rate limit (429), a 502/503/504, or the codes that say the same; from the
+    /// authorization server, `server_error` too, and never a code that refuses the client or
+    /// its grant for good (`invalid_client`, `invalid_grant`, `invalid_scope`,
+    /// `unauthorized_client`), whatever the status.
     pub(crate) fn is_transient(&self) -> bool {
-        matches!(self.0.status, 429 | 502 | 503 | 504)
-            || matches!(self.0.code, Some(ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable))
+        let transient = matches!(self.0.status, 429 | 502 | 503 | 504)
+            || matches!(self.0.code, Some(ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable));
+        match self.0.origin {
+            Origin::Api => transient,
+            Origin::AuthorizationServer => {
+                let definitive = matches!(
+                    self.0.code,
+                    Some(
+                        ErrorCode::InvalidClient
+                            | ErrorCode::InvalidGrant
+                            | ErrorCode::InvalidScope
+                            | ErrorCode::UnauthorizedClient
+                    )
+                );
+                !definitive && (transient || self.0.code == Some(ErrorCode::ServerError))
+            }
+        }
     }
 }
 
@@ -117,6 +149,17 @@ impl fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
+
+/// Which server sent an error response: [`ApiError::origin`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Origin {
+    /// The API (`{base_url}/v1/...`).
+    Api,
+    /// The authorization server: its token, discovery, introspection, revocation or JWKS
+    /// endpoint.
+    AuthorizationServer,
+}
 
 /// The API version has reached its sunset: the context of [`Error::Sunset`](super::Error::Sunset).
 #[derive(Debug, Clone)]

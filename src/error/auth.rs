@@ -205,7 +205,7 @@ pub enum VerifyError {
         claim: String,
     },
     /// The signing keys could not be obtained: the JWKS request failed, was refused, or its
-    /// answer is not a JWKS. The failure ([`Error::Http`], [`Error::AuthServer`],
+    /// answer is not a JWKS. The failure ([`Error::Http`], [`Error::Api`],
     /// [`Error::Decode`], ...) is the [`source`](std::error::Error::source).
     #[error("jwks unavailable")]
     Jwks(#[source] Error),

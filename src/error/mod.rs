@@ -24,7 +24,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use self::api::{ApiError, AuthorizationError, DeprecatedError, ErrorCode, SunsetError};
+pub use self::api::{ApiError, AuthorizationError, DeprecatedError, ErrorCode, Origin, SunsetError};
 pub use self::auth::{CallbackError, ReauthenticationRequired, TokenStoreError, VerifyError};
 pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
 pub use self::listing::{CursorRejected, PaginationError, UndecodableError};
@@ -63,14 +63,10 @@ pub enum Error {
     #[error(transparent)]
     InvalidArgument(InvalidArgument),
 
-    /// The API answered with an error response.
+    /// The API or the authorization server answered with an error response;
+    /// [`ApiError::origin`] says which.
     #[error(transparent)]
     Api(ApiError),
-
-    /// The authorization server answered a token, discovery, introspection or JWKS request
-    /// with an error response.
-    #[error(transparent)]
-    AuthServer(ApiError),
 
     /// The authorization server sent the user back with an error instead of a code
     /// (RFC 6749 section 4.1.2.1): the user declined (`access_denied`), or the authorization
@@ -139,6 +135,12 @@ pub enum Error {
     /// [`source`](std::error::Error::source).
     #[error("token verification failed")]
     TokenVerification(#[source] Arc<VerifyError>),
+}
+
+impl From<TokenStoreError> for Error {
+    fn from(error: TokenStoreError) -> Self {
+        Error::TokenStore(error)
+    }
 }
 
 impl From<VerifyError> for Error {
@@ -214,7 +216,7 @@ impl Error {
     /// The error response behind this error, for API and authorization-server errors.
     pub fn response(&self) -> Option<&ApiError> {
         match self {
-            Error::Api(r) | Error::AuthServer(r) => Some(r),
+            Error::Api(r) => Some(r),
             Error::Sunset(e) => Some(e.response()),
             Error::CursorRejected(e) => Some(e.response()),
             Error::RetriesExhausted(e) => e.last().response(),
@@ -231,18 +233,6 @@ impl Error {
             Error::Http(e) => e.is_transient(),
             Error::RetriesExhausted(e) => e.last().is_retryable(),
             Error::Api(r) => r.is_transient(),
-            Error::AuthServer(r) => {
-                let definitive = matches!(
-                    r.code(),
-                    Some(
-                        ErrorCode::InvalidClient
-                            | ErrorCode::InvalidGrant
-                            | ErrorCode::InvalidScope
-                            | ErrorCode::UnauthorizedClient
-                    )
-                );
-                !definitive && (r.is_transient() || r.code() == Some(&ErrorCode::ServerError))
-            }
             _ => false,
         }
     }
@@ -254,10 +244,12 @@ impl Error {
     /// static token).
     pub fn needs_reauthentication(&self) -> bool {
         match self {
-            Error::AuthServer(r) => {
-                matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
-            }
-            Error::Api(r) => r.status() == 401 && r.code() == Some(&ErrorCode::InvalidToken),
+            Error::Api(r) => match r.origin() {
+                Origin::Api => r.status() == 401 && r.code() == Some(&ErrorCode::InvalidToken),
+                Origin::AuthorizationServer => {
+                    matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
+                }
+            },
             Error::ReauthenticationRequired(_) => true,
             _ => false,
         }

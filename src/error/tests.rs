@@ -104,7 +104,10 @@ fn io_error() -> std::io::Error {
 fn clones_share_their_context_and_keep_every_answer() {
     let api = ApiError::new(503, Some(ErrorCode::TemporarilyUnavailable), "/oauth2/token")
         .with_retry_after(Some(std::time::Duration::from_secs(2)));
-    let original = Error::RetriesExhausted(RetriesExhausted::new(3, Error::AuthServer(api)));
+    let original = Error::RetriesExhausted(RetriesExhausted::new(
+        3,
+        Error::Api(api.with_origin(Origin::AuthorizationServer)),
+    ));
     let copy = original.clone();
     assert_eq!(copy.status(), Some(503));
     assert_eq!(copy.code(), Some(&ErrorCode::TemporarilyUnavailable));

@@ -25,12 +25,13 @@ use serde::de::DeserializeOwned;
 pub use page::{Cursor, OnUndecodable, Page, Undecodable};
 pub use stream::{ItemStream, PageStream};
 
+use crate::Error;
+use crate::error::ErrorCode;
 use crate::error::{CursorRejected, DecodeError};
 use crate::limits::DEFAULT_LIMIT;
 use crate::pipeline::Pipeline;
 use crate::request::Call;
 use crate::retry::CallStats;
-use crate::{Error, ErrorCode};
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 pub(crate) const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;

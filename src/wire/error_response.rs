@@ -14,7 +14,7 @@ struct ErrorBody {
     error_description: Option<String>,
 }
 
-/// Builds an [`ApiError`] from an error response, whatever its body looks like.
+/// Builds an [`ApiError`](crate::error::ApiError) from an error response, whatever its body looks like.
 pub(crate) fn api_error(
     status: u16,
     headers: &HeaderMap,

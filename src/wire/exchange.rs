@@ -6,7 +6,7 @@ use http::{HeaderMap, StatusCode};
 use super::{HttpSender, api_error, read_body};
 use crate::Error;
 use crate::deprecation::DeprecationNotice;
-use crate::error::ApiError;
+use crate::error::Origin;
 use crate::limits::{BodyKind, BodyLimit};
 
 /// What a caller expects of an answer: the limit of a successful answer's body, and the
@@ -15,9 +15,8 @@ use crate::limits::{BodyKind, BodyLimit};
 pub(crate) struct Expect<'a> {
     /// The kind and limit of a 2xx answer's body.
     pub(crate) body: BodyLimit,
-    /// Makes an error answer an [`Error`]: [`Error::Api`] for the API, [`Error::AuthServer`]
-    /// for the authorization server.
-    pub(crate) error: fn(ApiError) -> Error,
+    /// Which server an error answer comes from.
+    pub(crate) origin: Origin,
     /// The request's path with the values of its segments left out, for its span.
     pub(crate) route: Option<&'a str>,
 }
@@ -36,11 +35,11 @@ impl HttpSender {
     ///
     /// `head` sees the status and headers of every answer before its body is read (the API
     /// pipeline paces itself and reads deprecation headers there); the notice it returns goes
-    /// with an error answer's [`ApiError`].
+    /// with an error answer's [`ApiError`](crate::error::ApiError).
     ///
     /// A 2xx answer is a [`Response`], its body read under `expect.body`
     /// ([`Error::ResponseTooLarge`] past it). Any other answer is `expect.error` of an
-    /// [`ApiError`] with the status, the body's `error` and `error_description` (or the `error`
+    /// [`ApiError`](crate::error::ApiError) with the status, the body's `error` and `error_description` (or the `error`
     /// of a `WWW-Authenticate` challenge) and `Retry-After`. An error body past its limit
     /// ([`BodyKind::Error`]) is left unread: the status and headers alone make the error, so a
     /// 429 or 503 with a huge page in front of it is still retried. A 3xx is [`Error::Http`].
@@ -64,15 +63,17 @@ impl HttpSender {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
         };
-        Err((expect.error)(api_error(status.as_u16(), &headers, &body, &endpoint, deprecation)))
+        Err(Error::Api(
+            api_error(status.as_u16(), &headers, &body, &endpoint, deprecation).with_origin(expect.origin),
+        ))
     }
 }
 
 impl HttpSender {
     /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
-    /// read under `kind`'s limit; an error answer is [`Error::AuthServer`].
+    /// read under `kind`'s limit; an error answer is [`Error::Api`] from the authorization server.
     pub(crate) async fn get_document(&self, url: url::Url, kind: BodyKind) -> Result<Vec<u8>, Error> {
-        let expect = Expect { body: kind.into(), error: Error::AuthServer, route: None };
+        let expect = Expect { body: kind.into(), origin: Origin::AuthorizationServer, route: None };
         Ok(self.exchange(super::get_request(url), 1, expect, no_head).await?.body)
     }
 }

@@ -5,7 +5,7 @@
 //! middleware layers, the client's timeout, and no redirects followed.
 //! [`HttpSender::exchange`] is the one response path: it sends a request and turns any answer
 //! into a [`Response`] or a typed error, its body read under its limit by [`read_body`] and an
-//! error answer made into an [`ApiError`](crate::ApiError) by [`error_response`]. Everything
+//! error answer made into an [`ApiError`](crate::error::ApiError) by [`error_response`]. Everything
 //! that talks HTTP goes through it: the API pipeline ([`pipeline`](crate::pipeline)), and the
 //! token, discovery, introspection and JWKS requests of [`auth`](crate::auth).
 //!

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use business_records::{Auth, Client, Error, ErrorCode};
+use business_records::error::{ErrorCode, Origin};
+use business_records::{Auth, Client, Error};
 use business_records_reference_server::{ReferenceServer, TokenSpec};
 
 use crate::support::{self, Target};
@@ -54,7 +55,7 @@ async fn a_wrong_secret_is_a_typed_invalid_client_error() {
         .build()
         .expect("valid client");
     let err = client.companies().send().await.expect_err("a wrong secret is refused");
-    assert!(matches!(err, Error::AuthServer(_)), "{err:?}");
+    assert!(matches!(err, Error::Api(ref e) if e.origin() == Origin::AuthorizationServer), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
     assert!(err.needs_reauthentication());
     assert!(!err.to_string().contains("definitely-not-the-secret"));

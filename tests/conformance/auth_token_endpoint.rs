@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use business_records::{Auth, Client, ClientBuilder, Error, ErrorCode, RetryPolicy};
+use business_records::error::{ErrorCode, Origin};
+use business_records::{Auth, Client, ClientBuilder, Error, RetryPolicy};
 use business_records_reference_server::{ReferenceServer, TokenSpec};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -134,7 +135,7 @@ async fn the_final_error_keeps_the_real_status_and_retry_after() {
     let setup = Setup::new(|_| vec![oauth_error(500, "server_error")]).await;
     let err = setup.client().retry(RetryPolicy::none()).build().expect("client").companies().send().await;
     let err = err.expect_err("server_error");
-    assert!(matches!(err, Error::AuthServer(_)), "{err:?}");
+    assert!(matches!(err, Error::Api(ref e) if e.origin() == Origin::AuthorizationServer), "{err:?}");
     assert_eq!((err.status(), err.code()), (Some(500), Some(&ErrorCode::ServerError)), "not a made-up 400");
     assert_eq!(err.description(), Some("scripted server_error"));
 }
@@ -151,7 +152,10 @@ async fn definitive_token_errors_are_not_retried() {
     for (status, code, reauthenticate) in cases {
         let setup = Setup::new(|_| vec![oauth_error(status, code)]).await;
         let err = setup.client().build().expect("client").companies().send().await.expect_err(code);
-        assert!(matches!(err, Error::AuthServer(_)), "{code}: {err:?}");
+        assert!(
+            matches!(err, Error::Api(ref e) if e.origin() == Origin::AuthorizationServer),
+            "{code}: {err:?}"
+        );
         assert_eq!(err.status(), Some(status), "{code}");
         assert_eq!(err.code(), Some(&ErrorCode::parse(code)));
         assert_eq!(err.needs_reauthentication(), reauthenticate, "{code}");
@@ -171,7 +175,7 @@ async fn concurrent_callers_share_one_failed_token_request_and_then_a_backoff() 
     });
     for call in futures::future::join_all(calls).await {
         let err = call.expect("task ran").expect_err("the token endpoint is down");
-        assert!(matches!(err, Error::AuthServer(_)), "{err:?}");
+        assert!(matches!(err, Error::Api(ref e) if e.origin() == Origin::AuthorizationServer), "{err:?}");
         assert_eq!(err.status(), Some(503));
         assert_eq!(err.code(), Some(&ErrorCode::TemporarilyUnavailable));
         assert_eq!(err.retry_after(), Some(Duration::from_secs(1)));

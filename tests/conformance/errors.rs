@@ -1,6 +1,7 @@
 //! Spec Parts 7 and 9: error bodies become typed errors; unknown versions are 404.
 
-use business_records::{ApiVersion, Auth, Client, Error, ErrorCode};
+use business_records::error::ErrorCode;
+use business_records::{ApiVersion, Auth, Client, Error};
 use business_records_reference_server::ReferenceServer;
 
 use crate::support::Target;

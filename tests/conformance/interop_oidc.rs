@@ -23,7 +23,8 @@ use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, LoopbackRedirect, MemoryTokenStore, TokenIntrospector,
     TokenSet, TokenStore, TokenVerifier,
 };
-use business_records::{Auth, Client, ErrorCode};
+use business_records::error::ErrorCode;
+use business_records::{Auth, Client};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 crate::cases! {

@@ -1,8 +1,9 @@
 //! Bounds against a hostile server, over real HTTP: page bodies past their limit, error bodies
 //! past theirs, cursors past theirs.
 
+use business_records::error::{Origin, PaginationError};
 use business_records::limits::BodyKind;
-use business_records::{Error, PaginationError, RetryPolicy};
+use business_records::{Error, RetryPolicy};
 use business_records_reference_server::{Fault, Faults, ReferenceServer};
 
 use crate::{harness, support};
@@ -124,7 +125,7 @@ async fn an_error_body_past_its_limit_leaves_the_status_and_headers_to_make_the_
     let refused = support::client_for(&server).build().expect("valid client");
     let error = refused.companies().send().await.expect_err("a 400 token answer");
     assert!(
-        matches!(error, Error::AuthServer(ref e) if e.status() == 400 && e.code().is_none()),
+        matches!(error, Error::Api(ref e) if e.origin() == Origin::AuthorizationServer && e.status() == 400 && e.code().is_none()),
         "{error:?}"
     );
 

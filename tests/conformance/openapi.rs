@@ -4,10 +4,9 @@
 
 use std::collections::BTreeSet;
 
+use business_records::error::ErrorCode;
 use business_records::limits::{DEFAULT_LIMIT, MAX_LIMIT};
-use business_records::{
-    Auth, Client, Company, CompanySort, Contact, ContactSort, Error, ErrorCode, Page, RetryPolicy,
-};
+use business_records::{Auth, Client, Company, CompanySort, Contact, ContactSort, Error, Page, RetryPolicy};
 use business_records_reference_server::{OPENAPI_DOCUMENT, ReferenceServer};
 use serde::Serialize;
 use serde_json::{Map, Value, json};

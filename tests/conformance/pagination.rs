@@ -2,7 +2,8 @@
 
 use std::collections::HashSet;
 
-use business_records::{Company, CompanySort, ContactSort, Error, ErrorCode, ItemStream, PageStream, Sort};
+use business_records::error::ErrorCode;
+use business_records::{Company, CompanySort, ContactSort, Error, ItemStream, PageStream, Sort};
 use business_records_reference_server::ReferenceServer;
 
 use crate::support::{self, Target};

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use business_records::{Auth, Client, Company, Error, PaginationError};
+use business_records::error::PaginationError;
+use business_records::{Auth, Client, Company, Error};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers};
 

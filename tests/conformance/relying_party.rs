@@ -11,7 +11,8 @@ use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, AuthorizationRequest, LoopbackRedirect, MemoryTokenStore,
     TokenSet, TokenStore, VerifyError,
 };
-use business_records::{Auth, CallbackError, Client, Error, ErrorCode};
+use business_records::error::{CallbackError, ErrorCode};
+use business_records::{Auth, Client, Error};
 use business_records_reference_server::{Hostile, ReferenceServer, ReferenceServerBuilder};
 
 use crate::auth_user::browse;

@@ -5,7 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use business_records::{Client, Error, ErrorCode, RateLimit, RetryPolicy};
+use business_records::error::ErrorCode;
+use business_records::{Client, Error, RateLimit, RetryPolicy};
 use business_records_reference_server::{
     Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter, ServedRequest,
 };

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use business_records::Deprecation;
-use business_records::{ApiVersion, ClientBuilder, DeprecationPolicy, Error, ErrorCode};
+use business_records::error::ErrorCode;
+use business_records::{ApiVersion, ClientBuilder, DeprecationPolicy, Error};
 use business_records_reference_server::{
     DeprecationHeaders, Lifecycle, ReferenceServer, ReferenceServerBuilder, TokenSpec,
 };

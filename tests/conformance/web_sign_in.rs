@@ -10,7 +10,8 @@ use std::time::Duration;
 use business_records::auth::{
     AuthServerMetadata, AuthorizationCodeFlow, KeyedTokenStore, MemoryKeyedStore, TokenSet, TokenStore,
 };
-use business_records::{Auth, CallbackError, Client, Error, ErrorCode};
+use business_records::error::{CallbackError, ErrorCode};
+use business_records::{Auth, Client, Error};
 use business_records_reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer};
 
 use crate::support;

@@ -27,7 +27,7 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] naming `revocation_url` when the server offers no revocation
-    /// endpoint (a discovery document without `revocation_endpoint`); [`Error::AuthServer`] when the
+    /// endpoint (a discovery document without `revocation_endpoint`); [`Error::Api`] when the
     /// server refuses (a 404 from a server without revocation, `invalid_client`, ...);
     /// [`Error::Http`] when it cannot be reached.
     pub async fn revoke(&self, tokens: &TokenSet) -> Result<(), Error> {
@@ -71,7 +71,7 @@ impl AuthorizationCodeFlow {
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         match OAuthHttp::token(sender).send(request).await {
             Ok(_) => Ok(()),
-            Err(Error::AuthServer(refused)) if already_gone(refused.code().map(|c| c.as_str()), hint) => {
+            Err(Error::Api(refused)) if already_gone(refused.code().map(|c| c.as_str()), hint) => {
                 tracing::debug!(hint, code = ?refused.code(), "token revocation: nothing left to revoke");
                 Ok(())
             }

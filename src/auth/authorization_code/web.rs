@@ -61,7 +61,7 @@ impl AuthorizationCodeFlow {
     }
 
     /// How long after [`seal_pending`](Self::seal_pending) a pending sign-in can still be
-    /// opened; an older one is [`CallbackError::SealedSignInExpired`](crate::CallbackError::SealedSignInExpired).
+    /// opened; an older one is [`CallbackError::SealedSignInExpired`](crate::error::CallbackError::SealedSignInExpired).
     /// Default: 10 minutes.
     pub fn pending_max_age(mut self, max_age: Duration) -> Self {
         if max_age.is_zero() {

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use super::*;
-use crate::error::ApiError;
+use crate::error::{ApiError, Origin};
 
 /// One answer of the scripted source: after `latency`, a token (its name and lifetime) or an
 /// error.
@@ -75,7 +75,11 @@ async fn secret(manager: &TokenManager, sender: &HttpSender) -> Result<String, E
 
 /// The authorization server is unavailable, and says when to come back.
 fn unavailable(retry_after: Option<Duration>) -> Error {
-    Error::AuthServer(ApiError::new(503, None, "/token").with_retry_after(retry_after))
+    Error::Api(
+        ApiError::new(503, None, "/token")
+            .with_origin(Origin::AuthorizationServer)
+            .with_retry_after(retry_after),
+    )
 }
 
 async fn advance(ms: u64) {
@@ -158,10 +162,7 @@ async fn failures_back_off_doubling_and_every_waiting_caller_gets_the_failure() 
     let manager = manager(&script);
     let sender = sender(30);
     let callers = futures::future::join_all((0..5).map(|_| secret(&manager, &sender))).await;
-    assert!(
-        callers.iter().all(|r| matches!(r, Err(Error::AuthServer(e)) if e.status() == 503)),
-        "{callers:?}"
-    );
+    assert!(callers.iter().all(|r| matches!(r, Err(Error::Api(e)) if e.status() == 503)), "{callers:?}");
     assert_eq!(script.fetches(), 1, "one request for the five callers");
 
     // First failure: the next request waits between 0.5 s and 1 s.

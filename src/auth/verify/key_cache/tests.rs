@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::auth::verify::jwks::parse_jwks;
-use crate::error::ApiError;
+use crate::error::{ApiError, Origin};
 
 const INTERVAL: Duration = Duration::from_secs(5);
 const MAX_AGE: Duration = Duration::from_secs(3600);
@@ -51,7 +51,9 @@ impl Endpoint {
         self.fetches.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(LATENCY).await;
         if *self.failing.lock().unwrap() {
-            return Err(Error::AuthServer(ApiError::new(503, None, "/jwks")));
+            return Err(Error::Api(
+                ApiError::new(503, None, "/jwks").with_origin(Origin::AuthorizationServer),
+            ));
         }
         let keys: Vec<String> = self
             .kids
@@ -196,7 +198,7 @@ fn backoff_follows_the_policy_schedule() {
         .max_delay(Duration::from_millis(350))
         .max_attempts(u32::MAX);
     let mut state = FetchState::default();
-    let err = Error::AuthServer(ApiError::new(503, None, "/jwks"));
+    let err = Error::Api(ApiError::new(503, None, "/jwks").with_origin(Origin::AuthorizationServer));
     for ceiling in [100, 200, 350, 350] {
         let delay = state.failed(&err, &policy);
         let ceiling = Duration::from_millis(ceiling);
