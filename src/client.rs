@@ -14,7 +14,8 @@ use crate::list::List;
 use crate::model::{Company, Contact};
 use crate::pacing::{Pacer, RateLimit};
 use crate::pipeline::{Paging, Pipeline, Settings};
-use crate::request::{ApiPath, Request};
+use crate::request::Request;
+use crate::urls::ApiPath;
 use crate::version::Preview;
 use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, RetryPolicy, urls};
@@ -603,7 +604,7 @@ mod tests {
             .auth(Auth::static_token("t"))
             .build()
             .expect("valid client");
-        let companies = crate::request::Call::new(Method::GET, client.api_root(), &"companies".into());
+        let companies = crate::pipeline::Call::new(Method::GET, client.api_root(), &"companies".into());
         assert_eq!(
             companies.map(|call| call.url.to_string()).ok().as_deref(),
             Some("https://api.example.com/v1/companies")

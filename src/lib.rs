@@ -245,14 +245,15 @@ mod wire;
 pub use auth::Auth;
 pub use client::{Client, ClientBuilder};
 pub use deprecation::{Deprecation, DeprecationNotice, DeprecationPolicy};
-pub use error::Error;
+pub use error::{Error, Undecodable};
 pub use http::Method;
 pub use list::List;
 pub use model::{Company, CompanySort, CompanyStatus, Contact, ContactSort, Sort};
 pub use pacing::RateLimit;
-pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Undecodable};
-pub use request::{ApiPath, Request};
+pub use pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream};
+pub use request::Request;
 pub use retry::RetryPolicy;
+pub use urls::ApiPath;
 pub use version::ApiVersion;
 
 // The crates whose types appear in this crate's signatures, at the versions it uses: name them

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact};
 use crate::pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected, fetch};
-use crate::pipeline::Pipeline;
-use crate::request::{ApiPath, Call};
+use crate::pipeline::{Call, Pipeline};
+use crate::urls::ApiPath;
 use crate::version::Preview;
 use crate::{Error, RetryPolicy, Sort};
 

@@ -7,8 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::StatusCode;
+use std::borrow::Cow;
+
 use http::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
 use url::Url;
 
 use crate::auth::AccessToken;
@@ -17,11 +19,62 @@ use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReport
 use crate::error::{ApiError, DeprecatedError, ErrorCode, Origin, SunsetError};
 use crate::limits::{BodyKind, BodyLimit};
 use crate::pacing::Pacer;
-use crate::request::Call;
 use crate::retry::{CallStats, is_throttle};
+use crate::urls::ApiPath;
 use crate::version::{ApiVersion, Preview};
 use crate::wire::{Expect, HttpSender};
 use crate::{Error, RetryPolicy};
+
+/// One API request, described before it is sent: every call of the client, a listing's pages
+/// included, is one of these.
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    /// The endpoint's URL, without a query.
+    pub(crate) url: Url,
+    /// The path with the values of its segments left out (`/v1/companies/{}`), for spans.
+    pub(crate) route: String,
+    pub(crate) query: Vec<(Cow<'static, str>, String)>,
+    /// The caller's own headers (`X-API-Preview` and `Idempotency-Key` among them).
+    pub(crate) headers: HeaderMap,
+    /// A JSON body.
+    pub(crate) body: Option<Vec<u8>>,
+    /// The retry policy of this call, when not the client's.
+    pub(crate) retry: Option<RetryPolicy>,
+}
+
+impl Call {
+    /// A call of `method` on `path` below the versioned root `api_root`.
+    pub(crate) fn new(method: Method, api_root: &Url, path: &ApiPath) -> Result<Call, Error> {
+        let segments = path.segments()?;
+        let mut url = api_root.clone();
+        let mut route = url.path().trim_end_matches('/').to_owned();
+        if let Ok(mut out) = url.path_segments_mut() {
+            out.pop_if_empty().extend(segments);
+        }
+        for (index, segment) in segments.iter().enumerate() {
+            route.push('/');
+            route.push_str(if index % 2 == 0 { segment } else { "{}" });
+        }
+        Ok(Call { method, url, route, query: Vec::new(), headers: HeaderMap::new(), body: None, retry: None })
+    }
+
+    /// Whether sending this call twice does no more than sending it once: every method but
+    /// POST and PATCH, and those with an idempotency key.
+    pub(crate) fn is_idempotent(&self) -> bool {
+        !matches!(self.method, Method::POST | Method::PATCH) || self.headers.contains_key(IDEMPOTENCY_KEY)
+    }
+
+    /// Asks for preview features with `X-API-Preview: label`.
+    pub(crate) fn preview(&mut self, label: &Preview) {
+        self.headers.insert(PREVIEW_HEADER, label.header());
+    }
+}
+
+/// The request header that asks for preview features (API Part 9.6).
+const PREVIEW_HEADER: &str = "x-api-preview";
+/// The request header that makes a POST or PATCH safe to send again.
+pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// A successful answer of the API: its body, and its deprecation headers.
 #[derive(Debug)]
@@ -184,7 +237,7 @@ impl Pipeline {
         let headers = request.headers_mut();
         headers.insert(http::header::ACCEPT, HeaderValue::from_static("application/json"));
         if let Some(preview) = &self.settings.preview {
-            headers.insert(crate::request::PREVIEW_HEADER, preview.header());
+            headers.insert(PREVIEW_HEADER, preview.header());
         }
         headers.extend(call.headers.clone());
         // Tokens are checked where they come in (`build()`, token responses); one that still

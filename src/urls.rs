@@ -4,7 +4,7 @@
 
 use url::{Host, Url};
 
-use crate::text::{shown_raw_url, shown_url};
+use crate::text::{server_text, shown_raw_url, shown_url};
 use crate::{ApiVersion, Error};
 
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
@@ -114,6 +114,106 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
     kept.push(wanted);
     root.set_path(&format!("/{}/", kept.join("/")));
     Ok(root)
+}
+
+/// A path below the API's version root (`https://api.example.com/v1/`): a literal such as
+/// `"companies/cmp_1"`, or segments such as `["companies", id]`, each of which is
+/// percent-encoded as one segment, so an id `a/b` never makes two.
+///
+/// A path never leaves the version root: `.` and `..` segments, empty segments, a scheme or
+/// an absolute URL, a query or a fragment are refused with [`Error::InvalidArgument`] naming
+/// `path`, before anything is sent. Spans name the path with every second segment's value left
+/// out (`/v1/companies/{}`), as in the API's `/collection/{id}` paths.
+///
+/// ```
+/// # async fn run(client: business_records::Client, id: &str) -> Result<(), business_records::Error> {
+/// use business_records::Company;
+/// let one: Company = client.get(["companies", id]).send().await?;
+/// let same: Company = client.get(format!("companies/{}", one.id)).send().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ApiPath {
+    segments: Result<Vec<String>, String>,
+}
+
+impl ApiPath {
+    /// The segments, or why the path is refused (an [`Error::InvalidArgument`] naming `path`).
+    pub(crate) fn segments(&self) -> Result<&[String], Error> {
+        self.segments.as_deref().map_err(|why| Error::invalid("path", why.clone()))
+    }
+
+    fn from_segments<S: AsRef<str>>(segments: impl IntoIterator<Item = S>) -> ApiPath {
+        let segments = segments
+            .into_iter()
+            .map(|segment| match segment.as_ref() {
+                "" => Err("expected no empty segment".to_owned()),
+                dots @ ("." | "..") => {
+                    Err(format!("expected no `{dots}` segment: a path stays below the version root"))
+                }
+                segment => Ok(segment.to_owned()),
+            })
+            .collect();
+        ApiPath { segments }
+    }
+}
+
+/// A literal path, `/` between segments; its other characters are percent-encoded where a
+/// path needs it, and a `%` is taken as the start of an encoding.
+impl From<&str> for ApiPath {
+    fn from(literal: &str) -> Self {
+        let refused = if literal.contains(['?', '#', '\\']) {
+            Some("expected no query, fragment or backslash")
+        } else if literal.starts_with('/')
+            || literal.split('/').next().is_some_and(|first| first.contains(':'))
+        {
+            Some("expected a path below the version root, not an absolute path or URL")
+        } else {
+            None
+        };
+        match refused {
+            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", server_text(literal))) },
+            None => ApiPath::from_segments(literal.split('/').map(percent_decoded)),
+        }
+    }
+}
+
+impl From<String> for ApiPath {
+    fn from(literal: String) -> Self {
+        ApiPath::from(literal.as_str())
+    }
+}
+
+impl From<&String> for ApiPath {
+    fn from(literal: &String) -> Self {
+        ApiPath::from(literal.as_str())
+    }
+}
+
+/// Segments, each encoded as one.
+impl<S: AsRef<str>, const N: usize> From<[S; N]> for ApiPath {
+    fn from(segments: [S; N]) -> Self {
+        ApiPath::from_segments(segments)
+    }
+}
+
+/// Segments, each encoded as one.
+impl<S: AsRef<str>> From<&[S]> for ApiPath {
+    fn from(segments: &[S]) -> Self {
+        ApiPath::from_segments(segments)
+    }
+}
+
+/// Segments, each encoded as one.
+impl<S: AsRef<str>> From<Vec<S>> for ApiPath {
+    fn from(segments: Vec<S>) -> Self {
+        ApiPath::from_segments(segments)
+    }
+}
+
+/// A literal segment with its `%XX` encodings decoded (an encoded `/` stays in the segment).
+fn percent_decoded(segment: &str) -> String {
+    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use super::{ApiError, ErrorCode};
 use crate::limits::MAX_CURSOR_BYTES;
-use crate::pagination::Undecodable;
 
 /// How a server broke the pagination contract.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +107,31 @@ impl fmt::Display for CursorRejected {
 }
 
 impl std::error::Error for CursorRejected {}
+
+/// An element of a page's `data` that is not a record: not a JSON object, or an object without
+/// a field the model requires (a company's `id` or `name`): where it was, an excerpt and why.
+///
+/// Found in [`Page::undecodable`](crate::Page::undecodable); with [`OnUndecodable::Fail`](crate::OnUndecodable::Fail) it ends the listing as
+/// [`Error::Undecodable`](super::Error::Undecodable).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Undecodable {
+    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
+    pub page: u64,
+    /// Its index in that page's `data` array, from 0.
+    pub position: usize,
+    /// The element's JSON as the server sent it, up to 1 KiB, control characters escaped.
+    pub raw: String,
+    /// Why it could not be read, e.g. ``missing field `id` ``.
+    pub reason: String,
+}
+
+impl fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Undecodable { page, position, raw, reason } = self;
+        write!(f, "element {position} of page {page} could not be read ({reason}): {raw}")
+    }
+}
 
 /// A listing ended on an element that is not a record: the context of
 /// [`Error::Undecodable`](super::Error::Undecodable).

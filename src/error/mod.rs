@@ -27,7 +27,7 @@ use std::time::Duration;
 pub use self::api::{ApiError, AuthorizationError, DeprecatedError, ErrorCode, Origin, SunsetError};
 pub use self::auth::{CallbackError, ReauthenticationRequired, TokenStoreError, VerifyError};
 pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
-pub use self::listing::{CursorRejected, PaginationError, UndecodableError};
+pub use self::listing::{CursorRejected, PaginationError, Undecodable, UndecodableError};
 use crate::deprecation::DeprecationNotice;
 
 /// Everything that can go wrong when using the client.

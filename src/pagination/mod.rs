@@ -22,15 +22,15 @@ use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
 
-pub use page::{Cursor, OnUndecodable, Page, Undecodable};
+pub use page::{Cursor, OnUndecodable, Page};
 pub use stream::{ItemStream, PageStream};
 
 use crate::Error;
 use crate::error::ErrorCode;
 use crate::error::{CursorRejected, DecodeError};
 use crate::limits::DEFAULT_LIMIT;
+use crate::pipeline::Call;
 use crate::pipeline::Pipeline;
-use crate::request::Call;
 use crate::retry::CallStats;
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.

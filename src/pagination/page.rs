@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::deprecation::DeprecationNotice;
-use crate::error::{DecodeError, UndecodableError};
+use crate::error::{DecodeError, Undecodable, UndecodableError};
 use crate::model::{Lenient, Loose};
 use crate::{Error, text};
 
@@ -152,31 +152,6 @@ impl<T: DeserializeOwned> Page<T> {
             }
         }
         Ok(self)
-    }
-}
-
-/// An element of a page's `data` that is not a record: not a JSON object, or an object without
-/// a field the model requires (a company's `id` or `name`): where it was, an excerpt and why.
-///
-/// Found in [`Page::undecodable`]; with [`OnUndecodable::Fail`] it ends the listing as
-/// [`Error::Undecodable`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Undecodable {
-    /// The page it came on, counted from 1 in its listing (1 for [`List::send`](crate::List::send)).
-    pub page: u64,
-    /// Its index in that page's `data` array, from 0.
-    pub position: usize,
-    /// The element's JSON as the server sent it, up to 1 KiB, control characters escaped.
-    pub raw: String,
-    /// Why it could not be read, e.g. ``missing field `id` ``.
-    pub reason: String,
-}
-
-impl fmt::Display for Undecodable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Undecodable { page, position, raw, reason } = self;
-        write!(f, "element {position} of page {page} could not be read ({reason}): {raw}")
     }
 }
 

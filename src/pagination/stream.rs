@@ -14,8 +14,9 @@ use sync_wrapper::SyncWrapper;
 use serde::de::DeserializeOwned;
 
 use super::pager::{Pager, Progress};
-use super::{Cursor, Page, Query, Undecodable};
+use super::{Cursor, Page, Query};
 use crate::Error;
+use crate::error::Undecodable;
 use crate::pipeline::Pipeline;
 use crate::retry::CallStats;
 
