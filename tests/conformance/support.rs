@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use business_records::{Auth, Client, ClientBuilder, Company, Error, ItemStream};
-use business_records_reference_server::ReferenceServer;
+use business_records_reference_server::{JournalEntry, ReferenceServer};
 
 /// A live deployment's settings, when all four variables are set.
 pub struct Live {
@@ -109,4 +109,10 @@ pub async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
         assert!(std::time::Instant::now() < deadline, "{what} never happened");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// What the API received, oldest first: the reference server's journal without the requests to
+/// the authorization server.
+pub fn api_requests(server: &ReferenceServer) -> Vec<JournalEntry> {
+    server.journal().into_iter().filter(JournalEntry::is_api).collect()
 }
