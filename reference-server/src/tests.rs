@@ -6,7 +6,10 @@ use serde_json::Value;
 
 use super::*;
 
-async fn get_token(server: &ReferenceServer, http: &reqwest::Client) -> String {
+mod journal;
+mod kit;
+
+pub(super) async fn get_token(server: &ReferenceServer, http: &reqwest::Client) -> String {
     let response = http
         .post(server.token_url())
         .basic_auth(server.client_id(), Some(server.client_secret()))
@@ -23,7 +26,7 @@ async fn get_token(server: &ReferenceServer, http: &reqwest::Client) -> String {
     body["access_token"].as_str().unwrap().to_owned()
 }
 
-async fn list(
+pub(super) async fn list(
     server: &ReferenceServer,
     http: &reqwest::Client,
     token: &str,
@@ -43,7 +46,7 @@ async fn list(
     (status, headers, response.json().await.unwrap())
 }
 
-fn ids(values: &Value) -> Vec<String> {
+pub(super) fn ids(values: &Value) -> Vec<String> {
     values["data"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap().to_owned()).collect()
 }
 
