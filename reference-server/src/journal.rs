@@ -40,7 +40,7 @@ pub const REDACTED: &str = "[redacted]";
 /// `Cookie` headers are left out (the scheme of `Authorization` is kept, as sent); query
 /// parameters that carry secrets (`client_secret`, `code`, `code_verifier`, `refresh_token`,
 /// `token`, `access_token`, `id_token`, `password`) are kept with the value [`REDACTED`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalEntry {
     endpoint: Option<Endpoint>,
     api: bool,

@@ -267,7 +267,7 @@ impl AuthServer {
                     "this server accepts client authentication in the request body only"
                 }
             };
-            return Err(invalid_client(required, only));
+            return Err(invalid_client(used, only));
         }
         let Some(value) = header else {
             let (id, secret) = match (body_id, body_secret) {

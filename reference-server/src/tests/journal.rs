@@ -197,6 +197,13 @@ async fn one_client_authentication_method_can_be_required() {
         assert_eq!(accepted.send().await.unwrap().status(), 200, "{only:?}");
         let refused = refused.send().await.unwrap();
         assert_eq!(refused.status(), 401, "{only:?}");
+        // RFC 6749 section 5.2: a client that tried Basic is challenged for Basic.
+        let challenge = refused.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(
+            challenge.is_some_and(|c| c.starts_with("Basic")),
+            only == ClientAuthMethod::Body,
+            "{only:?}"
+        );
         let error: Value = refused.json().await.unwrap();
         assert_eq!(error["error"], "invalid_client", "{only:?}");
         let discovery: Value = http.get(server.discovery_url()).send().await.unwrap().json().await.unwrap();
