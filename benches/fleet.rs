@@ -99,7 +99,7 @@ async fn parent() {
         server.reset_counters();
         let mut lost = 0;
         for _ in 0..ROUNDS {
-            server.revoke_issued_tokens();
+            server.expire_tokens();
             for process in &mut fleet {
                 process.ask("go");
             }

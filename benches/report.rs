@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use business_records::{Auth, Client, Company, Page};
-use business_records_reference_server::{Fault, Faults, ReferenceServer};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer};
 
 mod support;
 
@@ -213,7 +213,7 @@ async fn overlap() {
     const PAGE_TIME: Duration = Duration::from_millis(5);
     let server = ReferenceServer::builder()
         .companies(4_000)
-        .faults(Faults::new().every(1, Fault::Slow(PAGE_TIME)))
+        .faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Slow(PAGE_TIME)))
         .start()
         .await;
     let baseline = Baseline::new(&server).await;

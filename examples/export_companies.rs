@@ -18,7 +18,7 @@ use std::io::{self, BufWriter, Write};
 use std::time::{Duration, Instant};
 
 use business_records::{Client, Company};
-use business_records_reference_server::{Fault, Faults, ReferenceServer};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer};
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -60,7 +60,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let mut server = ReferenceServer::builder();
     if args.flaky {
-        server = server.faults(Faults::new().every(4, Fault::Status(503)).every(9, Fault::DropConnection));
+        let faults = Faults::new().on_every(Endpoint::Companies, 4, Fault::Status(503)).on_every(
+            Endpoint::Companies,
+            9,
+            Fault::DropConnection,
+        );
+        server = server.faults(faults);
     }
     let target = support::Target::from_env_or(server).await;
     let client = target.client_builder().build()?;

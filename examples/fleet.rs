@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         web.push(Client::builder().base_url(server.base_url()).auth(auth).build()?);
     }
     let before = server.token_requests();
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     try_join_all(web.iter().map(|c| c.companies().limit(2).send())).await?;
     println!(
         "{} web instances renewed the user's revoked token at once: {} refresh, sign-in kept",

@@ -30,7 +30,7 @@ pub(crate) struct PlainPage {
 pub(crate) fn page_body() -> Vec<u8> {
     let dataset = Dataset::generate(100, 0, 7);
     let body = serde_json::json!({
-        "data": dataset.companies,
+        "data": dataset.companies(),
         "pagination": {"hasMore": true, "nextCursor": "abc", "totalCount": 20_000},
     });
     serde_json::to_vec(&body).unwrap_or_default()

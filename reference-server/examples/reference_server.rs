@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Prints one `name=value` line each for `base_url`, `auth_url`, `client_id`,
-//! `client_secret` and `openapi_url`, then `ready`. The ports default to
+//! `client_secret`, `scopes` (the server's `settings()`) and `openapi_url`, then `ready`. The ports default to
 //! `BUSINESS_RECORDS_REFERENCE_PORT` and `BUSINESS_RECORDS_REFERENCE_AUTH_PORT`, else 8080
 //! and the API port plus one; 0 picks a free port (read it from the printed URLs).
 
@@ -63,10 +63,9 @@ async fn run(args: Args) -> Result<(), String> {
         .companies(args.companies)
         .start()
         .await;
-    println!("base_url={}", server.base_url());
-    println!("auth_url={}", server.auth_url());
-    println!("client_id={}", server.client_id());
-    println!("client_secret={}", server.client_secret());
+    for (name, value) in server.settings() {
+        println!("{name}={value}");
+    }
     println!("openapi_url={}", server.openapi_url());
     println!("ready");
     std::future::pending::<()>().await;

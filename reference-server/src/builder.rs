@@ -1,14 +1,18 @@
 //! Configuring and starting a reference server.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wiremock::{MockServer, ResponseTemplate};
+use serde_json::Value;
+use wiremock::MockServer;
 
+use super::api::{Kind, Resource};
+use super::records::{COMPANIES, CONTACTS, Dataset, Record, Table};
+use super::reply::Answer;
 use super::{
-    DeprecationHeaders, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OddRecords, Proxies, ReferenceServer,
-    Shared, TokenBucket, api, auth, cursor, dataset::Dataset, faults, jwt, proxy, recorder, secrets, users,
+    ClientAuthMethod, DeprecationHeaders, Error, Faults, Hostile, Lifecycle, OPENAPI_DOCUMENT, OddRecords,
+    Proxies, ReferenceServer, Shared, TokenBucket, api, auth, cursor, faults, jwt, proxy, secrets, users,
     versions,
 };
 
@@ -16,7 +20,8 @@ use super::{
 #[must_use]
 #[derive(Debug, Clone)]
 pub struct ReferenceServerBuilder {
-    pub(super) companies: usize,
+    /// Generated companies, when asked for.
+    pub(super) companies: Option<usize>,
     pub(super) contacts_per_company: usize,
     pub(super) seed: u64,
     pub(super) token_lifetime: Duration,
@@ -32,15 +37,19 @@ pub struct ReferenceServerBuilder {
     pub(super) odd_records: Option<OddRecords>,
     pub(super) api_port: u16,
     pub(super) auth_port: u16,
-    pub(super) recorded_headers: Vec<String>,
     pub(super) hostile: Vec<Hostile>,
     pub(super) rate_limit: Option<TokenBucket>,
+    /// The test's own records, by resource.
+    pub(super) records: Vec<(&'static str, Value)>,
+    /// The resources declared besides companies and contacts.
+    pub(super) resources: Vec<Resource>,
+    pub(super) client_auth: Option<ClientAuthMethod>,
 }
 
 impl Default for ReferenceServerBuilder {
     fn default() -> Self {
         Self {
-            companies: 1_000,
+            companies: None,
             contacts_per_company: 3,
             seed: 42,
             token_lifetime: Duration::from_secs(3600),
@@ -56,29 +65,102 @@ impl Default for ReferenceServerBuilder {
             odd_records: None,
             api_port: 0,
             auth_port: 0,
-            recorded_headers: Vec::new(),
             hostile: Vec::new(),
             rate_limit: None,
+            records: Vec::new(),
+            resources: Vec::new(),
+            client_auth: None,
         }
     }
 }
 
 impl ReferenceServerBuilder {
-    /// Records these headers of every request either server receives (API, token, JWKS,
-    /// discovery, ...), for [`ReferenceServer::recorded_requests`]. Default: none, and then
-    /// nothing is recorded.
-    pub fn record_headers<I, S>(mut self, names: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.recorded_headers.extend(names.into_iter().map(Into::into));
+    /// Generates `n` companies (with [`contacts_per_company`](Self::contacts_per_company)
+    /// contacts each), served with the test's own records if it gives some. Default: 1,000
+    /// companies, unless the test gives records of its own ([`company`](Self::company),
+    /// [`contact`](Self::contact)): then none.
+    pub fn companies(mut self, n: usize) -> Self {
+        self.companies = Some(n);
         self
     }
 
-    /// Number of companies. Default: 1,000.
-    pub fn companies(mut self, n: usize) -> Self {
-        self.companies = n;
+    /// Serves this company, a JSON object with a string `id` and any other fields, as it is
+    /// (a later record with the same id, generated or not, replaces it). A builder given
+    /// records of its own serves no generated ones unless [`companies`](Self::companies) asks
+    /// for them.
+    ///
+    /// ```
+    /// # async fn run() {
+    /// use business_records_reference_server::ReferenceServer;
+    /// use serde_json::json;
+    ///
+    /// let server = ReferenceServer::builder()
+    ///     .company(json!({"id": "cmp_1", "name": "Acme", "status": "active"}))
+    ///     .contact(json!({"id": "ct_1", "companyId": "cmp_1", "name": "Ada"}))
+    ///     .start()
+    ///     .await;
+    /// assert_eq!(server.dataset().companies().len(), 1);
+    /// # }
+    /// ```
+    ///
+    /// [`start`](Self::start) panics, naming the record, if it is not a JSON object with a
+    /// non-empty string `id`.
+    pub fn company(mut self, record: Value) -> Self {
+        self.records.push((COMPANIES, record));
+        self
+    }
+
+    /// Serves this contact, as [`company`](Self::company) serves a company.
+    pub fn contact(mut self, record: Value) -> Self {
+        self.records.push((CONTACTS, record));
+        self
+    }
+
+    /// Serves a resource of the test's own, `GET /v{n}/{name}`, with `records` (JSON objects
+    /// with a string `id`): the page envelope, opaque cursors, `limit`, `sort` by any top-level
+    /// field (`-` for descending, ties by ascending `id`), an equality filter for every other
+    /// parameter (a string field equal to it, or a number or boolean whose JSON text is),
+    /// `totalCount`; and `GET /v{n}/{name}/{id}`. Requests go through the same token, scope
+    /// (`api/read`), rate limit, lifecycle, preview and fault rules as the companies; faults
+    /// name it [`Endpoint::Resource(name)`](crate::Endpoint::Resource).
+    ///
+    /// [`start`](Self::start) panics if `name` is not made of ASCII letters, digits, `-` and
+    /// `_`, if it is served already, or if a record is not a JSON object with a string `id`.
+    pub fn list(self, name: &'static str, records: impl IntoIterator<Item = Value>) -> Self {
+        self.declare(name, Kind::List, records)
+    }
+
+    /// Serves a resource of the test's own as [`list`](Self::list) does, with `records` to
+    /// start with, and takes writes (scope `api/write`): `POST /v{n}/{name}` stores the JSON
+    /// object sent under a new `id` (`{name}_{n}`) and answers 201 with it;
+    /// `DELETE /v{n}/{name}/{id}` answers 204, or 404 `not_found`. A write with an
+    /// `Idempotency-Key` the client already sent on the same method and path gets the first
+    /// answer again (status and body) and writes nothing.
+    ///
+    /// ```
+    /// # async fn run() {
+    /// use business_records_reference_server::ReferenceServer;
+    ///
+    /// let server = ReferenceServer::builder().collection("notes", []).start().await;
+    /// assert!(server.dataset().records("notes").is_empty());
+    /// # }
+    /// ```
+    pub fn collection(self, name: &'static str, records: impl IntoIterator<Item = Value>) -> Self {
+        self.declare(name, Kind::Collection, records)
+    }
+
+    fn declare(mut self, name: &'static str, kind: Kind, records: impl IntoIterator<Item = Value>) -> Self {
+        self.resources.push(Resource { name, kind });
+        self.records.extend(records.into_iter().map(|record| (name, record)));
+        self
+    }
+
+    /// Makes the authorization server accept one client authentication method only
+    /// (`client_secret_basic` or `client_secret_post`) from confidential clients, at the token,
+    /// introspection and revocation endpoints, and answer the other one 401 `invalid_client`;
+    /// discovery advertises the one accepted. Default: both.
+    pub fn client_authentication(mut self, only: ClientAuthMethod) -> Self {
+        self.client_auth = Some(only);
         self
     }
 
@@ -157,7 +239,7 @@ impl ReferenceServerBuilder {
         self.lifecycle(path, Lifecycle::Sunset(headers))
     }
 
-    /// Also serves version `v{number}` of both list endpoints, with the
+    /// Also serves version `v{number}` of every endpoint of the API, with the
     /// same records (cursors are bound to their version). Default: `v1` only.
     pub fn serve_version(mut self, number: u32) -> Self {
         if number > 1 && !self.extra_versions.contains(&number) {
@@ -175,9 +257,10 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Injects `faults` into the list endpoints and the token endpoint, and puts the TCP
-    /// proxies that carry out [`Fault::DropConnection`](super::Fault::DropConnection), [`Fault::CutBody`](super::Fault::CutBody) and slow token
-    /// answers in front of the API and of the authorization server
+    /// Injects `faults`, and puts the HTTP proxies that carry out
+    /// [`Fault::DropConnection`](super::Fault::DropConnection),
+    /// [`Fault::CutBody`](super::Fault::CutBody), generated bodies and slow token answers in
+    /// front of the API and of the authorization server
     /// ([`base_url`](ReferenceServer::base_url) and [`auth_url`](ReferenceServer::auth_url)
     /// are then the proxies'). [`ReferenceServer::set_faults`] replaces the schedule later.
     /// Default: no faults and no proxy.
@@ -194,7 +277,7 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Limits the list endpoints to `limit`, one bucket per client id shared by all its callers
+    /// Limits the API to `limit`, one bucket per client id shared by all its callers
     /// (see [`TokenBucket`]). Default: no limit.
     pub fn rate_limit(mut self, limit: TokenBucket) -> Self {
         self.rate_limit = Some(limit);
@@ -214,19 +297,24 @@ impl ReferenceServerBuilder {
         self
     }
 
-    /// Generates the data and starts both servers on loopback ports (free
+    /// Makes the records and starts both servers on loopback ports (free
     /// ones unless [`api_port`](Self::api_port) or
     /// [`auth_port`](Self::auth_port) say otherwise).
     ///
     /// # Panics
     ///
-    /// If the signing key cannot be used, or a chosen port cannot be bound, or the fault proxy cannot start.
+    /// If a record or a declared resource cannot be served (the message says which), the
+    /// signing key cannot be used, a chosen port cannot be bound, or the fault proxy cannot
+    /// start.
     pub async fn start(self) -> ReferenceServer {
+        let tables = match self.tables() {
+            Ok(tables) => tables,
+            Err(e) => panic!("reference server: {e}"),
+        };
         let (pem, kid) = match &self.signing_key {
             Some((pem, kid)) => (pem.as_str(), kid.as_str()),
             None => (jwt::DEFAULT_SIGNING_KEY_PEM, jwt::DEFAULT_KID),
         };
-        let dataset = Arc::new(Dataset::generate(self.companies, self.contacts_per_company, self.seed));
         let mut clients = HashMap::new();
         self.users.register(&mut clients);
         clients.insert(
@@ -244,9 +332,6 @@ impl ReferenceServerBuilder {
 
         let auth_server = listen(self.auth_port).await;
         let api_server = listen(self.api_port).await;
-        let recorder = recorder::Recorder::new(self.recorded_headers);
-        recorder.mount(&auth_server).await;
-        recorder.mount(&api_server).await;
         let replay_secret = secrets::random_value();
         let start_proxy =
             |server: &MockServer| match proxy::Proxy::start(*server.address(), replay_secret.clone()) {
@@ -265,7 +350,8 @@ impl ReferenceServerBuilder {
             Ok(keys) => Arc::new(keys),
             Err(e) => panic!("reference server: {e}"),
         };
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared::new(replay_secret));
+        *shared.store() = tables;
         shared.rate_limit.set(self.rate_limit);
         for (path, lifecycle) in self.lifecycles {
             shared.set_lifecycle(path, lifecycle);
@@ -274,8 +360,7 @@ impl ReferenceServerBuilder {
             shared.hostile.set(mode, true);
         }
         if let Some(faults) = &self.faults {
-            *shared.faults.lock().unwrap_or_else(|e| e.into_inner()) =
-                faults::FaultState::new(faults.clone());
+            *shared.faults() = faults::FaultState::new(faults.clone());
         }
         let token_lifetime_secs = i64::try_from(self.token_lifetime.as_secs()).unwrap_or(i64::MAX);
         let auth_settings = self.users.settings(auth_url.clone(), self.audience.clone(), token_lifetime_secs);
@@ -285,21 +370,23 @@ impl ReferenceServerBuilder {
             clients,
             settings: auth_settings.clone(),
             shared: Arc::clone(&shared),
-            replay_secret,
+            client_auth: self.client_auth,
         };
         auth.mount(&auth_server).await;
         let document = OPENAPI_DOCUMENT
             .replace("https://api.example.com", &api_server.uri())
             .replace("https://auth.example.com", &auth_url);
+        let cursors = Arc::new(cursor::CursorCodec::new(rand::random(), self.cursor_ttl));
         let api = api::ApiServer {
             keys: Arc::clone(&keys),
-            dataset: Arc::clone(&dataset),
-            cursors: cursor::CursorCodec::new(rand::random(), self.cursor_ttl),
+            resources: [Resource::COMPANIES, Resource::CONTACTS].into_iter().chain(self.resources).collect(),
+            cursors: Arc::clone(&cursors),
             versions: versions::Versions { extra: self.extra_versions, previews: self.previews },
             odd: self.odd_records,
             shared: Arc::clone(&shared),
+            replies: Default::default(),
         };
-        api.mount(&api_server, ResponseTemplate::new(200).set_body_raw(document, "application/yaml")).await;
+        api.mount(&api_server, Answer::new(200).body(document, "application/yaml")).await;
 
         ReferenceServer {
             _auth_server: auth_server,
@@ -310,11 +397,48 @@ impl ReferenceServerBuilder {
             token_lifetime_secs,
             default_scopes,
             keys,
-            dataset,
+            cursors,
             shared,
             auth_settings,
-            recorder,
         }
+    }
+
+    /// Every resource's records: generated companies and contacts when asked for (or when the
+    /// test gave none of its own), the test's own records, and the declared resources.
+    fn tables(&self) -> Result<BTreeMap<String, Table>, Error> {
+        let mut names: Vec<&str> = vec![COMPANIES, CONTACTS];
+        for resource in &self.resources {
+            let valid = !resource.name.is_empty()
+                && resource.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !valid || names.contains(&resource.name) {
+                let reason = format!(
+                    "{:?} is not a resource name of its own (ASCII letters, digits, - and _)",
+                    resource.name
+                );
+                return Err(Error::invalid("name", reason));
+            }
+            names.push(resource.name);
+        }
+        let own = self.records.iter().any(|(name, _)| [COMPANIES, CONTACTS].contains(name));
+        let generated = match (self.companies, own) {
+            (None, true) => Dataset::default(),
+            (companies, _) => {
+                Dataset::generate(companies.unwrap_or(1_000), self.contacts_per_company, self.seed)
+            }
+        };
+        let mut records: BTreeMap<String, Vec<Record>> =
+            names.iter().map(|name| ((*name).to_owned(), Vec::new())).collect();
+        records.extend(generated.into_tables());
+        for (name, record) in &self.records {
+            let argument = match *name {
+                COMPANIES => "company",
+                CONTACTS => "contact",
+                _ => "records",
+            };
+            let record = Record::from_json(record.clone(), argument)?;
+            records.entry((*name).to_owned()).or_default().push(record);
+        }
+        Ok(records.into_iter().map(|(name, records)| (name, Table::new(records))).collect())
     }
 }
 

@@ -49,6 +49,8 @@ pub(crate) struct CursorCodec {
     key: [u8; 32],
     ttl: Duration,
     serial: AtomicU32,
+    /// Cursors of a lower serial are expired.
+    expired_below: AtomicU32,
 }
 
 impl std::fmt::Debug for CursorCodec {
@@ -59,7 +61,12 @@ impl std::fmt::Debug for CursorCodec {
 
 impl CursorCodec {
     pub(crate) fn new(key: [u8; 32], ttl: Duration) -> Self {
-        Self { key, ttl, serial: AtomicU32::new(0) }
+        Self { key, ttl, serial: AtomicU32::new(0), expired_below: AtomicU32::new(0) }
+    }
+
+    /// Expires every cursor issued so far.
+    pub(crate) fn expire_all(&self) {
+        self.expired_below.store(self.serial.load(Ordering::SeqCst), Ordering::SeqCst);
     }
 
     fn mac(&self) -> HmacSha256 {
@@ -109,8 +116,9 @@ impl CursorCodec {
         }
         let offset = u64::from_be_bytes(be8(&body[1..9]));
         let issued_ms = u64::from_be_bytes(be8(&body[9..17]));
+        let serial = u32::from_be_bytes([body[17], body[18], body[19], body[20]]);
         let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
-        if now_ms.saturating_sub(issued_ms) > ttl_ms {
+        if now_ms.saturating_sub(issued_ms) > ttl_ms || serial < self.expired_below.load(Ordering::SeqCst) {
             return Err(CursorError::Expired);
         }
         Ok(offset)
@@ -161,6 +169,12 @@ mod tests {
         let short = CursorCodec::new([7; 32], Duration::from_millis(1));
         let cursor = short.encode(5, BINDING, 1_000);
         assert_eq!(short.decode(&cursor, BINDING, 1_002), Err(CursorError::Expired));
+        // On demand: every cursor issued so far, none issued afterwards.
+        let old = c.encode(6, BINDING, 1_000);
+        c.expire_all();
+        let new = c.encode(7, BINDING, 1_000);
+        assert_eq!(c.decode(&old, BINDING, 1_000), Err(CursorError::Expired));
+        assert_eq!(c.decode(&new, BINDING, 1_000), Ok(7));
     }
 
     #[test]

@@ -1,49 +1,88 @@
 //! An in-process reference implementation of the business-records API and its authorization
-//! server, for tests: of the `business-records` client crate, and of code of your own that
-//! talks to the API.
-//!
-//! It shares no code with the client: its PKCE check, its token signing and validation, its
-//! cursors and its HTTP dates are its own, so a test of the client against it checks the
-//! client against an independent implementation of the specification. Add it as a
-//! dev-dependency:
+//! server, over real HTTP, for tests: of the `business-records` client crate, and of code of
+//! your own that talks to the API (as stripe-mock or aws-smithy-mocks serve theirs).
 //!
 //! ```toml
 //! [dev-dependencies]
 //! business-records-reference-server = "0.1"
 //! ```
 //!
-//! ```no_run
-//! use business_records_reference_server::ReferenceServer;
+//! # Testing your own code
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = ReferenceServer::builder().companies(250).seed(7).start().await;
-//! let token: serde_json::Value = reqwest::Client::new()
-//!     .post(format!("{}/oauth2/token", server.auth_url()))
-//!     .basic_auth(server.client_id(), Some(server.client_secret()))
-//!     .form(&[("grant_type", "client_credentials"), ("scope", "api/read")])
-//!     .send()
-//!     .await?
-//!     .json()
-//!     .await?;
-//! let expected = server.dataset().companies_sorted("-createdAt", Some("active"));
-//! # let _ = (token, expected);
-//! # Ok(()) }
+//! A test says what it needs in a line or two; nothing waits in real time.
+//!
+//! ```no_run
+//! use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer, RetryAfter};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), business_records_reference_server::Error> {
+//! let server = ReferenceServer::builder()
+//!     .company(json!({"id": "cmp_1", "name": "Acme", "status": "active"}))
+//!     .contact(json!({"id": "ct_1", "companyId": "cmp_1", "name": "Ada"}))
+//!     .faults(Faults::new().on(Endpoint::Companies, 2, Fault::RateLimited(RetryAfter::Seconds(0))))
+//!     .start()
+//!     .await;
+//! let settings = server.settings(); // base_url, auth_url, client_id, client_secret, scopes
+//! // ... run the code under test against the server ...
+//! server.upsert_company(json!({"id": "cmp_2", "name": "Globex"}))?;
+//! let asked = server.journal();
+//! assert!(asked.iter().all(|request| request.status() < 500));
+//! # let _ = settings; Ok(()) }
 //! ```
+//!
+//! - **Your records.** [`company`](ReferenceServerBuilder::company) and
+//!   [`contact`](ReferenceServerBuilder::contact) take JSON objects with an `id`; a builder
+//!   given records of its own serves those alone, unless
+//!   [`companies(n)`](ReferenceServerBuilder::companies) asks for generated ones too. While it
+//!   runs, [`upsert_company`](ReferenceServer::upsert_company),
+//!   [`remove_company`](ReferenceServer::remove_company) (and the contact and
+//!   [`upsert`](ReferenceServer::upsert) forms) change what is served, with the real filter,
+//!   sort, cursor and `totalCount` rules; [`dataset`](ReferenceServer::dataset) is what is
+//!   served at that moment.
+//! - **Your resources.** [`list`](ReferenceServerBuilder::list) serves `GET /v1/{name}` with
+//!   the page envelope, cursors, `limit`, a sort by any field and equality filters;
+//!   [`collection`](ReferenceServerBuilder::collection) also takes `POST` and `DELETE`, once
+//!   per `Idempotency-Key`. Every resource, companies and contacts included, serves
+//!   `GET /v1/{name}/{id}` (404 `not_found`).
+//! - **Faults on one endpoint.** [`Faults::on`], [`on_every`](Faults::on_every) and
+//!   [`on_sequence`](Faults::on_sequence) number the requests of one [`Endpoint`]: a 429 with
+//!   the `Retry-After` you choose ([`RetryAfter::Seconds(0)`](RetryAfter::Seconds) included, or
+//!   any raw text), any status, headers and bytes ([`Reply`], bodies of any size generated as
+//!   they are sent), dropped connections, bodies cut short, slow answers, empty pages.
+//!   [`expire_tokens`](ReferenceServer::expire_tokens) and
+//!   [`expire_cursors`](ReferenceServer::expire_cursors) act at once.
+//! - **What your code sent.** [`journal`](ReferenceServer::journal): every request in order,
+//!   with its endpoint, method, path, query, headers, `Authorization` scheme,
+//!   `Idempotency-Key`, status answered, client id and user; never a secret.
+//! - **A client in one expression.** [`settings`](ReferenceServer::settings) is plain
+//!   name/value pairs, for the client's `Client::builder().settings(server.settings())`.
+//! - **A sign-in without a browser.** [`approve`](ReferenceServer::approve) runs an
+//!   authorization URL as a browser would and returns the callback URL (`code`, `state`,
+//!   `iss`, or `error`).
+//! - **Strictness.** [`client_authentication`](ReferenceServerBuilder::client_authentication)
+//!   accepts one client authentication method only, so a test proves which one its client
+//!   uses.
+//!
+//! # Reference
+//!
+//! It shares no code with the client: its PKCE check, its token signing and validation, its
+//! cursors and its HTTP dates are its own, so a test of the client against it checks the
+//! client against an independent implementation of the specification.
 //!
 //! ## Tasks
 //!
 //! | To | Use |
 //! |---|---|
-//! | start a server | [`ReferenceServer::start`], or [`ReferenceServer::builder`] for the dataset's size and seed, clients, users, token lifetimes, ports |
-//! | know what it serves | [`ReferenceServer::dataset`]: [`Dataset`] with its records in every served order |
-//! | count and read requests | [`token_requests`](ReferenceServer::token_requests), [`api_requests`](ReferenceServer::api_requests) ([`ServedRequest`]), [`recorded_requests`](ReferenceServer::recorded_requests) ([`RecordedRequest`]), [`fault_counts`](ReferenceServer::fault_counts) |
+//! | start a server | [`ReferenceServer::start`], or [`ReferenceServer::builder`] for records, resources, clients, users, token lifetimes, ports |
+//! | know what it serves | [`ReferenceServer::dataset`]: [`Dataset`] of [`Record`]s in every served order |
+//! | count and read requests | [`journal`](ReferenceServer::journal) ([`JournalEntry`]), [`requests`](ReferenceServer::requests), [`token_requests`](ReferenceServer::token_requests), [`fault_counts`](ReferenceServer::fault_counts) |
 //! | make tokens without a request | [`ReferenceServer::mint_token`] with a [`TokenSpec`] |
-//! | sign users in | [`public_client`](ReferenceServerBuilder::public_client), [`users`](ReferenceServerBuilder::users), [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation) |
-//! | inject failures | [`Faults`] of [`Fault`]s, [`ReferenceServerBuilder::faults`] and [`ReferenceServer::set_faults`] |
+//! | sign users in | [`approve`](ReferenceServer::approve), [`public_client`](ReferenceServerBuilder::public_client), [`users`](ReferenceServerBuilder::users), [`refresh_token_rotation`](ReferenceServerBuilder::refresh_token_rotation) |
+//! | inject failures | [`Faults`] of [`Fault`]s by [`Endpoint`], [`ReferenceServerBuilder::faults`] and [`ReferenceServer::set_faults`] |
 //! | play a deprecated or retired API | [`Lifecycle`], [`DeprecationHeaders`], [`serve_version`](ReferenceServerBuilder::serve_version) |
 //! | play a hostile OpenID provider | [`Hostile`] |
 //! | send records oddly | [`OddRecords`], [`OddKind`] |
-//! | rotate or revoke keys and tokens | [`rotate_signing_key`](ReferenceServer::rotate_signing_key), [`revoke_issued_tokens`](ReferenceServer::revoke_issued_tokens), [`revoke_refresh_tokens`](ReferenceServer::revoke_refresh_tokens) |
+//! | rotate or revoke keys and tokens | [`rotate_signing_key`](ReferenceServer::rotate_signing_key), [`expire_tokens`](ReferenceServer::expire_tokens), [`revoke_refresh_tokens`](ReferenceServer::revoke_refresh_tokens) |
 //! | run a Redis for tests | [`RedisServer`] (needs `redis-server` on `PATH`) |
 //! | serve other programs | the example `reference_server` (`cargo run --example reference_server -- --port 8080`) |
 //!
@@ -56,7 +95,8 @@
 //! `GET /.well-known/openid-configuration`, `POST /oauth2/introspect`,
 //! `POST /oauth2/revoke`) and the
 //! API ([`base_url`](ReferenceServer::base_url): `GET /v1/companies`,
-//! `GET /v1/contacts`). It is the specification made executable, including
+//! `GET /v1/contacts`, `GET /v1/companies/{id}`, `GET /v1/contacts/{id}`, and the resources a
+//! test declares). It is the specification made executable, including
 //! the decisions the specification leaves open:
 //!
 //! - `/oauth2/authorize` requires every parameter of API Part 4.2 (PKCE `S256`
@@ -78,11 +118,11 @@
 //! - Tokens are RS256 JWTs (`kid` header; `iss` = auth URL; `aud` = the API
 //!   audience; space-separated `scope`), validated on every API request against the key the
 //!   server signs with (API Part 5.7: signature, `exp`, `iss`, `aud`). A missing, invalid or
-//!   expired token is 401 `invalid_token`; a token without `api/read` is 401
-//!   `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
+//!   expired token is 401 `invalid_token`; a token without `api/read` (`api/write` for a
+//!   write) is 401 `insufficient_scope`. Both carry `WWW-Authenticate: Bearer error="..."`.
 //! - `limit` is 1 to 100 (default 20); `sort` is `name`, `createdAt` or
-//!   `updatedAt`, optionally prefixed with `-`, ties broken by ascending `id`;
-//!   filters are `status` (companies) and `companyId` (contacts). Bad values
+//!   `updatedAt` (any field of a declared resource), optionally prefixed with `-`, ties broken
+//!   by ascending `id`; filters are `status` (companies) and `companyId` (contacts). Bad values
 //!   are 400 `invalid_request`; unknown parameters are ignored.
 //! - Cursors are opaque, HMAC-protected, bound to the endpoint, sort and
 //!   filters (400 `invalid_cursor` otherwise) and expire after the cursor TTL
@@ -92,23 +132,21 @@
 //!   path 405 `method_not_allowed` with `Allow`; wiremock routes every request, one mock per
 //!   endpoint. [`serve_version`](ReferenceServerBuilder::serve_version) adds `v2` and
 //!   beyond, serving the same records.
-//! - Each endpoint has a [`Lifecycle`]: stable, deprecated (every response
+//! - Each path has a [`Lifecycle`]: stable, deprecated (every response
 //!   carries the [`DeprecationHeaders`]: `Deprecation`, `Sunset`, `Link`) or
 //!   sunset (410 `version_sunset` with `Sunset` and `Link`).
 //! - `X-API-Preview` must be a `YYYY-MM` label (400 `invalid_request`
 //!   otherwise); a label registered with
 //!   [`preview_feature`](ReferenceServerBuilder::preview_feature) adds a field
-//!   to every item, other labels change nothing.
-//! - [`Faults`] inject failures: 429 with `Retry-After`, 5xx with a JSON error, an HTML page
-//!   (as a gateway in front sends) or no body, dropped
-//!   connections and bodies cut short (through an HTTP proxy, see [`Fault`]),
-//!   malformed bodies, slow answers, empty pages, expired cursors, expired tokens, oversized
-//!   bodies (generated as they are sent) and raw replies such as a bare 410. The token and
-//!   JWKS endpoints have schedules of their own ([`Faults::token_every`],
-//!   [`Faults::jwks_every`] and friends); a token fault acts before the grant is processed, as
-//!   a proxy or load balancer would, so a faulted refresh never rotates a refresh token and a
-//!   faulted code exchange never consumes the code. [`ReferenceServer::fault_counts`] says
-//!   what was injected.
+//!   to every record, other labels change nothing.
+//! - [`Faults`] inject failures at any [`Endpoint`]: 429 with `Retry-After`, 5xx with a JSON
+//!   error, an HTML page (as a gateway in front sends) or no body, any answer of the test's
+//!   making ([`Reply`]), dropped connections and bodies cut short (through an HTTP proxy, see
+//!   [`Fault`]), malformed bodies, slow answers, empty pages, expired cursors, expired tokens,
+//!   oversized bodies (generated as they are sent). A fault that replaces the answer acts
+//!   before the request is processed, as a proxy or load balancer would, so a faulted refresh
+//!   never rotates a refresh token and a faulted code exchange never consumes the code.
+//!   [`ReferenceServer::fault_counts`] says what was injected.
 //! - [`Hostile`] switches make the authorization server a hostile OpenID provider, one
 //!   misbehaviour each, at build time or on a running server: ID tokens with claims left out or
 //!   altered, foreign audiences, unsigned or HS256 tokens, keys without ids, callbacks without
@@ -138,24 +176,28 @@
 
 mod access;
 mod api;
+mod approve;
 mod auth;
 mod builder;
 mod cursor;
-mod dataset;
+mod endpoint;
+mod error;
 mod faults;
+mod form;
 mod hostile;
 mod http_date;
+mod journal;
 mod jwt;
 mod odd;
+mod pipeline;
 mod pkce;
 mod proxy;
 mod rate_limit;
-mod recorder;
+mod records;
 mod redis_server;
 mod reply;
 mod routes;
 mod secrets;
-mod served;
 mod shared;
 mod token_spec;
 mod users;
@@ -167,15 +209,17 @@ use std::sync::atomic::Ordering;
 
 use wiremock::MockServer;
 
+pub use auth::ClientAuthMethod;
 pub use builder::ReferenceServerBuilder;
-pub use dataset::{COMPANY_STATUSES, Dataset, DatasetCompany, DatasetContact};
-pub use faults::{EndpointFaultCounts, Fault, FaultCounts, Faults, RetryAfter};
+pub use endpoint::Endpoint;
+pub use error::Error;
+pub use faults::{Fault, FaultCounts, Faults, Reply, RetryAfter};
 pub use hostile::Hostile;
+pub use journal::{JournalEntry, REDACTED};
 pub use odd::{OddKind, OddRecords};
 pub use rate_limit::{RateLimitCounts, TokenBucket};
-pub use recorder::RecordedRequest;
+pub use records::{COMPANY_STATUSES, Dataset, Record};
 pub use redis_server::RedisServer;
-pub use served::ServedRequest;
 pub use token_spec::TokenSpec;
 pub use versions::{DeprecationHeaders, Lifecycle};
 
@@ -209,10 +253,9 @@ pub struct ReferenceServer {
     token_lifetime_secs: i64,
     default_scopes: Vec<String>,
     keys: Arc<jwt::SigningKeys>,
-    dataset: Arc<Dataset>,
+    cursors: Arc<cursor::CursorCodec>,
     shared: Arc<Shared>,
     auth_settings: auth::AuthSettings,
-    recorder: recorder::Recorder,
 }
 
 impl fmt::Debug for ReferenceServer {
@@ -221,8 +264,6 @@ impl fmt::Debug for ReferenceServer {
             .field("base_url", &self.base_url())
             .field("auth_url", &self.auth_url)
             .field("audience", &self.audience)
-            .field("companies", &self.dataset.companies.len())
-            .field("contacts", &self.dataset.contacts.len())
             .finish_non_exhaustive()
     }
 }
@@ -235,7 +276,7 @@ impl ReferenceServer {
     /// Secret of the client that is always registered.
     pub const DEFAULT_CLIENT_SECRET: &'static str = "reference-secret";
 
-    /// Starts a server with the defaults: 1,000 companies, 3 contacts per
+    /// Starts a server with the defaults: 1,000 generated companies, 3 contacts per
     /// company, seed 42.
     pub async fn start() -> Self {
         Self::builder().start().await
@@ -261,6 +302,30 @@ impl ReferenceServer {
     /// address of the fault proxy in front of the authorization server.
     pub fn auth_url(&self) -> String {
         self.auth_url.clone()
+    }
+
+    /// What a client of the default client needs, as plain name/value pairs: `base_url`,
+    /// `auth_url`, `client_id`, `client_secret`, and `scopes` (the scopes the default client
+    /// is registered for, space-separated). The `business-records` client reads them with
+    /// `Client::builder().settings(server.settings())`.
+    ///
+    /// ```
+    /// # async fn run() {
+    /// use business_records_reference_server::ReferenceServer;
+    ///
+    /// let server = ReferenceServer::start().await;
+    /// let settings = server.settings();
+    /// assert_eq!(settings[4], ("scopes", "api/read api/write".to_owned()));
+    /// # }
+    /// ```
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("base_url", self.base_url()),
+            ("auth_url", self.auth_url()),
+            ("client_id", self.client_id().to_owned()),
+            ("client_secret", self.client_secret().to_owned()),
+            ("scopes", self.default_scopes.join(" ")),
+        ]
     }
 
     /// Where the API's OpenAPI document is served, `{base_url}/openapi.yaml`
@@ -294,37 +359,42 @@ impl ReferenceServer {
         Self::DEFAULT_CLIENT_SECRET
     }
 
-    /// The records served.
-    pub fn dataset(&self) -> &Dataset {
-        &self.dataset
+    /// Requests to `endpoint` received (any outcome; a held slow request once).
+    pub fn requests(&self, endpoint: Endpoint) -> usize {
+        self.shared.requests(endpoint)
     }
 
-    /// `POST /oauth2/token` requests received (any grant, any outcome).
+    /// `POST /oauth2/token` requests received: [`requests(Endpoint::Token)`](Self::requests).
     pub fn token_requests(&self) -> usize {
-        self.shared.token_requests.load(Ordering::Relaxed)
+        self.requests(Endpoint::Token)
     }
 
-    /// `GET /.well-known/jwks.json` requests received.
+    /// `GET /.well-known/jwks.json` requests received: [`requests(Endpoint::Jwks)`](Self::requests).
     pub fn jwks_requests(&self) -> usize {
-        self.shared.jwks_requests.load(Ordering::Relaxed)
+        self.requests(Endpoint::Jwks)
     }
 
-    /// Requests the API server received, oldest first (the last 10,000).
-    pub fn api_requests(&self) -> Vec<ServedRequest> {
-        self.shared.api_requests()
+    /// Every request either server received, oldest first (the last 10,000), each with how it
+    /// was answered: see [`JournalEntry`].
+    ///
+    /// ```
+    /// # async fn run() {
+    /// use business_records_reference_server::{Endpoint, ReferenceServer};
+    ///
+    /// let server = ReferenceServer::start().await;
+    /// // ... the code under test lists companies ...
+    /// for request in server.journal().iter().filter(|r| r.endpoint() == Some(Endpoint::Companies)) {
+    ///     assert_eq!(request.authorization_scheme(), Some("Bearer"));
+    ///     assert_eq!(request.query("limit"), Some("100"));
+    /// }
+    /// # }
+    /// ```
+    pub fn journal(&self) -> Vec<JournalEntry> {
+        self.shared.journal.entries()
     }
 
-    /// Requests either server received, oldest first (the last 10,000), with the headers
-    /// named in [`record_headers`](ReferenceServerBuilder::record_headers); empty when none
-    /// were named.
-    pub fn recorded_requests(&self) -> Vec<RecordedRequest> {
-        self.recorder.requests()
-    }
-
-    /// Sets the token and JWKS request counts to zero and clears the
-    /// request logs.
+    /// Sets the request counts to zero and clears the journal.
     pub fn reset_counters(&self) {
-        self.recorder.clear();
         self.shared.reset_counters();
     }
 
@@ -332,24 +402,37 @@ impl ReferenceServer {
     ///
     /// # Panics
     ///
-    /// If `faults` holds [`Fault::DropConnection`] or [`Fault::CutBody`], or a
-    /// [`Fault::Slow`] token fault, and the server was started without
-    /// [`faults`](ReferenceServerBuilder::faults), so without the proxy that
-    /// carries them out.
+    /// If `faults` holds a fault the proxy carries out ([`Fault::DropConnection`],
+    /// [`Fault::CutBody`], [`Fault::OversizedBody`], a [`Reply::repeated`] body, a
+    /// [`Fault::Slow`] token answer) and the server was started without
+    /// [`faults`](ReferenceServerBuilder::faults), so without the proxy.
     pub fn set_faults(&self, faults: Faults) {
         assert!(
             self.proxies.is_some() || !faults.need_proxy(),
-            "reference server: connection faults and slow token answers need the proxy; start the server with `.faults(..)`"
+            "reference server: connection faults, generated bodies and slow token answers need the proxy; start the server with `.faults(..)`"
         );
-        *self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()) = faults::FaultState::new(faults);
+        *self.shared.faults() = faults::FaultState::new(faults);
     }
 
-    /// What the fault injection did since the schedule was set.
-    pub fn fault_counts(&self) -> FaultCounts {
-        self.shared.faults.lock().unwrap_or_else(|e| e.into_inner()).counts()
+    /// What the fault injection did at `endpoint` since the schedule was set.
+    pub fn fault_counts(&self, endpoint: Endpoint) -> FaultCounts {
+        self.shared.faults().counts(endpoint)
     }
 
-    /// Replaces the rate limit of the list endpoints (`None`: no limit), from the next request,
+    /// Expires every access token issued so far, at once: the API answers 401
+    /// `invalid_token` to each of them, as when they run out or are revoked (after a key
+    /// rotation or a security incident). Tokens issued afterwards work.
+    pub fn expire_tokens(&self) {
+        self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Expires every cursor issued so far, at once: a request with one is answered 400
+    /// `cursor_expired`. Cursors issued afterwards work.
+    pub fn expire_cursors(&self) {
+        self.cursors.expire_all();
+    }
+
+    /// Replaces the rate limit of the API (`None`: no limit), from the next request,
     /// with every bucket full and the [`rate_limit_counts`](Self::rate_limit_counts) at zero.
     pub fn set_rate_limit(&self, limit: Option<TokenBucket>) {
         self.shared.rate_limit.set(limit);
@@ -362,8 +445,8 @@ impl ReferenceServer {
         self.shared.rate_limit.counts()
     }
 
-    /// Moves the endpoint at `path` (e.g. `/v1/companies`) to another stage
-    /// of its lifecycle, effective from the next request.
+    /// Moves the path `path` (e.g. `/v1/companies`) to another stage of its lifecycle,
+    /// effective from the next request.
     pub fn set_lifecycle(&self, path: impl Into<String>, lifecycle: Lifecycle) {
         self.shared.set_lifecycle(path.into(), lifecycle);
     }
@@ -385,12 +468,6 @@ impl ReferenceServer {
     /// The key id tokens are signed under now.
     pub fn signing_key_id(&self) -> String {
         self.keys.current().signer.kid().to_owned()
-    }
-
-    /// Revokes every access token issued so far: the API answers 401 `invalid_token` to each
-    /// of them, as after a key rotation or a security incident. Tokens issued afterwards work.
-    pub fn revoke_issued_tokens(&self) {
-        self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A signed access token built from `spec`, without a token request.

@@ -7,8 +7,9 @@
 //! and [`Fault::CutBody`](super::Fault::CutBody) the server marks its response with the
 //! [`MARKER_HEADER`] and this proxy, which relays every request and response, carries the fault
 //! out on the client's connection: it closes it without sending anything, or after the response
-//! head and half of the body; for [`Fault::OversizedBody`](super::Fault::OversizedBody) it sends
-//! a body of the size asked for, generated as it is written. For a slow token answer
+//! head and half of the body; for [`Fault::OversizedBody`](super::Fault::OversizedBody) and a
+//! [`Reply::repeated`](super::Reply::repeated) it sends a body [`Generated`] as it is written.
+//! For a slow token answer
 //! ([`MARKER_HOLD`]) the server answers at once without processing the request; the proxy
 //! waits, and if the client is still connected sends the request again with the
 //! [`REPLAY_HEADER`], which the server processes. Unmarked responses are relayed unchanged,
@@ -28,19 +29,34 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures::future::ready;
 use futures::{StreamExt as _, stream};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt as _, Full, StreamBody};
 use hyper::body::{Bytes, Frame, Incoming};
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue};
+use hyper::header::{CONNECTION, CONTENT_LENGTH, HeaderValue};
 use hyper::http::{request, response};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Mutex, oneshot};
 
-use super::faults::{MARKER_CUT, MARKER_DROP, MARKER_HEADER, MARKER_HOLD, MARKER_OVERSIZE, REPLAY_HEADER};
+/// The response header by which a server asks the proxy to break a connection.
+pub(crate) const MARKER_HEADER: &str = "x-reference-fault";
+/// Marker value: close the connection without answering.
+pub(crate) const MARKER_DROP: &str = "drop";
+/// Marker value: close the connection half-way through the body.
+pub(crate) const MARKER_CUT: &str = "cut";
+/// Marker value prefix: wait this many milliseconds, then send the request again (`hold=<ms>`).
+pub(crate) const MARKER_HOLD: &str = "hold=";
+/// The request header by which the proxy sends a held request again: the server's replay
+/// secret (so no client can skip a fault), a space, and the hold marker.
+pub(crate) const REPLAY_HEADER: &str = "x-reference-replay";
+/// Marker value prefix of a [`Generated`] body.
+const MARKER_GENERATE: &str = "generate:";
 
 /// The bodies the proxy answers with: relayed whole, cut short or generated.
 type Body = UnsyncBoxBody<Bytes, io::Error>;
@@ -129,39 +145,44 @@ impl Relay {
     async fn handle(&self, request: Request<Incoming>) -> io::Result<Response<Body>> {
         let (head, body) = request.into_parts();
         let body = body.collect().await.map_err(io::Error::other)?.to_bytes();
-        let (mut answer, mut answer_body) = self.forward(&head, body.clone(), false).await?;
-        if let Some(delay) = marker(&answer).and_then(hold_delay) {
+        let (mut answer, mut answer_body) = self.forward(&head, body.clone(), None).await?;
+        if let Some(hold) = marker(&answer).filter(|m| m.starts_with(MARKER_HOLD)).map(str::to_owned) {
+            let delay = hold[MARKER_HOLD.len()..].parse().map(Duration::from_millis).unwrap_or_default();
             // Dropped with the connection if the client leaves meanwhile: then never replayed.
             tokio::time::sleep(delay).await;
-            (answer, answer_body) = self.forward(&head, body, true).await?;
+            (answer, answer_body) = self.forward(&head, body, Some(&hold)).await?;
         }
         let marker = answer.headers.remove(MARKER_HEADER);
-        match marker.as_ref().and_then(|value| value.to_str().ok()) {
-            Some(MARKER_DROP) => Err(io::Error::other("fault: the connection is dropped")),
-            Some(MARKER_CUT) => Ok(Response::from_parts(answer, cut_short(answer_body))),
-            Some(marker) if marker.starts_with(MARKER_OVERSIZE) => {
-                Ok(oversized(marker[MARKER_OVERSIZE.len()..].parse().unwrap_or(0)))
-            }
+        let marker = marker.as_ref().and_then(|value| value.to_str().ok()).unwrap_or_default();
+        if let Some(generated) = marker.strip_prefix(MARKER_GENERATE).and_then(Generated::parse) {
+            answer.headers.remove(CONTENT_LENGTH);
+            answer.headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            return Ok(Response::from_parts(answer, generated.into_body()));
+        }
+        match marker {
+            MARKER_DROP => Err(io::Error::other("fault: the connection is dropped")),
+            MARKER_CUT => Ok(Response::from_parts(answer, cut_short(answer_body))),
             _ => Ok(Response::from_parts(answer, whole(answer_body))),
         }
     }
 
-    /// Sends the request to the server behind (marked as a replay with `replay`) and reads its
-    /// whole answer.
+    /// Sends the request to the server behind (sent again after the `hold` marker it was held
+    /// for) and reads its whole answer.
     async fn forward(
         &self,
         head: &request::Parts,
         body: Bytes,
-        replay: bool,
+        hold: Option<&str>,
     ) -> io::Result<(response::Parts, Bytes)> {
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = head.method.clone();
         *request.uri_mut() = head.uri.clone();
         *request.version_mut() = head.version;
         *request.headers_mut() = head.headers.clone();
-        if replay {
-            let secret = HeaderValue::from_str(&self.replay_secret).map_err(io::Error::other)?;
-            request.headers_mut().insert(REPLAY_HEADER, secret);
+        if let Some(hold) = hold {
+            let value =
+                HeaderValue::from_str(&format!("{} {hold}", self.replay_secret)).map_err(io::Error::other)?;
+            request.headers_mut().insert(REPLAY_HEADER, value);
         }
         let mut connection = self.connection.lock().await;
         let mut sender = match connection.take().filter(|sender| !sender.is_closed()) {
@@ -178,7 +199,7 @@ impl Relay {
 }
 
 /// A client connection to `upstream`, driven by a task of its own until it closes.
-async fn connect(upstream: SocketAddr) -> io::Result<SendRequest<Full<Bytes>>> {
+pub(crate) async fn connect(upstream: SocketAddr) -> io::Result<SendRequest<Full<Bytes>>> {
     let stream = TcpStream::connect(upstream).await?;
     let _ = stream.set_nodelay(true);
     let (sender, connection) =
@@ -190,11 +211,6 @@ async fn connect(upstream: SocketAddr) -> io::Result<SendRequest<Full<Bytes>>> {
 /// The fault marker of an answer, if any.
 fn marker(answer: &response::Parts) -> Option<&str> {
     answer.headers.get(MARKER_HEADER).and_then(|value| value.to_str().ok())
-}
-
-/// The wait a `hold=<ms>` marker asks for.
-fn hold_delay(marker: &str) -> Option<Duration> {
-    marker.strip_prefix(MARKER_HOLD)?.parse().ok().map(Duration::from_millis)
 }
 
 /// A body sent as it is.
@@ -213,28 +229,61 @@ fn cut_short(body: Bytes) -> Body {
     StreamBody::new(frames).boxed_unsync()
 }
 
-/// A 200 whose body is `length` bytes, with no `Content-Length` (so sent in chunks): the
-/// start of a page, then filler records, made piece by piece as they are written (never held
-/// whole). hyper stops asking for pieces when the client goes away.
-fn oversized(length: u64) -> Response<Body> {
-    const RECORD: &[u8] = br#"{"id":"cmp_filler","name":"Filler"},"#;
-    const OPENING: &[u8] = b"{\"data\":[";
-    let filler = Bytes::from(RECORD.repeat(64 * 1024 / RECORD.len() + 1));
-    let frames = stream::unfold(0u64, move |sent| {
-        let piece = if sent == 0 { Bytes::from_static(OPENING) } else { filler.clone() };
-        async move {
-            if sent >= length {
-                return None;
-            }
-            let take = usize::try_from(length - sent).unwrap_or(usize::MAX).min(piece.len());
-            Some((Ok(Frame::data(piece.slice(..take))), sent + take as u64))
-        }
-    });
-    let mut response = Response::new(StreamBody::new(frames).boxed_unsync());
-    *response.status_mut() = StatusCode::OK;
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
-    response
+/// A body made as it is written, never held whole: `head`, `unit` `times` times, then `tail`,
+/// at most `limit` bytes. hyper stops asking for pieces when the client goes away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Generated {
+    pub(crate) head: Vec<u8>,
+    pub(crate) unit: Vec<u8>,
+    pub(crate) times: u64,
+    pub(crate) tail: Vec<u8>,
+    pub(crate) limit: Option<u64>,
+}
+
+impl Generated {
+    /// The marker that asks the proxy for this body.
+    pub(crate) fn marker(&self) -> String {
+        let [head, unit, tail] =
+            [&self.head, &self.unit, &self.tail].map(|bytes| URL_SAFE_NO_PAD.encode(bytes));
+        let limit = self.limit.map(|limit| limit.to_string()).unwrap_or_default();
+        format!("{MARKER_GENERATE}{head}.{unit}.{}.{tail}.{limit}", self.times)
+    }
+
+    /// The body a marker asks for (after [`MARKER_GENERATE`]).
+    fn parse(marker: &str) -> Option<Generated> {
+        let [head, unit, times, tail, limit] = marker.splitn(5, '.').collect::<Vec<_>>().try_into().ok()?;
+        let bytes = |text: &str| URL_SAFE_NO_PAD.decode(text).ok();
+        let limit = if limit.is_empty() { None } else { Some(limit.parse().ok()?) };
+        Some(Generated {
+            head: bytes(head)?,
+            unit: bytes(unit)?,
+            times: times.parse().ok()?,
+            tail: bytes(tail)?,
+            limit,
+        })
+    }
+
+    fn into_body(self) -> Body {
+        // Units go out about 64 KiB at a time.
+        let per_piece = (64 * 1024 / self.unit.len().max(1)).max(1);
+        let unit_len = self.unit.len();
+        let piece = Bytes::from(self.unit.repeat(per_piece));
+        let times = if unit_len == 0 { 0 } else { self.times };
+        let units = stream::unfold(times, move |left| {
+            let n = left.min(per_piece as u64);
+            ready((left > 0).then(|| (piece.slice(..n as usize * unit_len), left - n)))
+        });
+        let pieces = stream::once(ready(Bytes::from(self.head)))
+            .chain(units)
+            .chain(stream::once(ready(Bytes::from(self.tail))));
+        let limit = self.limit.unwrap_or(u64::MAX);
+        let frames = pieces.scan(0u64, move |sent, piece| {
+            let take = usize::try_from(limit - *sent).unwrap_or(usize::MAX).min(piece.len());
+            *sent += take as u64;
+            ready((take > 0 || *sent < limit).then(|| Ok(Frame::data(piece.slice(..take)))))
+        });
+        StreamBody::new(frames).boxed_unsync()
+    }
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ impl TokenBucket {
 
     /// Sends `RateLimit-Policy: "default";q=<per second>;w=1` and
     /// `RateLimit: "default";r=<tokens left>;t=<seconds until the bucket is full>` on every
-    /// answer of the list endpoints past authentication, 429s included. Default: off (the API
+    /// answer of the API past authentication, 429s included. Default: off (the API
     /// shows no rate-limit headers).
     pub fn fields(mut self, on: bool) -> Self {
         self.fields = on;

@@ -6,7 +6,10 @@ use serde_json::Value;
 
 use super::*;
 
-async fn get_token(server: &ReferenceServer, http: &reqwest::Client) -> String {
+mod journal;
+mod kit;
+
+pub(super) async fn get_token(server: &ReferenceServer, http: &reqwest::Client) -> String {
     let response = http
         .post(server.token_url())
         .basic_auth(server.client_id(), Some(server.client_secret()))
@@ -23,7 +26,7 @@ async fn get_token(server: &ReferenceServer, http: &reqwest::Client) -> String {
     body["access_token"].as_str().unwrap().to_owned()
 }
 
-async fn list(
+pub(super) async fn list(
     server: &ReferenceServer,
     http: &reqwest::Client,
     token: &str,
@@ -43,7 +46,7 @@ async fn list(
     (status, headers, response.json().await.unwrap())
 }
 
-fn ids(values: &Value) -> Vec<String> {
+pub(super) fn ids(values: &Value) -> Vec<String> {
     values["data"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap().to_owned()).collect()
 }
 
@@ -59,7 +62,7 @@ async fn pages_through_all_active_companies() {
         .dataset()
         .companies_sorted("-createdAt", Some("active"))
         .iter()
-        .map(|c| c.id.clone())
+        .map(|c| c.id().to_owned())
         .collect();
     assert!(expected.len() > 300, "the default data should span several pages");
 
@@ -85,21 +88,23 @@ async fn pages_through_all_active_companies() {
     assert_eq!(received, expected);
     assert_eq!(pages, expected.len().div_ceil(100));
     assert_eq!(server.token_requests(), 1);
-    let log = server.api_requests();
+    let log: Vec<JournalEntry> = server.journal().into_iter().filter(JournalEntry::is_api).collect();
     assert_eq!(log.len(), pages);
-    assert!(log.iter().all(|r| r.authorization && r.status == 200 && r.path == "/v1/companies"));
-    assert_eq!(log[1].query_param("sort"), Some("-createdAt"));
-    assert!(log[1].query_param("cursor").is_some());
+    assert!(log.iter().all(|r| r.authorization_scheme() == Some("Bearer") && r.status() == 200));
+    assert!(log.iter().all(|r| r.path() == "/v1/companies" && r.endpoint() == Some(Endpoint::Companies)));
+    assert!(log.iter().all(|r| r.client_id() == Some(server.client_id()) && r.user().is_none()));
+    assert_eq!(log[1].query("sort"), Some("-createdAt"));
+    assert!(log[1].query("cursor").is_some());
 
     // Records carry the fields the specification does not name.
     let (_, _, body) = list(&server, &http, &token, "/v1/companies", &[("limit", "1")]).await;
     let first = &body["data"][0];
     assert_eq!(first["id"], "cmp_0001");
     assert!(first["industry"].is_string() && first["employeeCount"].is_u64());
-    assert_eq!(serde_json::to_value(&server.dataset().companies[0]).unwrap(), *first);
+    assert_eq!(server.dataset().companies()[0].to_json(), *first);
 
     server.reset_counters();
-    assert_eq!((server.token_requests(), server.api_requests().len()), (0, 0));
+    assert_eq!((server.token_requests(), server.journal().len()), (0, 0));
 }
 
 #[tokio::test]
@@ -138,7 +143,7 @@ async fn invalid_tokens_are_rejected() {
     }
     let response = http.get(format!("{}/v1/companies", server.base_url())).send().await.unwrap();
     assert_eq!(response.status(), 401);
-    assert!(!server.api_requests().last().unwrap().authorization);
+    assert_eq!(server.journal().last().unwrap().authorization_scheme(), None);
     let ok = server.mint_token(TokenSpec::new().scopes(["api/read"]).lifetime(Duration::from_secs(60)));
     assert_eq!(list(&server, &http, &ok, "/v1/contacts", &[]).await.0, 200);
 }
@@ -239,7 +244,7 @@ async fn list_errors_and_cursor_rules() {
     .await;
     assert_eq!(status, 200);
     let expected: Vec<String> =
-        server.dataset().contacts_sorted("name", None).iter().map(|c| c.id.clone()).collect();
+        server.dataset().contacts_sorted("name", None).iter().map(|c| c.id().to_owned()).collect();
     assert_eq!(ids(&second), expected[7..57]);
 
     for other in [vec![("sort", "-name")], vec![("sort", "name"), ("companyId", "cmp_0001")], vec![]] {
@@ -332,15 +337,19 @@ async fn fixed_ports_and_preview_labels() {
 async fn jwks_faults_and_signing_key_rotation() {
     let server = ReferenceServer::builder().companies(1).faults(Faults::none()).start().await;
     let http = reqwest::Client::new();
-    server.set_faults(Faults::new().jwks_sequence([Some(Fault::Status(503)), Some(Fault::Html(502))]));
+    server.set_faults(
+        Faults::new().on_sequence(Endpoint::Jwks, [Some(Fault::Status(503)), Some(Fault::Html(502))]),
+    );
     let mut statuses = Vec::new();
     for _ in 0..3 {
         statuses.push(http.get(server.jwks_url()).send().await.unwrap().status().as_u16());
     }
     assert_eq!(statuses, [503, 502, 200]);
-    let counts = server.fault_counts();
-    assert_eq!((counts.jwks.requests, counts.jwks.get("status_503"), counts.jwks.get("html_502")), (3, 1, 1));
-    assert_eq!((counts.requests, counts.token.requests), (0, 0));
+    let counts = server.fault_counts(Endpoint::Jwks);
+    assert_eq!((counts.requests, counts.get("status_503"), counts.get("html_502")), (3, 1, 1));
+    let others =
+        (server.fault_counts(Endpoint::Companies).requests, server.fault_counts(Endpoint::Token).requests);
+    assert_eq!(others, (0, 0));
 
     let old = get_token(&server, &http).await;
     assert_eq!(list(&server, &http, &old, "/v1/companies", &[]).await.0, 200);
@@ -394,9 +403,12 @@ async fn wiremock_routes_each_endpoint_and_refuses_the_rest() {
         send(Method::DELETE, server.openapi_url()).await,
         refused(405, Some("GET"), "method_not_allowed")
     );
-    // Every request the API received is logged, refusals included; the document is not.
-    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    // Every request the API received is journalled, refusals and the document included.
+    let journal = server.journal();
+    let statuses: Vec<u16> = journal.iter().map(JournalEntry::status).collect();
     assert_eq!(statuses, [200, 405, 200, 405, 200, 405, 200, 405, 404, 404, 404, 404, 404, 405]);
+    let endpoints: Vec<Option<Endpoint>> = journal.iter().map(JournalEntry::endpoint).take(3).collect();
+    assert_eq!(endpoints, [Some(Endpoint::Companies), None, Some(Endpoint::Contacts)]);
 
     for (method, path, allow) in [
         (Method::GET, "/oauth2/token", "POST"),
@@ -413,5 +425,6 @@ async fn wiremock_routes_each_endpoint_and_refuses_the_rest() {
         );
     }
     assert_eq!(send(Method::GET, format!("{auth}/oauth2/userinfo")).await, refused(404, None, "not_found"));
-    assert_eq!(server.token_requests() + server.jwks_requests() + server.authorize_requests(), 0);
+    assert_eq!(server.token_requests() + server.jwks_requests() + server.requests(Endpoint::Authorize), 0);
+    assert!(server.journal()[14..].iter().all(|r| !r.is_api() && r.status() >= 404));
 }

@@ -2,7 +2,6 @@
 //! settings, and the handle's view of them.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::auth::{self, RegisteredClient};
@@ -172,11 +171,6 @@ impl ReferenceServer {
         format!("{}{}", self.auth_url, auth::REVOCATION_PATH)
     }
 
-    /// `POST /oauth2/revoke` requests received (any outcome).
-    pub fn revocation_requests(&self) -> usize {
-        self.shared.revocation_requests.load(Ordering::Relaxed)
-    }
-
     /// The authorization URL, `{auth_url}/oauth2/authorize`.
     pub fn authorize_url(&self) -> String {
         format!("{}{}", self.auth_url, auth::AUTHORIZE_PATH)
@@ -190,11 +184,6 @@ impl ReferenceServer {
     /// The introspection URL, `{auth_url}/oauth2/introspect`.
     pub fn introspection_url(&self) -> String {
         format!("{}{}", self.auth_url, auth::INTROSPECTION_PATH)
-    }
-
-    /// `GET /oauth2/authorize` requests received.
-    pub fn authorize_requests(&self) -> usize {
-        self.shared.authorize_requests.load(Ordering::Relaxed)
     }
 
     /// `POST /oauth2/token` requests received with this `grant_type` (any outcome).

@@ -3,11 +3,10 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Utc};
-use wiremock::ResponseTemplate;
-
 use super::ErrorReply;
 use super::http_date::format_http_date;
+use super::reply::Answer;
+use chrono::{DateTime, Utc};
 
 /// The headers a deprecated endpoint sends (API Part 9.5): `Deprecation`, `Sunset` and
 /// `Link`.
@@ -114,17 +113,17 @@ impl DeprecationHeaders {
     }
 
     /// Adds the headers to a response.
-    pub(crate) fn apply(&self, mut response: ResponseTemplate) -> ResponseTemplate {
+    pub(crate) fn apply(&self, mut answer: Answer) -> Answer {
         if let Some(value) = &self.deprecation {
-            response = response.insert_header("deprecation", value.as_str());
+            answer = answer.header("deprecation", value.as_str());
         }
         if let Some(value) = &self.sunset {
-            response = response.insert_header("sunset", value.as_str());
+            answer = answer.header("sunset", value.as_str());
         }
         for line in &self.links {
-            response = response.append_header("link", line.as_str());
+            answer = answer.append_header("link", line.as_str());
         }
-        response
+        answer
     }
 }
 
@@ -177,14 +176,11 @@ fn is_preview_label(label: &str) -> bool {
         && matches!((bytes[5], bytes[6]), (b'0', b'1'..=b'9') | (b'1', b'0'..=b'2'))
 }
 
-/// The answer of a sunset endpoint: 410 `version_sunset` with its headers.
-pub(crate) fn sunset_reply(headers: &DeprecationHeaders) -> ResponseTemplate {
-    let reply = ErrorReply::new(
-        410,
-        "version_sunset",
-        "this api version has reached its sunset and no longer serves requests; use its successor",
-    );
-    headers.apply(reply.into_response())
+/// The answer of a sunset endpoint, before its headers: 410 `version_sunset`.
+pub(crate) fn sunset_reply() -> Answer {
+    let description =
+        "this api version has reached its sunset and no longer serves requests; use its successor";
+    ErrorReply::new(410, "version_sunset", description).into_answer()
 }
 
 #[cfg(test)]

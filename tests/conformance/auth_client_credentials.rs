@@ -77,7 +77,7 @@ async fn concurrent_first_calls_share_one_token_request() {
     let client = support::client_for(&server).build().expect("valid client");
     two_hundred_at_once(&client).await;
     assert_eq!(server.token_requests(), 1);
-    assert_eq!(server.api_requests().len(), 200);
+    assert_eq!(support::api_requests(&server).len(), 200);
 }
 
 async fn concurrent_calls_right_after_expiry_share_one_token_request() {
@@ -88,7 +88,7 @@ async fn concurrent_calls_right_after_expiry_share_one_token_request() {
     server.reset_counters();
     two_hundred_at_once(&client).await;
     assert_eq!(server.token_requests(), 1);
-    assert!(server.api_requests().iter().all(|r| r.status == 200));
+    assert!(support::api_requests(&server).iter().all(|r| r.status() == 200));
 }
 
 async fn tokens_are_fetched_again_before_they_expire() {
@@ -102,7 +102,7 @@ async fn tokens_are_fetched_again_before_they_expire() {
     client.companies().limit(1).send().await.expect("third call, new token");
     assert_eq!(server.token_requests(), 2);
     assert!(
-        server.api_requests().iter().all(|r| r.status == 200),
+        support::api_requests(&server).iter().all(|r| r.status() == 200),
         "no request went out with an expired token"
     );
 }
@@ -153,7 +153,7 @@ async fn missing_scope_is_insufficient_scope_and_never_refreshes() {
     assert_eq!(err.code(), Some(&ErrorCode::InsufficientScope));
     assert!(!err.needs_reauthentication());
     assert_eq!(server.token_requests(), 1, "insufficient_scope must not trigger a refresh");
-    assert_eq!(server.api_requests().len(), 1, "and must not be resent");
+    assert_eq!(support::api_requests(&server).len(), 1, "and must not be resent");
 }
 
 async fn a_scope_the_client_may_not_have_is_invalid_scope() {
@@ -168,29 +168,29 @@ async fn a_scope_the_client_may_not_have_is_invalid_scope() {
         .expect("valid client");
     let err = client.companies().send().await.expect_err("api/admin is not granted");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidScope));
-    assert_eq!(server.api_requests().len(), 0, "no API request without a token");
+    assert_eq!(support::api_requests(&server).len(), 0, "no API request without a token");
 }
 
 async fn a_rejected_token_is_replaced_and_the_request_sent_once_more() {
     let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
     client.companies().limit(1).send().await.expect("first call");
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     let page = client.companies().limit(1).send().await.expect("the client recovers with a new token");
     assert_eq!(page.data.len(), 1);
     assert_eq!(server.token_requests(), 2);
-    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    let statuses: Vec<u16> = support::api_requests(&server).iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [200, 401, 200]);
 
     // A static token cannot be replaced: the 401 is returned, and sent once.
     let token = server.mint_token(TokenSpec::new());
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     server.reset_counters();
     let err = static_token_error(&server, token).await;
     assert!(matches!(&err, Error::Api(e) if e.status() == 401), "the API's own answer: {err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidToken));
     assert!(err.needs_reauthentication(), "a static token cannot be renewed: {err:?}");
-    assert_eq!(server.api_requests().len(), 1);
+    assert_eq!(support::api_requests(&server).len(), 1);
 }
 
 fn a_static_token_that_cannot_be_sent_is_refused_by_build() {

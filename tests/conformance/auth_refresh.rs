@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use business_records::auth::{MemoryTokenStore, TokenSet, VerifyError};
 use business_records::{Auth, Client, Error};
-use business_records_reference_server::{Fault, Faults, ReferenceServer};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer};
 
 use crate::auth_user::sign_in;
 use crate::support::eventually;
@@ -51,7 +51,7 @@ fn refresh_token_of(tokens: &TokenSet) -> String {
 async fn a_refresh_whose_caller_gave_up_still_lands_in_memory_and_in_the_store() {
     let (server, first, client, store) = signed_in_client(5).await;
     // The refresh is held for 400 ms before the server processes it.
-    server.set_faults(Faults::new().token_at(1, Fault::Slow(Duration::from_millis(400))));
+    server.set_faults(Faults::new().on(Endpoint::Token, 1, Fault::Slow(Duration::from_millis(400))));
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let call = tokio::time::timeout(Duration::from_millis(100), client.companies().send()).await;
     assert!(call.is_err(), "the caller gave up while the refresh was in flight");
@@ -81,7 +81,7 @@ async fn a_dropped_listing_does_not_cancel_the_refresh_it_started() {
     // Page two is already prefetched. Once the token has expired, taking its first item starts
     // the prefetch of page three, which needs a refresh, which is slow; the listing is dropped
     // meanwhile, and its prefetch task aborted.
-    server.set_faults(Faults::new().token_at(1, Fault::Slow(Duration::from_millis(300))));
+    server.set_faults(Faults::new().on(Endpoint::Token, 1, Fault::Slow(Duration::from_millis(300))));
     tokio::time::sleep(Duration::from_millis(1000)).await;
     stream.try_next().await.expect("a company").expect("the second page");
     tokio::time::sleep(Duration::from_millis(50)).await;

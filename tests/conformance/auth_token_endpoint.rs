@@ -15,6 +15,8 @@ use business_records_reference_server::{ReferenceServer, TokenSpec};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::support;
+
 crate::cases! {
     Anywhere:
         transient_token_endpoint_failures_of_any_body_are_retried_honouring_retry_after,
@@ -241,7 +243,7 @@ async fn an_access_token_that_cannot_be_sent_is_a_bad_token_response() {
     assert!(matches!(&err, Error::Decode(e) if e.endpoint() == "/oauth2/token"), "{err:?}");
     assert!(err.to_string().contains("not allowed in a header"), "{err}");
     assert!(!err.to_string().contains("line one"), "the token stays out of the message: {err}");
-    assert!(setup.api.api_requests().is_empty(), "nothing was sent with it");
+    assert!(support::api_requests(&setup.api).is_empty(), "nothing was sent with it");
 }
 
 async fn a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in() {
@@ -257,7 +259,7 @@ async fn a_401_that_survives_the_refresh_and_resend_asks_for_a_new_sign_in() {
     assert_eq!((err.status(), err.code()), (Some(401), Some(&ErrorCode::InvalidToken)));
     assert!(err.needs_reauthentication(), "{err:?}");
     assert_eq!(setup.token_requests().await, 2, "one refresh after the first 401");
-    let statuses: Vec<u16> = setup.api.api_requests().iter().map(|r| r.status).collect();
+    let statuses: Vec<u16> = support::api_requests(&setup.api).iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [401, 401], "sent once more, never twice");
 }
 

@@ -11,7 +11,7 @@ use business_records::auth::{
 };
 use business_records::error::{ErrorCode, Origin};
 use business_records::{Auth, Client, Error, RetryPolicy};
-use business_records_reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer, ReferenceServerBuilder};
 use futures::future::BoxFuture;
 
 use crate::support;
@@ -168,7 +168,10 @@ async fn tokens_are_refreshed_ahead_of_expiry_and_rotated_ones_saved_before_use(
     assert!(saved.id_token_error().is_none(), "the new id token passed verification");
     let claims = flow.verify_id_token(new_id_token).await.expect("the saved id token verifies");
     assert_eq!(claims.sub.as_deref(), Some(ReferenceServer::DEFAULT_TEST_USER));
-    assert!(server.api_requests().iter().all(|r| r.status == 200), "no expired token was ever sent");
+    assert!(
+        support::api_requests(&server).iter().all(|r| r.status() == 200),
+        "no expired token was ever sent"
+    );
 
     // The old refresh token is spent: presenting it again is reuse, which revokes the sign-in.
     let err = flow.refresh(&first).await.expect_err("reuse of a rotated refresh token");
@@ -208,17 +211,17 @@ async fn a_revoked_refresh_token_is_a_typed_reauthentication_error() {
     assert!(matches!(err, Error::Api(ref e) if e.origin() == Origin::AuthorizationServer), "{err:?}");
     assert_eq!(err.code(), Some(&ErrorCode::InvalidGrant));
     assert!(err.needs_reauthentication());
-    assert_eq!(server.api_requests().len(), 0, "no API request without a valid token");
+    assert_eq!(support::api_requests(&server).len(), 0, "no API request without a valid token");
 }
 
 async fn a_rejected_user_token_is_refreshed_once_and_the_request_resent_once() {
     let (server, flow, tokens) = signed_in(ReferenceServer::builder().companies(5)).await;
     let client = user_client(&server, flow, tokens);
     client.companies().send().await.expect("first call");
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     client.companies().send().await.expect("recovers with a refreshed token");
     assert_eq!(server.token_requests_for("refresh_token"), 1);
-    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    let statuses: Vec<u16> = support::api_requests(&server).iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [200, 401, 200]);
 }
 
@@ -230,7 +233,7 @@ async fn insufficient_scope_never_refreshes_a_user_token() {
     assert_eq!(err.code(), Some(&ErrorCode::InsufficientScope));
     assert!(!err.needs_reauthentication());
     assert_eq!(server.token_requests_for("refresh_token"), 0);
-    assert_eq!(server.api_requests().len(), 1, "and nothing is resent");
+    assert_eq!(support::api_requests(&server).len(), 1, "and nothing is resent");
 }
 
 async fn two_hundred_concurrent_requests_right_after_expiry_share_one_refresh() {
@@ -247,8 +250,8 @@ async fn two_hundred_concurrent_requests_right_after_expiry_share_one_refresh() 
     }
     assert_eq!(server.token_requests_for("refresh_token"), 1);
     assert_eq!(store.saves(), 1);
-    assert_eq!(server.api_requests().len(), 200);
-    assert!(server.api_requests().iter().all(|r| r.status == 200));
+    assert_eq!(support::api_requests(&server).len(), 200);
+    assert!(support::api_requests(&server).iter().all(|r| r.status() == 200));
 }
 
 async fn a_stream_of_5000_companies_outlives_many_one_second_tokens() {
@@ -271,10 +274,10 @@ async fn a_stream_of_5000_companies_outlives_many_one_second_tokens() {
     let refreshes = server.token_requests_for("refresh_token");
     assert_eq!(count, 5_000);
     let expected: std::collections::HashSet<String> =
-        server.dataset().companies_sorted("createdAt", None).iter().map(|c| c.id.clone()).collect();
+        server.dataset().companies_sorted("createdAt", None).iter().map(|c| c.id().to_owned()).collect();
     assert_eq!(ids, expected, "every company exactly once");
-    let requests = server.api_requests();
-    assert!(requests.iter().all(|r| r.status == 200), "no request went out with an expired token");
+    let requests = support::api_requests(&server);
+    assert!(requests.iter().all(|r| r.status() == 200), "no request went out with an expired token");
     // Tokens live 1 s and are replaced 0.9 s after they were requested: one refresh per
     // expiry while the stream runs, never two.
     let (low, high) = ((elapsed / 1.0).floor() as usize, (elapsed / 0.9).ceil() as usize + 1);
@@ -339,30 +342,33 @@ async fn a_failed_refresh_keeps_a_token_that_still_works_and_the_next_try_waits_
         .retry(RetryPolicy::none())
         .build()
         .expect("client");
-    server.set_faults(Faults::new().token_at(1, Fault::Html(503)));
+    server.set_faults(Faults::new().on(Endpoint::Token, 1, Fault::Html(503)));
     // Inside the refresh window (the last 0.4 s) but before expiry: the refresh meets a
     // gateway's 503 page, and the call goes out with the current token.
     let expires_at = first.expires_at.expect("an expiry");
     let until_window = (expires_at - chrono::Utc::now()).to_std().unwrap_or_default();
     tokio::time::sleep(until_window.saturating_sub(Duration::from_millis(300))).await;
     client.companies().send().await.expect("the current token still works");
-    assert_eq!(server.fault_counts().token.get("html_503"), 1);
+    assert_eq!(server.fault_counts(Endpoint::Token).get("html_503"), 1);
     // Within the backoff after the failure: the current token again, no token request.
     client.companies().send().await.expect("the current token still works");
-    assert_eq!(server.fault_counts().token.requests, 1);
+    assert_eq!(server.fault_counts(Endpoint::Token).requests, 1);
     assert_eq!(store.saves(), 0);
     // Once the token has expired and the backoff (at most 1 s) is over, the next call
     // refreshes.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     client.companies().send().await.expect("refreshed");
-    assert_eq!(server.fault_counts().token.requests, 2);
+    assert_eq!(server.fault_counts(Endpoint::Token).requests, 2);
     let saved = store.get().expect("saved");
     assert_ne!(saved.refresh_token, first.refresh_token);
     assert_eq!(
         server.active_refresh_tokens(server.test_user()),
         [saved.refresh_token.expect("rt").secret().to_owned()]
     );
-    assert!(server.api_requests().iter().all(|r| r.status == 200), "no expired token was ever sent");
+    assert!(
+        support::api_requests(&server).iter().all(|r| r.status() == 200),
+        "no expired token was ever sent"
+    );
 }
 
 async fn discovery_and_introspection_against_the_reference_server() {

@@ -52,7 +52,7 @@ struct Summary {
 async fn the_server_to_server_snippet_runs_as_written() {
     let server = ReferenceServer::builder().companies(1_200).contacts_per_company(3).start().await;
     let dataset = server.dataset();
-    let company = dataset.companies[0].id.as_str();
+    let company = dataset.companies()[0].id();
     let (base_url, auth_url) = (server.base_url(), server.auth_url());
     let target = (base_url.as_str(), auth_url.as_str(), server.client_id(), server.client_secret());
     let Summary { active, page, pages, all } =
@@ -60,7 +60,7 @@ async fn the_server_to_server_snippet_runs_as_written() {
 
     let got: Vec<&str> = active.iter().map(|c| c.id.as_str()).collect();
     let want: Vec<&str> =
-        dataset.companies_sorted("-createdAt", Some("active")).iter().map(|c| c.id.as_str()).collect();
+        dataset.companies_sorted("-createdAt", Some("active")).iter().map(|c| c.id()).collect();
     assert!(want.len() > 100, "several pages of active companies");
     assert_eq!(got, want, "every active company, newest first");
 

@@ -75,12 +75,12 @@ fn shared_store(dir: &Path, directory: bool) -> Arc<dyn TokenStore> {
 async fn rounds(server: &ReferenceServer, instances: &[Client]) -> usize {
     let before = server.token_requests_for("refresh_token");
     for _ in 0..3 {
-        server.revoke_issued_tokens();
+        server.expire_tokens();
         for client in instances {
             client.companies().limit(1).send().await.expect("no instance loses the sign-in");
         }
     }
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     for outcome in join_all(instances.iter().map(|c| async { c.companies().limit(1).send().await })).await {
         outcome.expect("no instance loses the sign-in");
     }
@@ -191,7 +191,7 @@ async fn without_the_file_lock_the_second_instance_loses_the_sign_in() {
     FileTokenStore::new(&path).save(&tokens).await.expect("first save");
     let first = stored_user_client(&server, &flow, WithoutRefreshLock(FileTokenStore::new(&path))).await;
     let second = stored_user_client(&server, &flow, WithoutRefreshLock(FileTokenStore::new(&path))).await;
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     first.companies().limit(1).send().await.expect("the first refresh");
     let err = second.companies().limit(1).send().await.expect_err("a retired refresh token");
     assert!(err.needs_reauthentication(), "{err:?}");
@@ -354,7 +354,7 @@ async fn debug_and_errors_show_no_password_and_no_query_value() {
             .expect("a redirect URI may carry a query");
     assert!(!format!("{flow:?}").contains("QUERYVALUE"), "{flow:?}");
     assert_eq!(server.token_requests(), 0, "nothing was sent");
-    assert!(server.api_requests().is_empty(), "nothing was sent");
+    assert!(crate::support::api_requests(&server).is_empty(), "nothing was sent");
 }
 
 /// A sealing secret and a Redis user secret share one minimum (32 bytes) and one message; a

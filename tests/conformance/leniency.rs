@@ -3,7 +3,9 @@
 //! know, and server text of any size, over real HTTP.
 
 use business_records::{Company, Error, OnUndecodable};
-use business_records_reference_server::{Fault, Faults, OddKind, OddRecords, ReferenceServer};
+use business_records_reference_server::{
+    Endpoint, Fault, Faults, OddKind, OddRecords, ReferenceServer, Reply,
+};
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use crate::support;
@@ -21,19 +23,11 @@ fn rfc3339(date: Option<DateTime<Utc>>) -> Option<String> {
 }
 
 /// Checks one delivered company against the record the server holds and the way it sent it.
-fn check(
-    company: &Company,
-    expected: &business_records_reference_server::DatasetCompany,
-    kind: Option<OddKind>,
-) {
+fn check(company: &Company, expected: &business_records_reference_server::Record, kind: Option<OddKind>) {
     let status = company.status.as_ref().map(|s| s.as_str());
     let (created, updated) = (rfc3339(company.created_at), rfc3339(company.updated_at));
     let (created, updated) = (created.as_deref(), updated.as_deref());
-    let want = (
-        Some(expected.status.as_str()),
-        Some(expected.created_at.as_str()),
-        Some(expected.updated_at.as_str()),
-    );
+    let want = (expected.str("status"), expected.str("createdAt"), expected.str("updatedAt"));
     let id = &company.id;
     match kind {
         Some(OddKind::NullTimestamp) => {
@@ -53,7 +47,7 @@ fn check(
     if kind != Some(OddKind::Unreadable) {
         assert!(company.fallbacks().is_empty(), "{id}: {:?}", company.fallbacks());
     }
-    assert_eq!(company.extra["industry"], expected.industry.as_str(), "{id}");
+    assert_eq!(company.extra["industry"], expected["industry"], "{id}");
 }
 
 async fn odd_records_one_in_seven_all_arrive_in_order() {
@@ -72,10 +66,11 @@ async fn odd_records_one_in_seven_all_arrive_in_order() {
     }
 
     let dataset = server.dataset();
-    let expected: Vec<&str> = dataset.companies_sorted("name", None).iter().map(|c| c.id.as_str()).collect();
+    let expected: Vec<&str> = dataset.companies_sorted("name", None).iter().map(|c| c.id()).collect();
     let got: Vec<&str> = companies.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(got, expected, "all 2,000, in the server's order");
-    let kind_of = |id: &str| dataset.companies.iter().position(|c| c.id == id).and_then(|i| odd.kind_of(i));
+    let kind_of =
+        |id: &str| dataset.companies().iter().position(|c| c.id() == id).and_then(|i| odd.kind_of(i));
     for company in &companies {
         let record = dataset.company(&company.id).expect("a served company is in the dataset");
         check(company, record, kind_of(&company.id));
@@ -143,9 +138,9 @@ async fn an_unknown_sort_field_and_a_new_filter_reach_the_server_unchanged() {
         .await
         .expect_err("the reference server sorts on the API's fields only");
     assert_eq!((error.status(), error.code().map(|c| c.as_str())), (Some(400), Some("invalid_request")));
-    let sent = server.api_requests().pop().expect("a request reached the server");
-    assert_eq!(sent.query_param("sort"), Some("-employeeCount"));
-    assert_eq!(sent.query_param("country"), Some("DE"));
+    let sent = support::api_requests(&server).pop().expect("a request reached the server");
+    assert_eq!(sent.query("sort"), Some("-employeeCount"));
+    assert_eq!(sent.query("country"), Some("DE"));
 
     server.reset_counters();
     let companies: Vec<Company> = client
@@ -159,19 +154,23 @@ async fn an_unknown_sort_field_and_a_new_filter_reach_the_server_unchanged() {
         .expect("unknown parameters are ignored by the server");
     let expected = server.dataset().companies_sorted("", Some("active")).len();
     assert_eq!(companies.len(), expected);
-    let requests = server.api_requests();
+    let requests = support::api_requests(&server);
     assert!(requests.len() >= 2, "several pages: {}", requests.len());
     for request in &requests {
-        assert_eq!(request.query_param("region"), Some("north & south/east"), "every page repeats it");
-        assert_eq!(request.query_param("status"), Some("active"));
+        assert_eq!(request.query("region"), Some("north & south/east"), "every page repeats it");
+        assert_eq!(request.query("status"), Some("active"));
     }
 }
 
 async fn a_huge_error_description_with_control_characters_is_cut_and_escaped() {
     let description = format!("line one\nline two\u{1b}[2J\r{}", "x".repeat(100 * 1024));
     let body = serde_json::json!({"error": "invalid_request", "error_description": description});
-    let fault = Fault::Reply(400, body.to_string().into_bytes());
-    let server = ReferenceServer::builder().companies(3).faults(Faults::new().every(1, fault)).start().await;
+    let fault = Fault::Reply(Reply::json(400, body.to_string()));
+    let server = ReferenceServer::builder()
+        .companies(3)
+        .faults(Faults::new().on_every(Endpoint::Companies, 1, fault))
+        .start()
+        .await;
     let client = support::client_for(&server).build().expect("valid client");
     let error = client.companies().send().await.expect_err("the server refuses");
     let text = error.description().expect("a description").to_owned();

@@ -4,7 +4,7 @@
 use business_records::error::{Origin, PaginationError};
 use business_records::limits::BodyKind;
 use business_records::{Error, RetryPolicy};
-use business_records_reference_server::{Fault, Faults, ReferenceServer};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer, Reply};
 
 use crate::{harness, support};
 
@@ -59,7 +59,7 @@ async fn oversized_page_child() {
     let server = ReferenceServer::builder()
         .companies(5)
         .contacts_per_company(0)
-        .faults(Faults::new().every(1, Fault::OversizedBody(200 * 1024 * 1024)))
+        .faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::OversizedBody(200 * 1024 * 1024)))
         .start()
         .await;
     let client = support::client_for(&server).build().expect("valid client");
@@ -83,7 +83,7 @@ async fn the_page_limit_is_settable_and_announced_lengths_are_refused_unread() {
     let body = page.to_string().into_bytes();
     let server = ReferenceServer::builder()
         .companies(3)
-        .faults(Faults::new().every(1, Fault::Body(body)))
+        .faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Body(body)))
         .start()
         .await;
     let small = support::client_for(&server).max_page_bytes(64 * 1024).build().expect("valid client");
@@ -102,7 +102,7 @@ async fn the_page_limit_is_settable_and_announced_lengths_are_refused_unread() {
 fn huge_error(status: u16, code: &str) -> Fault {
     let description = "x".repeat(300 * 1024);
     let body = serde_json::json!({"error": code, "error_description": description});
-    Fault::Reply(status, body.to_string().into_bytes())
+    Fault::Reply(Reply::json(status, body.to_string()))
 }
 
 /// From the API and from the authorization server alike, an error body past its limit is left
@@ -110,18 +110,19 @@ fn huge_error(status: u16, code: &str) -> Fault {
 /// error with its status and no code (the body that named one was never read).
 async fn an_error_body_past_its_limit_leaves_the_status_and_headers_to_make_the_error() {
     let faults = Faults::new()
-        .token_sequence([Some(huge_error(503, "temporarily_unavailable"))])
-        .sequence([Some(huge_error(502, "server_error"))]);
+        .on_sequence(Endpoint::Token, [Some(huge_error(503, "temporarily_unavailable"))])
+        .on_sequence(Endpoint::Companies, [Some(huge_error(502, "server_error"))]);
     let server = ReferenceServer::builder().companies(3).contacts_per_company(0).faults(faults).start().await;
     let quick = RetryPolicy::default().initial_delay(std::time::Duration::from_millis(5));
     let client = support::client_for(&server).retry(quick).build().expect("valid client");
     let page = client.companies().send().await.expect("both answers retried");
     assert_eq!(page.data.len(), 3);
-    let counts = server.fault_counts();
-    assert_eq!((counts.token.requests, counts.token.get("reply")), (2, 1), "{counts:?}");
+    let token = server.fault_counts(Endpoint::Token);
+    assert_eq!((token.requests, token.get("reply")), (2, 1), "{token:?}");
+    let counts = server.fault_counts(Endpoint::Companies);
     assert_eq!((counts.requests, counts.get("reply")), (2, 1), "{counts:?}");
 
-    server.set_faults(Faults::new().token_sequence([Some(huge_error(400, "invalid_scope"))]));
+    server.set_faults(Faults::new().on_sequence(Endpoint::Token, [Some(huge_error(400, "invalid_scope"))]));
     let refused = support::client_for(&server).build().expect("valid client");
     let error = refused.companies().send().await.expect_err("a 400 token answer");
     assert!(
@@ -129,7 +130,7 @@ async fn an_error_body_past_its_limit_leaves_the_status_and_headers_to_make_the_
         "{error:?}"
     );
 
-    server.set_faults(Faults::new().sequence([Some(huge_error(404, "not_found"))]));
+    server.set_faults(Faults::new().on_sequence(Endpoint::Companies, [Some(huge_error(404, "not_found"))]));
     let error = client.companies().send().await.expect_err("a 404 page answer");
     assert!(matches!(error, Error::Api(ref e) if e.status() == 404 && e.code().is_none()), "{error:?}");
 }
@@ -142,7 +143,7 @@ async fn a_cursor_longer_than_8_kib_ends_the_listing_after_its_page() {
     });
     let server = ReferenceServer::builder()
         .companies(3)
-        .faults(Faults::new().every(1, Fault::Body(body.to_string().into_bytes())))
+        .faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Body(body.to_string().into_bytes())))
         .start()
         .await;
     let client = support::client_for(&server).build().expect("valid client");
@@ -152,5 +153,5 @@ async fn a_cursor_longer_than_8_kib_ends_the_listing_after_its_page() {
         matches!(error, Some(Error::Pagination(ref e)) if matches!(**e, PaginationError::CursorTooLong { page: 1, bytes: 8193, .. })),
         "{error:?}"
     );
-    assert_eq!(server.api_requests().len(), 1, "the long cursor is never sent back");
+    assert_eq!(support::api_requests(&server).len(), 1, "the long cursor is never sent back");
 }

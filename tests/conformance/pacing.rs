@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use business_records::{Client, Error, RateLimit, RetryPolicy};
-use business_records_reference_server::{Fault, Faults, ReferenceServer, RetryAfter, TokenBucket};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer, RetryAfter, TokenBucket};
 use futures::future::join_all;
 
 use crate::support::{self, drain};
@@ -28,7 +28,7 @@ async fn limited(companies: usize, bucket: TokenBucket) -> ReferenceServer {
 }
 
 fn expected(server: &ReferenceServer) -> Vec<String> {
-    server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect()
+    server.dataset().companies_sorted("", None).iter().map(|c| c.id().to_owned()).collect()
 }
 
 /// `listings` listings of every company, `limit` a page, on one client at the same time.
@@ -69,13 +69,13 @@ async fn eight_listings_of_one_client_under_a_shared_limit_deliver_every_item_ex
     assert!(elapsed >= Duration::from_millis(1500), "paced: {elapsed:?}");
     // Served in order of arrival: the eight first pages went first, none waited for another
     // listing to finish.
-    let requests = server.api_requests();
-    let first_pages = requests[..8].iter().filter(|r| r.query_param("cursor").is_none()).count();
+    let requests = support::api_requests(&server);
+    let first_pages = requests[..8].iter().filter(|r| r.query("cursor").is_none()).count();
     assert_eq!(
         first_pages,
         8,
         "{:?}",
-        requests.iter().map(|r| r.query_param("cursor").is_some()).collect::<Vec<_>>()
+        requests.iter().map(|r| r.query("cursor").is_some()).collect::<Vec<_>>()
     );
 }
 
@@ -103,7 +103,7 @@ async fn quiet_after_a_429(limit: RateLimit) -> (ReferenceServer, Duration) {
     let server = ReferenceServer::builder()
         .companies(30)
         .contacts_per_company(0)
-        .faults(Faults::new().at(4, Fault::RateLimited(RetryAfter::Seconds(1))))
+        .faults(Faults::new().on(Endpoint::Companies, 4, Fault::RateLimited(RetryAfter::Seconds(1))))
         .start()
         .await;
     // Each listing a page every 200 ms at most: without pacing they are still going when the
@@ -117,13 +117,13 @@ async fn quiet_after_a_429(limit: RateLimit) -> (ReferenceServer, Duration) {
     client.companies().limit(1).send().await.expect("a page");
     let results = list_together(&client, 3, 10).await;
     assert_complete(&server, &results);
-    let requests = server.api_requests();
-    let refused = requests.iter().find(|r| r.status == 429).expect("the injected 429");
+    let requests = support::api_requests(&server);
+    let refused = requests.iter().find(|r| r.status() == 429).expect("the injected 429");
     // Requests sent before the client read the 429 may arrive just after it.
     let in_flight = Duration::from_millis(100);
     let quiet = requests
         .iter()
-        .map(|r| since(refused.received_at, r.received_at))
+        .map(|r| since(refused.received_at(), r.received_at()))
         .filter(|after| *after > in_flight)
         .min()
         .expect("requests after the 429");
@@ -144,7 +144,7 @@ async fn while_pacing_a_429_uses_up_no_attempt_and_only_time_ends_it() {
     let server = ReferenceServer::builder()
         .companies(10)
         .contacts_per_company(0)
-        .faults(Faults::new().sequence([slow_down(), slow_down()]))
+        .faults(Faults::new().on_sequence(Endpoint::Companies, [slow_down(), slow_down()]))
         .start()
         .await;
     let one_retry = RetryPolicy::default().max_attempts(2).initial_delay(Duration::from_millis(1));
@@ -156,7 +156,11 @@ async fn while_pacing_a_429_uses_up_no_attempt_and_only_time_ends_it() {
 
     // A server that never stops saying so: the client slows down at each 429 (to one request
     // every two seconds at the slowest), and the policy's time ends the request.
-    server.set_faults(Faults::new().every(1, Fault::RateLimited(RetryAfter::Seconds(0))));
+    server.set_faults(Faults::new().on_every(
+        Endpoint::Companies,
+        1,
+        Fault::RateLimited(RetryAfter::Seconds(0)),
+    ));
     let client = support::client_for(&server).build().expect("client");
     let started = Instant::now();
     let policy = one_retry.max_elapsed(Duration::from_secs(4));

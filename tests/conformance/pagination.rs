@@ -33,8 +33,9 @@ async fn every_matching_company_exactly_once_in_the_requested_order_for_each_sor
     for sort in SORTS {
         let got: Vec<Company> =
             client.companies().status("active").sort(sort).stream().try_collect().await.expect("listing");
+        let dataset = server.dataset();
         let expected: Vec<&str> =
-            server.dataset().companies_sorted(sort, Some("active")).iter().map(|c| c.id.as_str()).collect();
+            dataset.companies_sorted(sort, Some("active")).iter().map(|c| c.id()).collect();
         assert!(expected.len() > 100, "the filter keeps several pages");
         let ids: Vec<&str> = got.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids, expected, "sort {sort}");
@@ -61,7 +62,7 @@ async fn the_order_is_the_order_of_the_sorted_field() {
 async fn every_page_request_repeats_limit_sort_and_filters() {
     let server = ReferenceServer::start().await;
     let client = support::client_for(&server).build().expect("valid client");
-    let company = &server.dataset().companies[0].id;
+    let company = server.dataset().companies()[0].id().to_owned();
     let pages = client
         .contacts()
         .company_id(company.clone())
@@ -71,16 +72,16 @@ async fn every_page_request_repeats_limit_sort_and_filters() {
         .try_collect::<Vec<_>>()
         .await
         .expect("listing");
-    let expected = server.dataset().contacts_of(company).count();
+    let expected = server.dataset().contacts_of(&company).count();
     assert_eq!(pages.len(), expected);
-    let requests = server.api_requests();
+    let requests = support::api_requests(&server);
     assert_eq!(requests.len(), expected);
     for (i, request) in requests.iter().enumerate() {
-        assert_eq!(request.path, "/v1/contacts");
-        assert_eq!(request.query_param("limit"), Some("1"), "request {i}");
-        assert_eq!(request.query_param("sort"), Some("-name"), "request {i}");
-        assert_eq!(request.query_param("companyId"), Some(company.as_str()), "request {i}");
-        assert_eq!(request.query_param("cursor").is_some(), i > 0, "request {i}");
+        assert_eq!(request.path(), "/v1/contacts");
+        assert_eq!(request.query("limit"), Some("1"), "request {i}");
+        assert_eq!(request.query("sort"), Some("-name"), "request {i}");
+        assert_eq!(request.query("companyId"), Some(company.as_str()), "request {i}");
+        assert_eq!(request.query("cursor").is_some(), i > 0, "request {i}");
     }
 }
 
@@ -90,15 +91,15 @@ async fn streams_ask_for_full_pages_and_send_uses_the_server_default() {
     let page = client.companies().send().await.expect("one page");
     assert_eq!(page.data.len(), 20, "the API's default page size");
     assert!(page.has_more);
-    assert_eq!(page.total_count, Some(server.dataset().companies.len() as u64));
-    assert_eq!(server.api_requests()[0].query_param("limit"), None);
+    assert_eq!(page.total_count, Some(server.dataset().companies().len() as u64));
+    assert_eq!(support::api_requests(&server)[0].query("limit"), None);
 
     server.reset_counters();
     let all = client.companies().stream().try_collect::<Vec<_>>().await.expect("listing");
-    assert_eq!(all.len(), server.dataset().companies.len());
-    let requests = server.api_requests();
-    assert_eq!(requests.len(), server.dataset().companies.len().div_ceil(100));
-    assert!(requests.iter().all(|r| r.query_param("limit") == Some("100")));
+    assert_eq!(all.len(), server.dataset().companies().len());
+    let requests = support::api_requests(&server);
+    assert_eq!(requests.len(), server.dataset().companies().len().div_ceil(100));
+    assert!(requests.iter().all(|r| r.query("limit") == Some("100")));
 }
 
 async fn max_items_is_a_total_cap_and_nothing_is_fetched_past_it() {
@@ -115,10 +116,9 @@ async fn max_items_is_a_total_cap_and_nothing_is_fetched_past_it() {
             .await
             .expect("listing");
         assert_eq!(got.len(), 100);
-        let limits: Vec<String> = server
-            .api_requests()
+        let limits: Vec<String> = support::api_requests(&server)
             .iter()
-            .map(|r| r.query_param("limit").unwrap_or_default().to_owned())
+            .map(|r| r.query("limit").unwrap_or_default().to_owned())
             .collect();
         assert_eq!(limits, ["40", "40", "20"], "prefetch {prefetch}");
     }
@@ -126,7 +126,7 @@ async fn max_items_is_a_total_cap_and_nothing_is_fetched_past_it() {
     let client = support::client_for(&server).build().expect("valid client");
     let page = client.companies().max_items(3).send().await.expect("one page");
     assert_eq!(page.data.len(), 3);
-    assert_eq!(server.api_requests()[0].query_param("limit"), Some("3"));
+    assert_eq!(support::api_requests(&server)[0].query("limit"), Some("3"));
 }
 
 async fn prefetching_and_sequential_streams_deliver_the_same_items() {
@@ -148,7 +148,7 @@ async fn prefetching_and_sequential_streams_deliver_the_same_items() {
         results.push(ids);
     }
     assert_eq!(results[0], results[1]);
-    assert_eq!(results[0].len(), server.dataset().companies.len());
+    assert_eq!(results[0].len(), server.dataset().companies().len());
 }
 
 async fn invalid_arguments_fail_before_any_request() {
@@ -173,7 +173,7 @@ async fn invalid_arguments_fail_before_any_request() {
         }
     }
     assert_eq!(server.token_requests(), 0);
-    assert!(server.api_requests().is_empty());
+    assert!(support::api_requests(&server).is_empty());
 }
 
 async fn a_tampered_cursor_is_rejected() {

@@ -16,6 +16,7 @@ use business_records::{Auth, Client, Error};
 use business_records_reference_server::{Hostile, ReferenceServer, ReferenceServerBuilder};
 
 use crate::auth_user::browse;
+use crate::support;
 use crate::verifier::ROTATED_KEY_PEM;
 
 crate::cases! {
@@ -303,7 +304,7 @@ async fn a_refresh_answering_for_another_user_is_refused_and_the_store_keeps_the
 
     server.set_hostile(Hostile::RefreshForAnotherUser, true);
     // The API refuses the access token, so the client refreshes: the answer is another user's.
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     let err = client.companies().send().await.expect_err("a refresh for another user");
     assert!(err.needs_reauthentication(), "{err:?}");
     assert!(err.to_string().contains("another user (sub)"), "{err}");
@@ -311,7 +312,7 @@ async fn a_refresh_answering_for_another_user_is_refused_and_the_store_keeps_the
     assert_eq!(store.saves(), 1, "nothing of the answer was saved");
     let kept = store.get().expect("the previous set");
     assert_eq!((&kept.access_token, &kept.refresh_token), (&tokens.access_token, &tokens.refresh_token));
-    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    let statuses: Vec<u16> = support::api_requests(&server).iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [200, 401], "the other user's access token was never sent");
 
     // The same from `refresh`, and from a set saved without its verified claims (as sets saved

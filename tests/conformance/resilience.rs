@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use business_records::error::ErrorCode;
 use business_records::{Client, Error, RateLimit, RetryPolicy};
 use business_records_reference_server::{
-    Fault, Faults, ReferenceServer, ReferenceServerBuilder, RetryAfter, ServedRequest,
+    Endpoint, Fault, Faults, JournalEntry, ReferenceServer, ReferenceServerBuilder, RetryAfter,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -55,7 +55,7 @@ fn client(server: &ReferenceServer, retry: RetryPolicy) -> Client {
 
 /// Company ids in the server's default order.
 fn expected(server: &ReferenceServer) -> Vec<String> {
-    server.dataset().companies_sorted("", None).iter().map(|c| c.id.clone()).collect()
+    server.dataset().companies_sorted("", None).iter().map(|c| c.id().to_owned()).collect()
 }
 
 /// Lists every company of a server with `companies` companies under `faults`, ten per page:
@@ -66,25 +66,28 @@ async fn list_under(companies: usize, faults: Faults) -> (ReferenceServer, Vec<S
     (server, ids, error)
 }
 
-fn cursor_of(request: &ServedRequest) -> Option<&str> {
-    request.query_param("cursor")
+fn cursor_of(request: &JournalEntry) -> Option<&str> {
+    request.query("cursor")
 }
 
 async fn transient_statuses_are_retried_at_the_same_cursor_and_the_listing_never_restarts() {
-    let faults = Faults::new().sequence([
-        Some(Fault::Status(503)),
-        None,
-        Some(Fault::Status(502)),
-        Some(Fault::RateLimited(RetryAfter::Absent)),
-        Some(Fault::Status(504)),
-        None,
-    ]);
+    let faults = Faults::new().on_sequence(
+        Endpoint::Companies,
+        [
+            Some(Fault::Status(503)),
+            None,
+            Some(Fault::Status(502)),
+            Some(Fault::RateLimited(RetryAfter::Absent)),
+            Some(Fault::Status(504)),
+            None,
+        ],
+    );
     let (server, ids, error) = list_under(30, faults).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
 
-    let requests = server.api_requests();
-    let statuses: Vec<u16> = requests.iter().map(|r| r.status).collect();
+    let requests = support::api_requests(&server);
+    let statuses: Vec<u16> = requests.iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [503, 200, 502, 429, 504, 200, 200]);
     // Each retry repeats the failed request's cursor; only the very first page has none.
     assert_eq!(cursor_of(&requests[0]), None);
@@ -96,19 +99,22 @@ async fn transient_statuses_are_retried_at_the_same_cursor_and_the_listing_never
 }
 
 async fn a_stream_counts_the_requests_it_sent_again() {
-    let faults = Faults::new().sequence([
-        None,
-        Some(Fault::Status(503)),
-        Some(Fault::RateLimited(RetryAfter::Absent)),
-        None,
-        Some(Fault::Status(502)),
-    ]);
+    let faults = Faults::new().on_sequence(
+        Endpoint::Companies,
+        [
+            None,
+            Some(Fault::Status(503)),
+            Some(Fault::RateLimited(RetryAfter::Absent)),
+            None,
+            Some(Fault::Status(502)),
+        ],
+    );
     let server = faulty(40, faults).start().await;
     let mut companies = client(&server, quick_retries()).companies().limit(10).stream();
     let (ids, error) = drain(&mut companies).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
-    let failed = server.api_requests().iter().filter(|r| r.status != 200).count();
+    let failed = support::api_requests(&server).iter().filter(|r| r.status() != 200).count();
     assert_eq!(failed, 3);
     assert_eq!(companies.retries(), 3);
     // The schedule is used up: a second listing sends nothing again.
@@ -121,30 +127,32 @@ async fn a_stream_counts_the_requests_it_sent_again() {
 }
 
 async fn a_listing_can_override_the_client_retry_policy() {
-    let faults = Faults::new().at(1, Fault::Status(503));
+    let faults = Faults::new().on(Endpoint::Companies, 1, Fault::Status(503));
     let server = faulty(10, faults).start().await;
     let client = client(&server, RetryPolicy::none());
     let page =
         client.companies().retry(quick_retries()).send().await.expect("retried by the listing's policy");
     assert_eq!(page.data.len(), 10);
-    server.set_faults(Faults::new().at(1, Fault::Status(503)));
+    server.set_faults(Faults::new().on(Endpoint::Companies, 1, Fault::Status(503)));
     let error = client.companies().send().await.expect_err("the client's policy does not retry");
     assert_eq!(error.status(), Some(503));
     assert!(matches!(error, Error::Api(_)), "one attempt, no RetriesExhausted: {error:?}");
 }
 
 async fn retry_after_is_honoured_in_seconds_and_as_an_http_date() {
-    let faults = Faults::new()
-        .at(2, Fault::RateLimited(RetryAfter::Seconds(1)))
-        .at(4, Fault::RateLimited(RetryAfter::Date(Duration::from_millis(500))));
+    let faults = Faults::new().on(Endpoint::Companies, 2, Fault::RateLimited(RetryAfter::Seconds(1))).on(
+        Endpoint::Companies,
+        4,
+        Fault::RateLimited(RetryAfter::Date(Duration::from_millis(500))),
+    );
     let (server, ids, error) = list_under(30, faults).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
-    let counts = server.fault_counts();
+    let counts = server.fault_counts(Endpoint::Companies);
     assert_eq!(counts.get("rate_limited"), 2);
     assert_eq!(counts.early_retries, 0, "no retry came before the server's Retry-After");
-    let requests = server.api_requests();
-    let gap = requests[2].received_at.duration_since(requests[1].received_at).unwrap_or_default();
+    let requests = support::api_requests(&server);
+    let gap = requests[2].received_at().duration_since(requests[1].received_at()).unwrap_or_default();
     assert!(gap >= Duration::from_secs(1), "Retry-After: 1 was not waited out: {gap:?}");
 }
 
@@ -152,17 +160,17 @@ async fn other_statuses_are_never_retried() {
     let server = faulty(30, Faults::none()).start().await;
     let client = client(&server, quick_retries());
     for status in [400, 401, 403, 404, 409, 500, 501] {
-        server.set_faults(Faults::new().at(1, Fault::Status(status)));
+        server.set_faults(Faults::new().on(Endpoint::Companies, 1, Fault::Status(status)));
         server.reset_counters();
         let error = client.companies().send().await.expect_err("an injected error");
         assert_eq!(error.status(), Some(status));
         assert!(!error.is_retryable(), "{status}");
-        assert_eq!(server.api_requests().len(), 1, "{status} was sent again");
+        assert_eq!(support::api_requests(&server).len(), 1, "{status} was sent again");
     }
 }
 
 async fn exhausted_retries_give_the_last_status_and_retry_after() {
-    let faults = Faults::new().every(1, Fault::RateLimited(RetryAfter::Seconds(0)));
+    let faults = Faults::new().on_every(Endpoint::Companies, 1, Fault::RateLimited(RetryAfter::Seconds(0)));
     let server = faulty(30, faults).start().await;
     let policy = RetryPolicy::default().max_attempts(3).initial_delay(Duration::from_millis(1));
     // Without pacing, each 429 is an attempt (with pacing only time ends them: see the
@@ -174,41 +182,48 @@ async fn exhausted_retries_give_the_last_status_and_retry_after() {
     assert_eq!(error.code(), Some(&ErrorCode::RateLimited));
     assert_eq!(error.retry_after(), Some(Duration::ZERO));
     assert!(error.to_string().contains("3 attempts"), "{error}");
-    assert_eq!(server.api_requests().len(), 3);
+    assert_eq!(support::api_requests(&server).len(), 3);
 
     // A server asking for a longer wait than the policy allows is not waited for (nor, while
     // the client paces itself, by any request of the client during that pause).
-    server.set_faults(Faults::new().every(1, Fault::RateLimited(RetryAfter::Seconds(3600))));
+    server.set_faults(Faults::new().on_every(
+        Endpoint::Companies,
+        1,
+        Fault::RateLimited(RetryAfter::Seconds(3600)),
+    ));
     server.reset_counters();
     let paced = client(&server, RetryPolicy::default());
     let error = paced.companies().send().await.expect_err("rate limited");
     assert_eq!((error.status(), error.retry_after()), (Some(429), Some(Duration::from_secs(3600))));
-    assert_eq!(server.api_requests().len(), 1);
+    assert_eq!(support::api_requests(&server).len(), 1);
     let started = Instant::now();
     let error = paced.contacts().send().await.expect_err("the client is paused");
     assert!(error.retry_after().is_some_and(|left| left > Duration::from_secs(3500)), "{error:?}");
     assert!(started.elapsed() < Duration::from_secs(1), "not waited for");
-    assert_eq!(server.api_requests().len(), 1, "nothing sent during the pause");
+    assert_eq!(support::api_requests(&server).len(), 1, "nothing sent during the pause");
 }
 
 async fn dropped_connections_and_bodies_cut_short_are_retried() {
-    let faults = Faults::new().sequence([
-        Some(Fault::DropConnection),
-        None,
-        Some(Fault::CutBody),
-        Some(Fault::DropConnection),
-        None,
-        Some(Fault::CutBody),
-    ]);
+    let faults = Faults::new().on_sequence(
+        Endpoint::Companies,
+        [
+            Some(Fault::DropConnection),
+            None,
+            Some(Fault::CutBody),
+            Some(Fault::DropConnection),
+            None,
+            Some(Fault::CutBody),
+        ],
+    );
     let (server, ids, error) = list_under(40, faults).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
-    let counts = server.fault_counts();
+    let counts = server.fault_counts(Endpoint::Companies);
     assert_eq!((counts.get("drop_connection"), counts.get("cut_body")), (2, 2));
 
     // Without retries, each is a typed, retryable transport error.
     for fault in [Fault::DropConnection, Fault::CutBody] {
-        server.set_faults(Faults::new().at(1, fault.clone()));
+        server.set_faults(Faults::new().on(Endpoint::Companies, 1, fault.clone()));
         let error = client(&server, RetryPolicy::none()).companies().send().await.expect_err("a fault");
         assert!(matches!(error, Error::Http(_)), "{fault:?}: {error:?}");
         assert!(error.is_retryable(), "{fault:?}: {error:?}");
@@ -221,7 +236,7 @@ async fn malformed_bodies_are_decode_errors_after_the_items_before_them() {
     for fault in
         [Fault::TruncatedJson, Fault::InvalidJson, Fault::Body(Vec::new()), Fault::Body(b"{}".to_vec())]
     {
-        server.set_faults(Faults::new().at(2, fault.clone()));
+        server.set_faults(Faults::new().on(Endpoint::Companies, 2, fault.clone()));
         server.reset_counters();
         let (ids, error) = drain(&mut client.companies().limit(10).stream()).await;
         assert_eq!(ids, expected(&server)[..10], "{fault:?}");
@@ -229,20 +244,24 @@ async fn malformed_bodies_are_decode_errors_after_the_items_before_them() {
             matches!(error, Some(Error::Decode(ref e)) if e.endpoint() == "/v1/companies"),
             "{fault:?}: {error:?}"
         );
-        assert_eq!(server.api_requests().len(), 2, "{fault:?} is not retried");
+        assert_eq!(support::api_requests(&server).len(), 2, "{fault:?} is not retried");
     }
 }
 
 async fn empty_pages_with_has_more_do_not_end_the_listing() {
-    let faults = Faults::new().every_page(2, Fault::EmptyPage).at(1, Fault::EmptyPage);
+    let faults = Faults::new().on_every_page(Endpoint::Companies, 2, Fault::EmptyPage).on(
+        Endpoint::Companies,
+        1,
+        Fault::EmptyPage,
+    );
     let (server, ids, error) = list_under(50, faults).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
-    assert!(server.fault_counts().get("empty_page") >= 5);
+    assert!(server.fault_counts(Endpoint::Companies).get("empty_page") >= 5);
 }
 
 async fn an_expired_cursor_mid_listing_says_how_many_items_were_delivered() {
-    let faults = Faults::new().at(3, Fault::ExpireCursor);
+    let faults = Faults::new().on(Endpoint::Companies, 3, Fault::ExpireCursor);
     let (server, ids, error) = list_under(50, faults).await;
     assert_eq!(ids, expected(&server)[..20]);
     let error = error.expect("the cursor expired");
@@ -251,16 +270,20 @@ async fn an_expired_cursor_mid_listing_says_how_many_items_were_delivered() {
         "{error:?}"
     );
     assert!(error.to_string().contains("restart the listing from the first page"), "{error}");
-    assert_eq!(server.api_requests().len(), 3, "an expired cursor is not retried");
+    assert_eq!(support::api_requests(&server).len(), 3, "an expired cursor is not retried");
 }
 
 async fn tokens_that_expire_mid_stream_are_replaced_and_the_page_is_sent_again() {
-    let faults = Faults::new().at(3, Fault::ExpireTokens).at(6, Fault::ExpireTokens);
+    let faults = Faults::new().on(Endpoint::Companies, 3, Fault::ExpireTokens).on(
+        Endpoint::Companies,
+        6,
+        Fault::ExpireTokens,
+    );
     let (server, ids, error) = list_under(50, faults).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(ids, expected(&server));
     assert_eq!(server.token_requests(), 3, "one token, then one per expiry");
-    let statuses: Vec<u16> = server.api_requests().iter().map(|r| r.status).collect();
+    let statuses: Vec<u16> = support::api_requests(&server).iter().map(|r| r.status()).collect();
     assert_eq!(statuses, [200, 200, 401, 200, 200, 401, 200]);
 }
 
@@ -282,13 +305,13 @@ async fn no_request_is_sent_with_a_token_after_its_expiry() {
     assert_eq!(ids, expected(&server));
     assert!(server.token_requests() >= 3, "tokens were renewed: {}", server.token_requests());
     // The server checks `exp` to the second with no leeway: an expired token would be a 401.
-    let requests = server.api_requests();
+    let requests = support::api_requests(&server);
     assert_eq!(requests.len(), 12);
-    assert!(requests.iter().all(|r| r.status == 200), "{requests:?}");
+    assert!(requests.iter().all(|r| r.status() == 200), "{requests:?}");
 }
 
 async fn a_server_slower_than_the_timeout_gives_a_timeout_error_not_a_hang() {
-    let faults = Faults::new().every(1, Fault::Slow(Duration::from_secs(5)));
+    let faults = Faults::new().on_every(Endpoint::Companies, 1, Fault::Slow(Duration::from_secs(5)));
     let server = faulty(10, faults).start().await;
     let build = |retry| {
         support::client_for(&server)
@@ -327,10 +350,10 @@ async fn page_delay_paces_page_requests() {
     client.companies().limit(1).send().await.expect("a page");
     let all = client.companies().limit(10).stream().try_collect::<Vec<_>>().await.expect("listing");
     assert_eq!(all.len(), 50);
-    let requests = server.api_requests();
+    let requests = support::api_requests(&server);
     assert_eq!(requests.len(), 6);
     for pair in requests[1..].windows(2) {
-        let gap = pair[1].received_at.duration_since(pair[0].received_at).unwrap_or_default();
+        let gap = pair[1].received_at().duration_since(pair[0].received_at()).unwrap_or_default();
         // Arrival times, not send times: allow for a difference in transit on a busy machine
         // (without pacing, the gaps are a few milliseconds).
         assert!(gap + Duration::from_millis(40) >= delay, "{gap:?}");
@@ -338,7 +361,7 @@ async fn page_delay_paces_page_requests() {
 }
 
 async fn resume_cursor_continues_a_listing_after_an_error_within_the_session() {
-    let faults = Faults::new().at(3, Fault::Status(503));
+    let faults = Faults::new().on(Endpoint::Companies, 3, Fault::Status(503));
     let server = faulty(50, faults).start().await;
     let client = client(&server, RetryPolicy::none());
 
@@ -351,11 +374,15 @@ async fn resume_cursor_continues_a_listing_after_an_error_within_the_session() {
     assert!(error.is_none(), "{error:?}");
     ids.extend(rest);
     let expected: Vec<String> =
-        server.dataset().companies_sorted("name", None).iter().map(|c| c.id.clone()).collect();
+        server.dataset().companies_sorted("name", None).iter().map(|c| c.id().to_owned()).collect();
     assert_eq!(ids, expected, "every item once, in order, across the two streams");
 
     // The same with a stream of pages, failing on its first page after a resume.
-    server.set_faults(Faults::new().at(2, Fault::Status(502)).at(4, Fault::Status(500)));
+    server.set_faults(Faults::new().on(Endpoint::Companies, 2, Fault::Status(502)).on(
+        Endpoint::Companies,
+        4,
+        Fault::Status(500),
+    ));
     let mut pages = client.companies().sort("name").limit(10).pages();
     let mut seen = Vec::new();
     let mut errors = 0;
@@ -426,7 +453,7 @@ fn recoverable(schedule: &[Option<Fault>]) -> bool {
 
 /// Streams the whole dataset under `schedule`, then checks the property.
 async fn listing_under(server: &ReferenceServer, schedule: Vec<Option<Fault>>) -> Result<(), TestCaseError> {
-    server.set_faults(Faults::new().sequence(schedule.clone()));
+    server.set_faults(Faults::new().on_sequence(Endpoint::Companies, schedule.clone()));
     // Without pacing: each 429 is an attempt of the request's own retries, which the schedules
     // are about. The adaptive default would slow the listing down for a second or two after
     // each 429 on a fresh client (pacing.rs checks how pacing meets 429s).
@@ -489,11 +516,11 @@ fn any_fault_schedule_ends_complete_or_with_one_typed_error_after_correct_items(
 /// and a half; the retry loop's own tests hold the rules for longer waits, on paused time).
 async fn twenty_thousand_companies_through_rate_limits_outages_and_empty_pages() {
     let faults = Faults::new()
-        .at(5, Fault::RateLimited(RetryAfter::Seconds(1)))
-        .at(200, Fault::RateLimited(RetryAfter::Seconds(1)))
-        .every(5, Fault::RateLimited(RetryAfter::Seconds(0)))
-        .every(7, Fault::Status(503))
-        .every_page(3, Fault::EmptyPage);
+        .on(Endpoint::Companies, 5, Fault::RateLimited(RetryAfter::Seconds(1)))
+        .on(Endpoint::Companies, 200, Fault::RateLimited(RetryAfter::Seconds(1)))
+        .on_every(Endpoint::Companies, 5, Fault::RateLimited(RetryAfter::Seconds(0)))
+        .on_every(Endpoint::Companies, 7, Fault::Status(503))
+        .on_every_page(Endpoint::Companies, 3, Fault::EmptyPage);
     let server = faulty(20_000, faults).start().await;
     // The default policy allows these waits (4 attempts; Retry-After up to 10 s); shorter
     // backoff ceilings keep the 503 retries quick. The 429s come every fifth request whatever
@@ -508,7 +535,7 @@ async fn twenty_thousand_companies_through_rate_limits_outages_and_empty_pages()
     assert_eq!(ids.len(), 20_000);
     assert!(ids == expected(&server), "every company once, in order");
 
-    let counts = server.fault_counts();
+    let counts = server.fault_counts(Endpoint::Companies);
     println!("20,000 companies in {:?}: {counts:?}", started.elapsed());
     assert_eq!(counts.get("rate_limited"), counts.requests / 5);
     assert_eq!(counts.get("status_503"), counts.requests / 7 - counts.requests / 35);

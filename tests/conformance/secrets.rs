@@ -150,7 +150,7 @@ async fn no_secret_reaches_any_tracing_output() {
     client.companies().send().await.expect("first call");
     tokio::time::sleep(Duration::from_millis(1000)).await;
     client.companies().send().await.expect("after a refresh");
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     client.companies().send().await.expect("after a 401 and a refresh");
     let saved = store.get().expect("rotated tokens were saved");
     remember(&mut secrets, &saved);

@@ -120,7 +120,7 @@ async fn a_rejected_token_is_removed_only_while_redis_still_holds_it() {
     list_all(&[first.clone(), second.clone()]).await;
     assert_eq!(server.token_requests(), 1);
 
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     // The first client's 401 removes the shared token and publishes a new one...
     list_all(std::slice::from_ref(&first)).await;
     assert_eq!(server.token_requests(), 2);
@@ -217,7 +217,7 @@ async fn no_token_reaches_the_logs_and_an_outage_warns_once() {
         .auth(Auth::user(flow, tokens.clone()).store(store.clone()))
         .build()
         .expect("client");
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     user.companies().limit(1).send().await.expect("renewed through the shared store");
     let renewed = store.load().await.expect("load").expect("the renewed set");
     tracing::debug!(cache = ?cache, store = ?store, "shared state");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use business_records::{Client, Error, RateLimit};
 use business_records_reference_server::{
-    Fault, Faults, RedisServer, ReferenceServer, ReferenceServerBuilder, RetryAfter, TokenBucket,
+    Endpoint, Fault, Faults, RedisServer, ReferenceServer, ReferenceServerBuilder, RetryAfter, TokenBucket,
 };
 use futures::future::join_all;
 
@@ -68,7 +68,7 @@ async fn processes_sharing_a_budget_in_redis_keep_to_the_servers_rate_together()
 }
 
 async fn a_429_seen_by_one_process_pauses_every_process() {
-    let faults = Faults::new().at(4, Fault::RateLimited(RetryAfter::Seconds(1)));
+    let faults = Faults::new().on(Endpoint::Companies, 4, Fault::RateLimited(RetryAfter::Seconds(1)));
     let server = companies(30).faults(faults).start().await;
     let redis = redis();
     let mut fleet = Vec::new();
@@ -88,11 +88,11 @@ async fn a_429_seen_by_one_process_pauses_every_process() {
     let results = list_everywhere(&fleet, 1).await;
     assert_complete(&server, &results);
 
-    let requests = server.api_requests();
-    let refused = requests.iter().find(|r| r.status == 429).expect("the injected 429");
+    let requests = support::api_requests(&server);
+    let refused = requests.iter().find(|r| r.status() == 429).expect("the injected 429");
     let quiet = requests
         .iter()
-        .filter_map(|r| r.received_at.duration_since(refused.received_at).ok())
+        .filter_map(|r| r.received_at().duration_since(refused.received_at()).ok())
         .filter(|after| *after > Duration::from_millis(100))
         .min()
         .expect("requests after the 429");

@@ -37,7 +37,7 @@ async fn process(server: &ReferenceServer, redis: &RedisServer, flow: &Authoriza
 
 /// Every access token revoked, then one request from each client at once: each must renew.
 async fn round(server: &ReferenceServer, fleet: &[Client]) -> Vec<Result<(), Error>> {
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     join_all(fleet.iter().map(|c| async { c.companies().limit(1).send().await.map(drop) })).await
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, TokenSet, TokenStore, TokenStoreError};
 use business_records::{Auth, Client, ClientBuilder, Company, Error, ItemStream};
-use business_records_reference_server::ReferenceServer;
+use business_records_reference_server::{JournalEntry, ReferenceServer};
 use futures::future::BoxFuture;
 
 /// A live deployment's settings, when all four variables are set.
@@ -141,4 +141,10 @@ pub async fn stored_user_client(
         .timeout(Duration::from_secs(20))
         .build()
         .expect("client")
+}
+
+/// What the API received, oldest first: the reference server's journal without the requests to
+/// the authorization server.
+pub fn api_requests(server: &ReferenceServer) -> Vec<JournalEntry> {
+    server.journal().into_iter().filter(JournalEntry::is_api).collect()
 }

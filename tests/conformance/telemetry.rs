@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use business_records::reqwest_middleware::{Middleware, Next, Result as MiddlewareResult};
 use business_records::{Auth, RetryPolicy};
-use business_records_reference_server::{Fault, Faults, RecordedRequest, ReferenceServer};
+use business_records_reference_server::{Endpoint, Fault, Faults, JournalEntry, ReferenceServer};
 use http::{Extensions, HeaderValue};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -95,7 +95,7 @@ async fn every_page_of_a_prefetched_listing_is_traced_inside_the_callers_span() 
     // The second request of the API (the second page) fails once with a 503.
     let server = ReferenceServer::builder()
         .companies(250)
-        .faults(Faults::new().at(2, Fault::Status(503)))
+        .faults(Faults::new().on(Endpoint::Companies, 2, Fault::Status(503)))
         .start()
         .await;
     let client = support::client_for(&server)
@@ -181,7 +181,7 @@ impl Middleware for Origin {
 
 /// Requests the SDK sent: those with its `User-Agent` (the browser's authorization request and
 /// anything sent outside the SDK's one door have none).
-fn sent_by_sdk(requests: &[RecordedRequest]) -> Vec<&RecordedRequest> {
+fn sent_by_sdk(requests: &[JournalEntry]) -> Vec<&JournalEntry> {
     requests
         .iter()
         .filter(|r| r.header("user-agent").is_some_and(|ua| ua.starts_with("business-records/")))
@@ -189,11 +189,7 @@ fn sent_by_sdk(requests: &[RecordedRequest]) -> Vec<&RecordedRequest> {
 }
 
 async fn a_middleware_header_reaches_api_token_and_jwks_requests() {
-    let server = ReferenceServer::builder()
-        .companies(5)
-        .record_headers(["x-trace-origin", "user-agent"])
-        .start()
-        .await;
+    let server = ReferenceServer::builder().companies(5).start().await;
 
     // A backend: client credentials.
     let backend = support::client_for(&server).middleware(Origin).build().expect("client");
@@ -211,11 +207,11 @@ async fn a_middleware_header_reaches_api_token_and_jwks_requests() {
         .build()
         .expect("client");
     user.companies().send().await.expect("a page");
-    server.revoke_issued_tokens();
+    server.expire_tokens();
     user.companies().send().await.expect("a page after a refresh");
 
-    let recorded = server.recorded_requests();
-    let by_path = |path: &str| recorded.iter().filter(|r| r.path.ends_with(path)).count();
+    let recorded = server.journal();
+    let by_path = |path: &str| recorded.iter().filter(|r| r.path().ends_with(path)).count();
     assert_eq!(by_path("/v1/companies"), 4, "{recorded:?}");
     assert_eq!(by_path("/oauth2/token"), 3, "client credentials, code exchange, refresh: {recorded:?}");
     assert!(by_path("/.well-known/jwks.json") >= 1, "the ID token was verified: {recorded:?}");
@@ -223,7 +219,7 @@ async fn a_middleware_header_reaches_api_token_and_jwks_requests() {
     // and JWKS requests alike.
     let ours = ["/v1/companies", "/oauth2/token", "/.well-known/jwks.json"];
     let through_the_door: Vec<_> =
-        recorded.iter().filter(|r| ours.iter().any(|path| r.path.ends_with(path))).collect();
+        recorded.iter().filter(|r| ours.iter().any(|path| r.path().ends_with(path))).collect();
     assert!(through_the_door.len() >= 8, "{recorded:?}");
     for r in through_the_door {
         assert!(r.header("user-agent").is_some_and(|ua| ua.starts_with("business-records/")), "{r:?}");

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use business_records::auth::MemoryTokenStore;
 use business_records::{Auth, Client, CompanySort, Error, RateLimit, RetryPolicy};
-use business_records_reference_server::{Fault, Faults, ReferenceServer, RetryAfter};
+use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer, RetryAfter};
 
 use crate::auth_user::sign_in;
 
@@ -136,7 +136,9 @@ async fn run(lifetime: Duration, seed: u64) {
         .await;
     let (flow, tokens) = sign_in(&server).await;
     server.set_faults(
-        Faults::new().token_sequence(token_faults(&mut rng, 2_000)).sequence(api_faults(&mut rng, 20_000)),
+        Faults::new()
+            .on_sequence(Endpoint::Token, token_faults(&mut rng, 2_000))
+            .on_sequence(Endpoint::Companies, api_faults(&mut rng, 20_000)),
     );
     let store = MemoryTokenStore::new();
     let client = Client::builder()
@@ -155,8 +157,9 @@ async fn run(lifetime: Duration, seed: u64) {
         .rate_limit(RateLimit::none())
         .build()
         .expect("client");
-    let expected: Arc<Vec<String>> =
-        Arc::new(server.dataset().companies_sorted("createdAt", None).iter().map(|c| c.id.clone()).collect());
+    let expected: Arc<Vec<String>> = Arc::new(
+        server.dataset().companies_sorted("createdAt", None).iter().map(|c| c.id().to_owned()).collect(),
+    );
     let next = Arc::new(AtomicUsize::new(0));
     let tally = Arc::new(Tally::default());
     let workers = (0..WORKERS).map(|worker| {
@@ -192,17 +195,17 @@ async fn run(lifetime: Duration, seed: u64) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let counts = server.fault_counts();
+    let (counts, token) = (server.fault_counts(Endpoint::Companies), server.fault_counts(Endpoint::Token));
     let refreshes = server.token_requests_for("refresh_token");
     println!(
         "token chaos, {lifetime:?} tokens, seed {seed:#x}, {:?}: {tally:?}, {refreshes} refresh \
          requests, {} token faults, {} API faults",
         started.elapsed(),
-        counts.token.total(),
+        token.total(),
         counts.applied.values().sum::<u64>()
     );
     assert_eq!(server.refresh_token_reuses(), 0, "no rotated refresh token was ever presented again");
-    assert!(counts.token.total() > 0 && !counts.applied.is_empty(), "the schedule injected faults");
+    assert!(token.total() > 0 && !counts.applied.is_empty(), "the schedule injected faults");
     assert!(refreshes >= 3, "tokens expired and were refreshed during the run");
     let (completed, timed_out, dropped) = (
         tally.completed.load(Ordering::Relaxed),

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, IdToken, TokenVerifier, VerifyError};
-use business_records_reference_server::{Fault, Faults, ReferenceServer, ReferenceServerBuilder, TokenSpec};
+use business_records_reference_server::{
+    Endpoint, Fault, Faults, ReferenceServer, ReferenceServerBuilder, TokenSpec,
+};
 
 crate::cases! {
     ServerControl:
@@ -102,11 +104,10 @@ async fn a_withdrawn_key_is_refused_once_the_cached_keys_are_older_than_the_max_
 
 async fn a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive() {
     let server = small().faults(Faults::none()).start().await;
-    server.set_faults(Faults::new().jwks_sequence([
-        Some(Fault::Status(503)),
-        Some(Fault::Html(502)),
-        Some(Fault::DropConnection),
-    ]));
+    server.set_faults(Faults::new().on_sequence(
+        Endpoint::Jwks,
+        [Some(Fault::Status(503)), Some(Fault::Html(502)), Some(Fault::DropConnection)],
+    ));
     let verifier = verifier(&server).fetch_backoff(Duration::from_millis(400), Duration::from_secs(2));
     let token = server.mint_token(TokenSpec::new());
 
@@ -132,7 +133,7 @@ async fn a_jwks_outage_is_retried_with_backoff_until_the_keys_arrive() {
     let claims = verified.expect("the keys arrived once the outage was over");
     assert_eq!(claims.iss, server.auth_url());
     assert_eq!(server.jwks_requests(), 4, "three failed fetches and one that worked, however many calls");
-    assert_eq!(server.fault_counts().jwks.total(), 3);
+    assert_eq!(server.fault_counts(Endpoint::Jwks).total(), 3);
 }
 
 async fn an_outage_after_the_max_age_keeps_the_cached_keys_in_use() {
@@ -142,12 +143,12 @@ async fn an_outage_after_the_max_age_keeps_the_cached_keys_in_use() {
         verifier(&server).max_age(max_age).fetch_backoff(Duration::from_secs(5), Duration::from_secs(5));
     let token = server.mint_token(TokenSpec::new());
     verifier.verify(&token).await.expect("keys fetched");
-    server.set_faults(Faults::new().jwks_every(1, Fault::Html(503)));
+    server.set_faults(Faults::new().on_every(Endpoint::Jwks, 1, Fault::Html(503)));
     tokio::time::sleep(max_age + Duration::from_millis(100)).await;
     // The refetch fails; nothing shows the key was withdrawn, so it stays in use.
     verifier.verify(&token).await.expect("the cached key during the outage");
     verifier.verify(&token).await.expect("and without a new request during the backoff");
-    assert_eq!((server.jwks_requests(), server.fault_counts().jwks.get("html_503")), (2, 1));
+    assert_eq!((server.jwks_requests(), server.fault_counts(Endpoint::Jwks).get("html_503")), (2, 1));
 }
 
 async fn id_tokens_from_a_clock_a_few_seconds_ahead_verify_within_the_default_leeway() {

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use business_records::{DeprecationPolicy, Error, RetryPolicy};
-use business_records_reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer, RetryAfter};
+use business_records_reference_server::{
+    DeprecationHeaders, Endpoint, Fault, Faults, ReferenceServer, Reply, RetryAfter,
+};
 use chrono::{TimeZone, Utc};
 
 use crate::support;
@@ -45,14 +47,14 @@ async fn deprecation_false_means_not_deprecated() {
     assert_eq!(pages.len(), 3);
     assert!(pages.iter().all(|p| p.deprecation.is_none()));
     assert_eq!(notices.load(Ordering::SeqCst), 0);
-    let sent = server.api_requests();
+    let sent = support::api_requests(&server);
     assert!(!sent.is_empty());
 }
 
 async fn any_410_is_a_sunset_with_what_the_headers_give() {
     let server = ReferenceServer::builder()
         .companies(3)
-        .faults(Faults::new().every(1, Fault::Reply(410, Vec::new())))
+        .faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Reply(Reply::json(410, Vec::new()))))
         .start()
         .await;
     let client = support::client_for(&server).build().expect("valid client");
@@ -63,12 +65,16 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
     }
     assert_eq!(error.status(), Some(410));
     assert!(!error.is_retryable());
-    assert_eq!(server.api_requests().len(), 1, "a sunset is not retried");
+    assert_eq!(support::api_requests(&server).len(), 1, "a sunset is not retried");
 
     let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
     let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
     server.set_lifecycle(COMPANIES, business_records_reference_server::Lifecycle::Deprecated(headers));
-    server.set_faults(Faults::new().every(1, Fault::Reply(410, br#"{"error":"gone"}"#.to_vec())));
+    server.set_faults(Faults::new().on_every(
+        Endpoint::Companies,
+        1,
+        Fault::Reply(Reply::json(410, br#"{"error":"gone"}"#.to_vec())),
+    ));
     let error = client.companies().send().await.expect_err("gone");
     match error {
         Error::Sunset(e) => {
@@ -83,8 +89,10 @@ async fn any_410_is_a_sunset_with_what_the_headers_give() {
 async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
     let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
     let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
-    let faults =
-        Faults::new().sequence([Some(Fault::Status(503)), Some(Fault::RateLimited(RetryAfter::Seconds(0)))]);
+    let faults = Faults::new().on_sequence(
+        Endpoint::Companies,
+        [Some(Fault::Status(503)), Some(Fault::RateLimited(RetryAfter::Seconds(0)))],
+    );
     let server =
         ReferenceServer::builder().companies(3).deprecated(COMPANIES, headers).faults(faults).start().await;
     let quick =
@@ -95,7 +103,7 @@ async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
     assert_eq!((page.data.len(), pages.retries()), (3, 2));
     assert_eq!(page.deprecation.and_then(|n| n.sunset), Some(past));
 
-    server.set_faults(Faults::new().every(1, Fault::Status(503)));
+    server.set_faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Status(503)));
     let error = client.companies().retry(RetryPolicy::none()).send().await.expect_err("unavailable");
     assert!(matches!(error, Error::Api(_)), "{error:?}");
     assert!(error.is_retryable());

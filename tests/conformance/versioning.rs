@@ -297,7 +297,7 @@ async fn the_fail_policy_turns_deprecated_responses_into_errors() {
     );
     assert!(matches!(stream.try_next().await, Ok(None)));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(server.api_requests().len(), 1, "not retried");
+    assert_eq!(support::api_requests(&server).len(), 1, "not retried");
     // Endpoints that are not deprecated work as usual.
     assert_eq!(client.contacts().limit(5).send().await.expect("a page").data.len(), 5);
 }
@@ -324,7 +324,7 @@ async fn a_sunset_endpoint_is_a_typed_error_with_its_date_and_successor() {
     );
     assert!(!error.is_retryable());
     assert_eq!(calls.load(Ordering::SeqCst), 1, "the callback sees the notice of the error response");
-    assert_eq!(server.api_requests().len(), 1);
+    assert_eq!(support::api_requests(&server).len(), 1);
 
     // The successor works.
     let v2_client = support::client_for(&server)
@@ -397,10 +397,11 @@ async fn api_version_switches_the_url_segment() {
     let new = v2.companies().limit(10).pages().try_collect::<Vec<_>>().await.expect("v2 listing");
     assert!(new.iter().all(|p| p.deprecation.is_none()));
     let ids: Vec<&str> = new.iter().flat_map(|p| &p.data).map(|c| c.id.as_str()).collect();
-    let expected: Vec<&str> =
-        server.dataset().companies_sorted("", None).iter().map(|c| c.id.as_str()).collect();
+    let dataset = server.dataset();
+    let expected: Vec<&str> = dataset.companies_sorted("", None).iter().map(|c| c.id()).collect();
     assert_eq!(ids, expected);
-    let paths: Vec<String> = server.api_requests().into_iter().map(|r| r.path).collect();
+    let paths: Vec<String> =
+        support::api_requests(&server).into_iter().map(|r| r.path().to_owned()).collect();
     assert_eq!(paths, ["/v1/companies", "/v2/companies", "/v2/companies", "/v2/companies"]);
 
     // Cursors belong to their version; versions the server does not serve are 404.
@@ -431,7 +432,10 @@ async fn preview_labels_are_sent_per_client_and_per_request() {
     let page = other.companies().limit(5).preview("2026-03").send().await.expect("a page");
     assert!(page.data.iter().all(|c| c.extra.contains_key("previewFeature")));
 
-    let sent: Vec<Option<String>> = server.api_requests().into_iter().map(|r| r.preview).collect();
+    let sent: Vec<Option<String>> = support::api_requests(&server)
+        .into_iter()
+        .map(|r| r.header("x-api-preview").map(str::to_owned))
+        .collect();
     let label = |l: &str| Some(l.to_owned());
     assert_eq!(
         sent,

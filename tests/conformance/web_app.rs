@@ -153,7 +153,8 @@ impl Browser {
 /// Checks the companies page of `user`: who is signed in, and the first 20 companies.
 fn check_companies_page(page: &str, user: &str, server: &ReferenceServer) {
     assert!(page.contains(&format!("<span id=\"user\">{user}</span>")), "{page}");
-    let mut ids: Vec<&str> = server.dataset().companies.iter().map(|c| c.id.as_str()).collect();
+    let dataset = server.dataset();
+    let mut ids: Vec<&str> = dataset.companies().iter().map(|c| c.id()).collect();
     ids.sort_unstable();
     for id in &ids[..20] {
         assert!(page.contains(&format!("<tr><td>{id}</td>")), "{id} missing from {page}");

@@ -12,7 +12,7 @@ use business_records::auth::{
 };
 use business_records::error::{CallbackError, ErrorCode};
 use business_records::{Auth, Client, Error};
-use business_records_reference_server::{DeprecationHeaders, Fault, Faults, ReferenceServer};
+use business_records_reference_server::{DeprecationHeaders, Endpoint, Fault, Faults, ReferenceServer};
 
 use crate::support;
 
@@ -99,9 +99,9 @@ async fn three_users_derived_from_one_client_sign_in_by_login_hint_and_one_signs
     // Alice signs out: two revocations (refresh token, then access token), her store is empty.
     let (_, alice_tokens, alice) = &users[0];
     assert_eq!(server.active_refresh_tokens("alice").len(), 1);
-    let before = server.revocation_requests();
+    let before = server.requests(Endpoint::Revoke);
     alice.sign_out().await.expect("sign-out");
-    assert_eq!(server.revocation_requests() - before, 2);
+    assert_eq!(server.requests(Endpoint::Revoke) - before, 2);
     assert!(server.active_refresh_tokens("alice").is_empty(), "her grant ended");
     assert!(stores.get("alice").is_none(), "her store was cleared");
     assert!(alice.token_set().await.is_none());
@@ -141,7 +141,6 @@ async fn derived_clients_keep_the_shared_clients_settings_and_deprecation_report
         .companies(30)
         .users(["alice", "bob"])
         .deprecated("/v1/companies", DeprecationHeaders::deprecated())
-        .record_headers(["user-agent", "x-api-preview"])
         .start()
         .await;
     let notices = Arc::new(AtomicUsize::new(0));
@@ -161,10 +160,10 @@ async fn derived_clients_keep_the_shared_clients_settings_and_deprecation_report
         assert!(page.deprecation.is_some());
     }
     assert_eq!(notices.load(Ordering::SeqCst), 2, "the shared callback saw both users' notices");
-    let listings: Vec<_> =
-        server.recorded_requests().into_iter().filter(|r| r.path == "/v1/companies").collect();
+    let listings: Vec<_> = server.journal().into_iter().filter(|r| r.path() == "/v1/companies").collect();
     assert_eq!(listings.len(), 2);
-    for listing in listings {
+    for (listing, name) in listings.iter().zip(["alice", "bob"]) {
+        assert_eq!(listing.user(), Some(name), "each user's own token");
         assert_eq!(listing.header("user-agent"), Some("shared-app/1.0"));
         assert_eq!(listing.header("x-api-preview"), Some("2026-03"));
     }
@@ -272,7 +271,7 @@ async fn sign_out_forgets_the_tokens_even_when_revocation_fails() {
         other => panic!("expected a missing revocation endpoint, got {other:?}"),
     }
     assert!(user.token_set().await.is_none());
-    assert_eq!(server.revocation_requests(), 0);
+    assert_eq!(server.requests(Endpoint::Revoke), 0);
 }
 
 async fn sign_out_revokes_the_refresh_token_a_concurrent_refresh_just_rotated() {
@@ -289,7 +288,7 @@ async fn sign_out_revokes_the_refresh_token_a_concurrent_refresh_just_rotated() 
     let user = app.with_auth(Auth::user(flow, tokens)).expect("derived");
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     // The refresh is processed (the token rotates) and its answer held back for 500 ms.
-    server.set_faults(Faults::new().token_every(1, Fault::Slow(Duration::from_millis(500))));
+    server.set_faults(Faults::new().on_every(Endpoint::Token, 1, Fault::Slow(Duration::from_millis(500))));
     let listing = tokio::spawn({
         let user = user.clone();
         async move { user.companies().send().await }

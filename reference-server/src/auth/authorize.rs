@@ -9,11 +9,12 @@
 use std::collections::HashMap;
 
 use url::Url;
-use wiremock::{Request, ResponseTemplate};
+use wiremock::Request;
 
+use super::super::form::printable;
 use super::super::hostile::Hostile;
+use super::super::reply::Answer;
 use super::super::secrets::random_value;
-use super::form::printable;
 use super::grants::PendingCode;
 use super::{AuthServer, granted_scopes};
 
@@ -58,7 +59,7 @@ impl Query {
 }
 
 impl AuthServer {
-    pub(super) fn authorize(&self, request: &Request) -> ResponseTemplate {
+    pub(super) fn authorize(&self, request: &Request) -> Answer {
         let query = Query::parse(request);
         // The redirect target must be known before anything can be redirected.
         let (client_id, redirect) = match self.trusted_redirect(&query) {
@@ -67,7 +68,7 @@ impl AuthServer {
         };
         let state = query.get("state");
         match self.approve(&query, client_id) {
-            Ok(code) => self.redirect(redirect, &[("code", &code)], state),
+            Ok((code, user)) => self.redirect(redirect, &[("code", &code)], state).for_user(&user),
             Err(Failure::Redirect { error, description }) => {
                 self.redirect(redirect, &[("error", error), ("error_description", &description)], state)
             }
@@ -91,7 +92,7 @@ impl AuthServer {
     }
 
     /// Validates the rest of the request and issues a code for the test user.
-    fn approve(&self, query: &Query, client_id: &str) -> Result<String, Failure> {
+    fn approve(&self, query: &Query, client_id: &str) -> Result<(String, String), Failure> {
         if let Some(name) = &query.repeated {
             return Err(invalid_request(format!("parameter {} is repeated", printable(name))));
         }
@@ -146,16 +147,16 @@ impl AuthServer {
             challenge: challenge.to_owned(),
             scopes,
             nonce: query.get("nonce").map(str::to_owned),
-            subject,
+            subject: subject.clone(),
             expires_at: super::super::jwt::unix_now().saturating_add(self.settings.code_lifetime_secs),
         };
         self.shared.sessions().codes.insert(code.clone(), pending);
-        Ok(code)
+        Ok((code, subject))
     }
 
     /// 302 to the redirect URI with `params`, `state` (when the request had one) and `iss`
     /// (both as the [`Hostile`] switches say).
-    fn redirect(&self, mut target: Url, params: &[(&str, &str)], state: Option<&str>) -> ResponseTemplate {
+    fn redirect(&self, mut target: Url, params: &[(&str, &str)], state: Option<&str>) -> Answer {
         let (state, iss) = self.callback_state_and_iss(state);
         {
             let mut pairs = target.query_pairs_mut();
@@ -169,19 +170,15 @@ impl AuthServer {
                 pairs.append_pair("iss", iss);
             }
         }
-        ResponseTemplate::new(302)
-            .insert_header("location", target.as_str())
-            .insert_header("cache-control", "no-store")
+        Answer::new(302).header("location", target.as_str()).header("cache-control", "no-store")
     }
 }
 
 /// The 400 page shown to the user when the request cannot be redirected.
-fn error_page(message: &'static str) -> ResponseTemplate {
+fn error_page(message: &'static str) -> Answer {
     let body = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>Sign-in error</title></head>\
          <body><h1>Sign-in error</h1><p>{message}</p></body></html>"
     );
-    ResponseTemplate::new(400)
-        .insert_header("cache-control", "no-store")
-        .set_body_raw(body.into_bytes(), "text/html; charset=utf-8")
+    Answer::new(400).header("cache-control", "no-store").body(body, "text/html; charset=utf-8")
 }

@@ -5,11 +5,12 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
-use wiremock::{Request, ResponseTemplate};
+use wiremock::Request;
 
 use super::super::ErrorReply;
 use super::super::jwt::unix_now;
 use super::super::pkce::s256_challenge;
+use super::super::reply::Answer;
 use super::super::secrets::{constant_time_eq, random_value};
 use super::id_token::IdTokenClaims;
 use super::{AuthServer, Form, token_response};
@@ -146,11 +147,7 @@ struct UserGrant<'a> {
 impl AuthServer {
     /// `grant_type=authorization_code`: one use per code, the same client and redirect URI as
     /// the authorization request, and a verifier whose S256 digest is the challenge.
-    pub(super) fn authorization_code(
-        &self,
-        request: &Request,
-        form: &Form,
-    ) -> Result<ResponseTemplate, ErrorReply> {
+    pub(super) fn authorization_code(&self, request: &Request, form: &Form) -> Result<Answer, ErrorReply> {
         let (client_id, _) = self.identify_client(request, form)?;
         let code = form.require("code")?;
         let redirect_uri = form.require("redirect_uri")?;
@@ -200,11 +197,7 @@ impl AuthServer {
 
     /// `grant_type=refresh_token`: rotates the refresh token (unless rotation is off); a
     /// rotated token presented again revokes its whole family.
-    pub(super) fn refresh_token(
-        &self,
-        request: &Request,
-        form: &Form,
-    ) -> Result<ResponseTemplate, ErrorReply> {
+    pub(super) fn refresh_token(&self, request: &Request, form: &Form) -> Result<Answer, ErrorReply> {
         let (client_id, _) = self.identify_client(request, form)?;
         let presented = form.require("refresh_token")?;
         let mut sessions = self.shared.sessions();
@@ -262,7 +255,7 @@ impl AuthServer {
 
     /// The token response of a user grant: access token, refresh token (if any) and, with the
     /// `openid` scope, an ID token.
-    fn user_tokens(&self, grant: &UserGrant<'_>) -> Result<ResponseTemplate, ErrorReply> {
+    fn user_tokens(&self, grant: &UserGrant<'_>) -> Result<Answer, ErrorReply> {
         let access_token = self.access_token(grant.subject, grant.client_id, grant.scopes)?;
         let mut body = json!({
             "access_token": access_token,
@@ -284,6 +277,6 @@ impl AuthServer {
             })?;
             body["id_token"] = json!(id_token);
         }
-        Ok(token_response(body))
+        Ok(token_response(body).for_user(grant.subject))
     }
 }

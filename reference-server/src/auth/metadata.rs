@@ -2,17 +2,18 @@
 //! `POST /oauth2/introspect` (RFC 7662).
 
 use serde_json::{Value, json};
-use wiremock::{Request, ResponseTemplate};
+use wiremock::Request;
 
 use super::super::ErrorReply;
+use super::super::reply::Answer;
 use super::{
-    AUTHORIZE_PATH, AuthServer, Form, INTROSPECTION_PATH, JWKS_PATH, REVOCATION_PATH, TOKEN_PATH,
-    token_response,
+    AUTHORIZE_PATH, AuthServer, ClientAuthMethod, Form, INTROSPECTION_PATH, JWKS_PATH, REVOCATION_PATH,
+    TOKEN_PATH, token_response,
 };
 
 impl AuthServer {
     /// The discovery document.
-    pub(super) fn discovery(&self) -> ResponseTemplate {
+    pub(super) fn discovery(&self) -> Answer {
         let issuer = &self.settings.issuer;
         let mut scopes: Vec<&str> =
             self.clients.values().flat_map(|c| c.scopes.iter().map(String::as_str)).collect();
@@ -25,25 +26,36 @@ impl AuthServer {
             "jwks_uri": format!("{issuer}{JWKS_PATH}"),
             "introspection_endpoint": format!("{issuer}{INTROSPECTION_PATH}"),
             "revocation_endpoint": format!("{issuer}{REVOCATION_PATH}"),
-            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "revocation_endpoint_auth_methods_supported": self.auth_methods(&["none"]),
             "scopes_supported": scopes,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
             "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
             "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
-            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "token_endpoint_auth_methods_supported": self.auth_methods(&["none"]),
+            "introspection_endpoint_auth_methods_supported": self.auth_methods(&[]),
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256"],
             "authorization_response_iss_parameter_supported": true,
         });
-        ResponseTemplate::new(200).insert_header("cache-control", "public, max-age=300").set_body_json(body)
+        Answer::new(200).header("cache-control", "public, max-age=300").json(&body)
+    }
+
+    /// The client authentication methods accepted, then `more`.
+    fn auth_methods(&self, more: &[&'static str]) -> Vec<&'static str> {
+        let all = [
+            (ClientAuthMethod::Basic, "client_secret_basic"),
+            (ClientAuthMethod::Body, "client_secret_post"),
+        ];
+        let accepted =
+            all.into_iter().filter(|(method, _)| self.client_auth.is_none_or(|only| only == *method));
+        accepted.map(|(_, name)| name).chain(more.iter().copied()).collect()
     }
 
     /// Introspection for confidential clients: an access token the API would accept, or an
     /// active refresh token, is `active: true` with its details; anything else is
     /// `{"active": false}`.
-    pub(super) fn introspect(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
+    pub(super) fn introspect(&self, request: &Request) -> Result<Answer, ErrorReply> {
         let form = Form::parse(request)?;
         self.authenticate_client(request, &form)?;
         let token = form.require("token")?;

@@ -9,10 +9,10 @@
 //! | `POST /oauth2/revoke` | [`revoke`] |
 //!
 //! [`AuthServer::mount`] gives wiremock a mock per route; other methods of these paths are
-//! answered 405, other paths 404.
+//! answered 405, other paths 404. Faults, counts and the journal are the
+//! [`pipeline`](super::pipeline)'s.
 
 mod authorize;
-mod form;
 mod grants;
 mod id_token;
 mod metadata;
@@ -24,16 +24,15 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 use url::Url;
-use wiremock::{MockServer, Request, ResponseTemplate};
+use wiremock::{MockServer, Request};
 
-pub(crate) use self::form::Form;
-use self::form::parse_basic;
 pub(crate) use self::grants::Sessions;
-use super::faults::{Fault, FaultState, MARKER_HEADER, MARKER_HOLD, REPLAY_HEADER, Target, replacement_body};
+use super::form::{Form, parse_basic};
 use super::jwt::{SigningKeys, TokenClaims};
-use super::routes::{Refuse, Routes};
+use super::reply::Answer;
+use super::routes::{Paths, Routes};
 use super::secrets::constant_time_eq;
-use super::{ErrorReply, Shared};
+use super::{Endpoint, ErrorReply, Shared};
 
 pub(crate) const AUTHORIZE_PATH: &str = "/oauth2/authorize";
 pub(crate) const TOKEN_PATH: &str = "/oauth2/token";
@@ -124,6 +123,17 @@ pub(crate) struct AuthSettings {
     pub(crate) deny_authorization: bool,
 }
 
+/// How a confidential client authenticates at the token endpoint (RFC 6749 section 2.3.1),
+/// for [`ReferenceServerBuilder::client_authentication`](crate::ReferenceServerBuilder::client_authentication).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientAuthMethod {
+    /// HTTP Basic: `Authorization: Basic base64(client_id:client_secret)` (`client_secret_basic`).
+    Basic,
+    /// `client_id` and `client_secret` in the form body (`client_secret_post`).
+    Body,
+}
+
 /// The authorization server's responder.
 #[derive(Debug)]
 pub(crate) struct AuthServer {
@@ -131,120 +141,47 @@ pub(crate) struct AuthServer {
     pub(crate) clients: HashMap<String, RegisteredClient>,
     pub(crate) settings: AuthSettings,
     pub(crate) shared: Arc<Shared>,
-    /// The value of [`REPLAY_HEADER`] on requests the fault proxy held and sends again.
-    pub(crate) replay_secret: String,
+    /// The one way confidential clients must authenticate, if only one is accepted.
+    pub(crate) client_auth: Option<ClientAuthMethod>,
 }
 
 impl AuthServer {
     /// Serves the authorization server's routes on `server`.
     pub(crate) async fn mount(self, server: &MockServer) {
-        let mut routes = Routes::new(server, Arc::new(self));
-        routes
-            .route("GET", AUTHORIZE_PATH, |auth: &Self, request| {
-                auth.shared.authorize_requests.fetch_add(1, Ordering::Relaxed);
-                auth.authorize(request)
-            })
-            .await;
-        routes.route("POST", TOKEN_PATH, Self::token_endpoint).await;
-        routes.route("GET", JWKS_PATH, |auth: &Self, _| auth.jwks()).await;
+        let shared = Arc::clone(&self.shared);
+        let mut routes = Routes::new(server, Arc::new(self), shared, false);
+        let exact = |path: &str| Paths::Exact(path.to_owned());
+        let authorize = |auth: &Self, request: &Request, _: Option<&_>| auth.authorize(request);
+        routes.route("GET", exact(AUTHORIZE_PATH), Some(Endpoint::Authorize), authorize).await;
+        let token = |auth: &Self, request: &Request, _: Option<&_>| {
+            Form::parse(request).and_then(|form| auth.token(request, &form)).unwrap_or_else(Answer::from)
+        };
+        routes.route("POST", exact(TOKEN_PATH), Some(Endpoint::Token), token).await;
+        routes.route("GET", exact(JWKS_PATH), Some(Endpoint::Jwks), |auth: &Self, _, _| auth.jwks()).await;
         for path in [DISCOVERY_PATH, OAUTH_METADATA_PATH] {
-            routes.route("GET", path, |auth: &Self, _| auth.discovery()).await;
+            routes
+                .route("GET", exact(path), Some(Endpoint::Discovery), |auth: &Self, _, _| auth.discovery())
+                .await;
         }
-        routes
-            .route("POST", INTROSPECTION_PATH, |auth: &Self, request| {
-                auth.introspect(request).unwrap_or_else(ErrorReply::into_response)
-            })
-            .await;
-        routes
-            .route("POST", REVOCATION_PATH, |auth: &Self, request| {
-                auth.revoke(request).unwrap_or_else(ErrorReply::into_response)
-            })
-            .await;
+        let introspect = |auth: &Self, request: &Request, _: Option<&_>| {
+            auth.introspect(request).unwrap_or_else(Answer::from)
+        };
+        routes.route("POST", exact(INTROSPECTION_PATH), Some(Endpoint::Introspect), introspect).await;
+        let revoke =
+            |auth: &Self, request: &Request, _: Option<&_>| auth.revoke(request).unwrap_or_else(Answer::from);
+        routes.route("POST", exact(REVOCATION_PATH), Some(Endpoint::Revoke), revoke).await;
         routes.finish().await;
     }
-}
 
-impl Refuse for AuthServer {
-    fn refuse(&self, _: &Request, reply: ErrorReply) -> ResponseTemplate {
-        reply.into_response()
-    }
-}
-
-/// How the client authenticated at the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClientAuthMethod {
-    Basic,
-    Body,
-}
-
-impl AuthServer {
-    /// `POST /oauth2/token`: count the request, draw its fault, and carry the fault out
-    /// before the grant is processed; then [`token`](Self::token). A request the proxy held for
-    /// a slow answer comes back marked as a replay: it was counted and drew its fault already.
-    fn token_endpoint(&self, request: &Request) -> ResponseTemplate {
-        let form = Form::parse(request);
-        let replayed = request
-            .headers
-            .get(REPLAY_HEADER)
-            .is_some_and(|v| constant_time_eq(v.as_bytes(), self.replay_secret.as_bytes()));
-        if !replayed {
-            self.shared.token_requests.fetch_add(1, Ordering::Relaxed);
-            if let Some(grant_type) = form.as_ref().ok().and_then(|f| f.get("grant_type")) {
-                self.shared.count_grant(grant_type);
-            }
-            if let Some(response) = self.token_fault() {
-                return response;
-            }
-        }
-        form.and_then(|form| self.token(request, &form)).unwrap_or_else(ErrorReply::into_response)
-    }
-
-    /// Draws the token request's fault; the answer that replaces the real one, if any.
-    fn token_fault(&self) -> Option<ResponseTemplate> {
-        let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
-        let fault = faults.draw(Target::Token)?;
-        let response = match &fault {
-            Fault::Slow(delay) => {
-                let marker = format!("{MARKER_HOLD}{}", delay.as_millis());
-                Some(ResponseTemplate::new(200).insert_header(MARKER_HEADER, marker.as_str()))
-            }
-            Fault::ExpireTokens => {
-                self.shared.token_generation.fetch_add(1, Ordering::SeqCst);
-                None
-            }
-            other => match replaced(&mut faults, Target::Token, other) {
-                Some(response) => Some(response),
-                // A page fault: nothing to do at the token endpoint.
-                None => return None,
-            },
-        };
-        faults.applied(Target::Token, &fault);
-        response
-    }
-
-    /// `GET /.well-known/jwks.json`, with its faults.
-    fn jwks(&self) -> ResponseTemplate {
-        self.shared.jwks_requests.fetch_add(1, Ordering::Relaxed);
-        let mut faults = self.shared.faults.lock().unwrap_or_else(|e| e.into_inner());
-        let response = ResponseTemplate::new(200)
-            .insert_header("cache-control", "public, max-age=300")
-            .set_body_raw(self.published_jwks().into_bytes(), "application/json");
-        let Some(fault) = faults.draw(Target::Jwks) else {
-            return response;
-        };
-        let response = match &fault {
-            Fault::Slow(delay) => response.set_delay(*delay),
-            other => match replaced(&mut faults, Target::Jwks, other) {
-                Some(replacement) => replacement,
-                None => return response,
-            },
-        };
-        faults.applied(Target::Jwks, &fault);
-        response
+    /// `GET /.well-known/jwks.json`.
+    fn jwks(&self) -> Answer {
+        Answer::new(200)
+            .header("cache-control", "public, max-age=300")
+            .body(self.published_jwks(), "application/json")
     }
 
     /// Dispatches a token request on `grant_type`.
-    fn token(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
+    fn token(&self, request: &Request, form: &Form) -> Result<Answer, ErrorReply> {
         let grant_type = form.require("grant_type")?;
         match grant_type {
             "client_credentials" => self.client_credentials(request, form),
@@ -255,7 +192,7 @@ impl AuthServer {
     }
 
     /// RFC 6749 section 4.4.
-    fn client_credentials(&self, request: &Request, form: &Form) -> Result<ResponseTemplate, ErrorReply> {
+    fn client_credentials(&self, request: &Request, form: &Form) -> Result<Answer, ErrorReply> {
         let (client_id, client) = self.authenticate_client(request, form)?;
         let scopes = granted_scopes(form.get("scope"), &client.scopes)?;
         let token = self.access_token(client_id, client_id, &scopes)?;
@@ -321,6 +258,17 @@ impl AuthServer {
         let header = request.headers.get("authorization");
         let body_id = form.get("client_id");
         let body_secret = form.get("client_secret");
+        let used = if header.is_some() { ClientAuthMethod::Basic } else { ClientAuthMethod::Body };
+        let tried = header.is_some() || body_secret.is_some();
+        if let Some(required) = self.client_auth.filter(|required| tried && *required != used) {
+            let only = match required {
+                ClientAuthMethod::Basic => "this server accepts client authentication by HTTP Basic only",
+                ClientAuthMethod::Body => {
+                    "this server accepts client authentication in the request body only"
+                }
+            };
+            return Err(invalid_client(used, only));
+        }
         let Some(value) = header else {
             let (id, secret) = match (body_id, body_secret) {
                 (Some(id), Some(secret)) => (id, secret),
@@ -362,22 +310,9 @@ impl AuthServer {
     }
 }
 
-/// The answer that replaces the real one for `fault` at `target`: an error status, a dropped
-/// connection, or a 200 with another body.
-fn replaced(faults: &mut FaultState, target: Target, fault: &Fault) -> Option<ResponseTemplate> {
-    if let Some((_, response)) = faults.stand_in(target, fault) {
-        return Some(response);
-    }
-    let body = replacement_body(fault)?;
-    Some(ResponseTemplate::new(200).set_body_raw(body, "application/json"))
-}
-
 /// A successful token response: JSON, never cached.
-fn token_response(body: serde_json::Value) -> ResponseTemplate {
-    ResponseTemplate::new(200)
-        .insert_header("cache-control", "no-store")
-        .insert_header("pragma", "no-cache")
-        .set_body_json(body)
+fn token_response(body: serde_json::Value) -> Answer {
+    Answer::new(200).header("cache-control", "no-store").header("pragma", "no-cache").json(&body)
 }
 
 /// 401 `invalid_client`, with a Basic challenge when the client tried Basic

@@ -6,16 +6,14 @@
 //! A token the server does not know, or that belongs to another client, is answered 200 and
 //! nothing happens (section 2.2).
 
-use std::sync::atomic::Ordering;
-
-use wiremock::{Request, ResponseTemplate};
+use wiremock::Request;
 
 use super::super::ErrorReply;
+use super::super::reply::Answer;
 use super::{AuthServer, Form};
 
 impl AuthServer {
-    pub(super) fn revoke(&self, request: &Request) -> Result<ResponseTemplate, ErrorReply> {
-        self.shared.revocation_requests.fetch_add(1, Ordering::Relaxed);
+    pub(super) fn revoke(&self, request: &Request) -> Result<Answer, ErrorReply> {
         let form = Form::parse(request)?;
         let (client_id, _) = self.identify_client(request, &form)?;
         let token = form.require("token")?;
@@ -23,7 +21,7 @@ impl AuthServer {
         let revoked = self.shared.sessions().revoke_refresh_token(token, client_id)
             || self.revoke_access_token(token, client_id);
         tracing::debug!(revoked, "token revocation");
-        Ok(ResponseTemplate::new(200).insert_header("cache-control", "no-store"))
+        Ok(Answer::new(200).header("cache-control", "no-store"))
     }
 
     /// Revokes `token` when it is an access token this server issued to `client_id`.

@@ -180,7 +180,7 @@ async fn authorize_validates_every_parameter() {
     let mut repeated = valid_params();
     repeated.push(("scope", "openid".into()));
     assert_eq!(authorize(&server, &repeated).await.1.unwrap()["error"], "invalid_request");
-    assert_eq!(server.authorize_requests(), 17);
+    assert_eq!(server.requests(crate::Endpoint::Authorize), 17);
     assert_eq!(server.token_requests(), 0);
 }
 
@@ -408,23 +408,26 @@ async fn signed_in_with_faults() -> (ReferenceServer, String) {
 
 #[tokio::test]
 async fn token_faults_answer_before_the_grant_and_never_rotate() {
-    use crate::{Fault, Faults, RetryAfter};
+    use crate::{Endpoint, Fault, Faults, RetryAfter};
 
     let (server, first) = signed_in_with_faults().await;
     server.set_faults(
         Faults::new()
-            .every(1, Fault::Status(500))
-            .token_sequence([
-                Some(Fault::RateLimited(RetryAfter::Seconds(2))),
-                Some(Fault::Html(503)),
-                Some(Fault::Status(503)),
-                Some(Fault::Status(500)),
-                Some(Fault::Empty(502)),
-                Some(Fault::Html(504)),
-                Some(Fault::InvalidJson),
-                Some(Fault::DropConnection),
-            ])
-            .token_at(9, Fault::CutBody),
+            .on_every(Endpoint::Companies, 1, Fault::Status(500))
+            .on_sequence(
+                Endpoint::Token,
+                [
+                    Some(Fault::RateLimited(RetryAfter::Seconds(2))),
+                    Some(Fault::Html(503)),
+                    Some(Fault::Status(503)),
+                    Some(Fault::Status(500)),
+                    Some(Fault::Empty(502)),
+                    Some(Fault::Html(504)),
+                    Some(Fault::InvalidJson),
+                    Some(Fault::DropConnection),
+                ],
+            )
+            .on(Endpoint::Token, 9, Fault::EmptyPage),
     );
     let http = http();
     let mut answers = Vec::new();
@@ -459,22 +462,27 @@ async fn token_faults_answer_before_the_grant_and_never_rotate() {
     // Not one of them reached the grant: the refresh token from sign-in is still the current one.
     assert_eq!(server.active_refresh_tokens(server.test_user()), std::slice::from_ref(&first));
     assert_eq!(server.refresh_token_reuses(), 0);
-    // A page fault does nothing at the token endpoint: the 9th request rotates.
+    // A list fault does nothing at the token endpoint: the 9th request rotates.
     let (status, _, body) = refresh(&server, &http, &first).await.unwrap();
     assert_eq!(status, 200, "{body}");
     let second: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(server.active_refresh_tokens(server.test_user()), [second["refresh_token"].as_str().unwrap()]);
 
-    let counts = server.fault_counts();
-    assert_eq!((counts.token.requests, counts.token.total()), (9, 8));
+    let counts = server.fault_counts(Endpoint::Token);
+    assert_eq!((counts.requests, counts.total()), (9, 8));
     for name in
         ["rate_limited", "html_503", "status_503", "status_500", "empty_502", "html_504", "invalid_json"]
     {
-        assert_eq!(counts.token.get(name), 1, "{name}");
+        assert_eq!(counts.get(name), 1, "{name}");
     }
-    assert_eq!(counts.token.get("drop_connection"), 1);
-    assert_eq!(counts.token.early_retries, 1, "the request after the 429 came before its Retry-After");
-    assert_eq!((counts.requests, counts.get("status_500")), (0, 0), "the API schedule saw no token request");
+    assert_eq!(counts.get("drop_connection"), 1);
+    assert_eq!(counts.early_retries, 1, "the request after the 429 came before its Retry-After");
+    let companies = server.fault_counts(Endpoint::Companies);
+    assert_eq!(
+        (companies.requests, companies.get("status_500")),
+        (0, 0),
+        "the API schedule saw no token request"
+    );
     assert_eq!(server.token_requests_for("refresh_token"), 9);
 }
 
@@ -482,10 +490,10 @@ async fn token_faults_answer_before_the_grant_and_never_rotate() {
 async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
     use std::time::Duration;
 
-    use crate::{Fault, Faults};
+    use crate::{Endpoint, Fault, Faults};
 
     let (server, first) = signed_in_with_faults().await;
-    server.set_faults(Faults::new().token_every(1, Fault::Slow(Duration::from_millis(400))));
+    server.set_faults(Faults::new().on_every(Endpoint::Token, 1, Fault::Slow(Duration::from_millis(400))));
 
     // The client gives up first: the held request is never processed.
     let impatient = reqwest::Client::builder().timeout(Duration::from_millis(100)).build().unwrap();
@@ -508,5 +516,17 @@ async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
     );
     assert_eq!(server.refresh_token_reuses(), 0);
     // Each request counted once, the held one included.
-    assert_eq!((server.token_requests_for("refresh_token"), server.fault_counts().token.get("slow")), (2, 2));
+    assert_eq!(
+        (server.token_requests_for("refresh_token"), server.fault_counts(Endpoint::Token).get("slow")),
+        (2, 2)
+    );
+    // The journal has the answered one, once, with its fault; the one given up on is not in it.
+    let refreshes: Vec<_> =
+        server.journal().into_iter().filter(|r| r.endpoint() == Some(Endpoint::Token)).skip(1).collect();
+    assert_eq!(refreshes.len(), 1);
+    assert_eq!(
+        (refreshes[0].status(), refreshes[0].fault()),
+        (200, Some(&Fault::Slow(Duration::from_millis(400))))
+    );
+    assert_eq!(refreshes[0].user(), Some(server.test_user()));
 }

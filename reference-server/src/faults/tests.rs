@@ -4,18 +4,20 @@ use super::super::jwt::unix_now_ms;
 use super::state::retry_after_value;
 use super::*;
 
-fn draws(faults: Faults, n: usize) -> Vec<Option<&'static str>> {
+const COMPANIES: Endpoint = Endpoint::Companies;
+
+fn draws(faults: Faults, endpoint: Endpoint, n: usize) -> Vec<Option<&'static str>> {
     let mut state = FaultState::new(faults);
-    (0..n).map(|_| state.draw(Target::Api).map(|f| f.name())).collect()
+    (0..n).map(|_| state.draw(endpoint).map(|f| f.name())).collect()
 }
 
 #[test]
 fn request_rules_in_order_then_page_rules() {
     let faults = Faults::new()
-        .every(5, Fault::RateLimited(RetryAfter::Seconds(1)))
-        .every(7, Fault::Status(503))
-        .every_page(3, Fault::EmptyPage);
-    let got = draws(faults, 15);
+        .on_every(COMPANIES, 5, Fault::RateLimited(RetryAfter::Seconds(1)))
+        .on_every(COMPANIES, 7, Fault::Status(503))
+        .on_every_page(COMPANIES, 3, Fault::EmptyPage);
+    let got = draws(faults, COMPANIES, 15);
     let rl = Some("rate_limited");
     let st = Some("status");
     let ep = Some("empty_page");
@@ -24,45 +26,48 @@ fn request_rules_in_order_then_page_rules() {
 }
 
 #[test]
-fn at_and_sequence() {
-    let faults = Faults::new().at(2, Fault::InvalidJson).sequence([
-        Some(Fault::CutBody),
-        Some(Fault::DropConnection),
-        None,
-        Some(Fault::EmptyPage),
-    ]);
+fn on_and_sequence() {
+    let faults = Faults::new().on(COMPANIES, 2, Fault::InvalidJson).on_sequence(
+        COMPANIES,
+        [Some(Fault::CutBody), Some(Fault::DropConnection), None, Some(Fault::EmptyPage)],
+    );
     assert_eq!(
-        draws(faults.clone(), 6),
+        draws(faults.clone(), COMPANIES, 6),
         [Some("cut_body"), Some("invalid_json"), None, Some("empty_page"), None, None]
     );
     assert!(faults.need_proxy());
-    assert!(!Faults::new().every(1, Fault::Slow(Duration::ZERO)).need_proxy());
+    assert!(!Faults::new().on_every(COMPANIES, 1, Fault::Slow(Duration::ZERO)).need_proxy());
 }
 
 #[test]
-fn token_requests_have_their_own_numbering_and_rules() {
+fn each_endpoint_has_its_own_numbering_and_rules() {
     let faults = Faults::new()
-        .every(2, Fault::Status(503))
-        .token_every(3, Fault::Html(502))
-        .token_sequence([Some(Fault::DropConnection)]);
+        .on_every(Endpoint::Contacts, 2, Fault::Status(503))
+        .on_every(Endpoint::Token, 3, Fault::Html(502))
+        .on_sequence(Endpoint::Token, [Some(Fault::DropConnection)])
+        .on(Endpoint::Resource("notes"), 1, Fault::Empty(504));
     let mut state = FaultState::new(faults.clone());
-    let api: Vec<_> = (0..4).map(|_| state.draw(Target::Api).map(|f| f.name())).collect();
-    let token: Vec<_> = (0..6).map(|_| state.draw(Target::Token).map(|f| f.name())).collect();
-    assert_eq!(api, [None, Some("status"), None, Some("status")]);
-    assert_eq!(token, [Some("drop_connection"), None, Some("html"), None, None, Some("html")]);
-    state.applied(Target::Token, &Fault::Html(502));
-    let counts = state.counts();
-    assert_eq!((counts.requests, counts.pages, counts.token.requests), (4, 2, 6));
-    assert_eq!((counts.token.get("html_502"), counts.token.total(), counts.get("html_502")), (1, 1, 0));
+    let mut drawn = |endpoint, n| (0..n).map(|_| state.draw(endpoint).map(|f| f.name())).collect::<Vec<_>>();
+    assert_eq!(drawn(Endpoint::Companies, 2), [None, None], "the companies have no rule");
+    assert_eq!(drawn(Endpoint::Contacts, 4), [None, Some("status"), None, Some("status")]);
+    assert_eq!(
+        drawn(Endpoint::Token, 6),
+        [Some("drop_connection"), None, Some("html"), None, None, Some("html")]
+    );
+    assert_eq!(drawn(Endpoint::Resource("deals"), 1), [None], "another resource");
+    assert_eq!(drawn(Endpoint::Resource("notes"), 2), [Some("empty"), None]);
+    state.applied(Endpoint::Token, &Fault::Html(502));
+    let (contacts, token) = (state.counts(Endpoint::Contacts), state.counts(Endpoint::Token));
+    assert_eq!((contacts.requests, contacts.pages, token.requests), (4, 2, 6));
+    assert_eq!((token.get("html_502"), token.total(), contacts.get("html_502")), (1, 1, 0));
+    assert_eq!(state.counts(Endpoint::Jwks), FaultCounts::default());
     assert!(faults.need_proxy());
-    assert!(Faults::new().token_at(1, Fault::Slow(Duration::ZERO)).need_proxy());
-    assert!(Faults::new().jwks_at(1, Fault::DropConnection).need_proxy());
-    assert!(!Faults::new().jwks_at(1, Fault::Slow(Duration::ZERO)).need_proxy());
-    let mut jwks = FaultState::new(Faults::new().jwks_every(2, Fault::Status(503)));
-    let drawn: Vec<_> = (0..4).map(|_| jwks.draw(Target::Jwks).map(|f| f.name())).collect();
-    assert_eq!(drawn, [None, Some("status"), None, Some("status")]);
-    assert_eq!((jwks.counts().jwks.requests, jwks.counts().requests, jwks.counts().pages), (4, 0, 0));
-    assert!(!Faults::new().at(1, Fault::Slow(Duration::ZERO)).need_proxy());
+    assert!(Faults::new().on(Endpoint::Token, 1, Fault::Slow(Duration::ZERO)).need_proxy());
+    assert!(Faults::new().on(Endpoint::Jwks, 1, Fault::DropConnection).need_proxy());
+    assert!(!Faults::new().on(Endpoint::Jwks, 1, Fault::Slow(Duration::ZERO)).need_proxy());
+    let generated = Fault::Reply(Reply::new(200).repeated("x", 3, ""));
+    assert!(Faults::new().on(Endpoint::Discovery, 1, generated).need_proxy());
+    assert!(!Faults::new().on(Endpoint::Discovery, 1, Fault::Reply(Reply::new(200))).need_proxy());
 }
 
 #[test]
@@ -74,38 +79,69 @@ fn stand_in_answers() {
         (Fault::Html(502), 502),
         (Fault::Empty(504), 504),
         (Fault::DropConnection, 200),
-        (Fault::Reply(410, Vec::new()), 410),
+        (Fault::Reply(Reply::new(410)), 410),
         (Fault::OversizedBody(1024), 200),
+        (Fault::Body(vec![0xff]), 200),
+        (Fault::InvalidJson, 200),
     ] {
-        assert_eq!(state.stand_in(Target::Token, &fault).map(|(s, _)| s), Some(status), "{fault:?}");
+        assert_eq!(state.stand_in(Endpoint::Token, &fault).map(|a| a.status), Some(status), "{fault:?}");
     }
-    assert!(state.stand_in(Target::Token, &Fault::Slow(Duration::ZERO)).is_none());
-    assert!(state.stand_in(Target::Api, &Fault::CutBody).is_none());
+    for fault in [Fault::Slow(Duration::ZERO), Fault::CutBody, Fault::EmptyPage, Fault::ExpireTokens] {
+        assert!(state.stand_in(COMPANIES, &fault).is_none(), "{fault:?}");
+    }
     // The 429 set when the next token request may come: right away is early.
-    state.draw(Target::Token);
-    assert_eq!(state.counts().token.early_retries, 1);
+    state.draw(Endpoint::Token);
+    assert_eq!(state.counts(Endpoint::Token).early_retries, 1);
+}
+
+#[test]
+fn a_reply_is_sent_as_made() {
+    let reply =
+        Reply::new(429).header("Retry-After", "18446744073709551615").header("x-a", "1").header("x-a", "2");
+    let answer = reply.body(vec![0xff, 0]).answer();
+    assert_eq!((answer.status, answer.body.as_slice()), (429, &[0xff, 0][..]));
+    assert_eq!(answer.header_value("retry-after"), Some("18446744073709551615"));
+    assert_eq!(answer.header_value("content-type"), None, "no header but those given");
+    let json = Reply::json(503, "{}").answer();
+    assert_eq!(json.header_value("content-type"), Some("application/json"));
+    // What HTTP cannot carry is answered 500, saying which.
+    for bad in
+        [Reply::new(1000), Reply::new(200).header("bad name", "x"), Reply::new(200).header("x", "a\nb")]
+    {
+        let answer = bad.answer().checked();
+        assert_eq!(answer.status, 500, "{bad:?}");
+        assert!(String::from_utf8_lossy(&answer.body).contains("the fault reply cannot be sent"));
+    }
 }
 
 #[test]
 fn early_retries_are_counted() {
     let mut state = FaultState::new(Faults::new());
-    state.rate_limited_until(Target::Api, unix_now_ms() + 60_000);
-    state.draw(Target::Api);
-    state.draw(Target::Api);
-    assert_eq!(state.counts().early_retries, 1);
-    state.rate_limited_until(Target::Api, unix_now_ms().saturating_sub(1));
-    state.draw(Target::Api);
-    assert_eq!(state.counts().early_retries, 1);
-    assert_eq!(state.counts().token, EndpointFaultCounts::default());
+    let raw = Fault::RateLimited(RetryAfter::Raw("60".into()));
+    assert_eq!(state.stand_in(COMPANIES, &raw).unwrap().header_value("retry-after"), Some("60"));
+    state.draw(COMPANIES);
+    state.draw(COMPANIES);
+    assert_eq!(state.counts(COMPANIES).early_retries, 1);
+    let unreadable = Fault::RateLimited(RetryAfter::Raw("soon".into()));
+    assert_eq!(state.stand_in(COMPANIES, &unreadable).unwrap().header_value("retry-after"), Some("soon"));
+    state.draw(COMPANIES);
+    let now = Fault::RateLimited(RetryAfter::Seconds(0));
+    state.stand_in(COMPANIES, &now);
+    state.draw(COMPANIES);
+    assert_eq!(state.counts(COMPANIES).early_retries, 1, "no time to wait, no retry early");
 }
 
 #[test]
-fn retry_after_dates_are_whole_seconds_never_early() {
+fn retry_after_values() {
     let before = unix_now_ms();
-    let (value, until) = retry_after_value(RetryAfter::Date(Duration::from_millis(1500))).unwrap();
+    let (value, until) = retry_after_value(&RetryAfter::Date(Duration::from_millis(1500))).unwrap();
+    let until = until.unwrap();
     assert!(until >= before + 1500 && until % 1000 == 0, "{until}");
     let parsed = httpdate::parse_http_date(&value).unwrap();
     assert_eq!(parsed, std::time::UNIX_EPOCH + Duration::from_millis(until));
-    assert_eq!(retry_after_value(RetryAfter::Seconds(2)).unwrap().0, "2");
-    assert_eq!(retry_after_value(RetryAfter::Absent), None);
+    assert_eq!(retry_after_value(&RetryAfter::Seconds(2)).unwrap().0, "2");
+    assert_eq!(retry_after_value(&RetryAfter::Seconds(0)).unwrap().0, "0");
+    let huge = retry_after_value(&RetryAfter::Raw("18446744073709551615".into())).unwrap();
+    assert_eq!((huge.0.as_str(), huge.1), ("18446744073709551615", Some(u64::MAX)));
+    assert_eq!(retry_after_value(&RetryAfter::Absent), None);
 }

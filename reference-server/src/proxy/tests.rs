@@ -5,7 +5,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::{Fault, Faults, ReferenceServer, TokenSpec};
+use super::Generated;
+use crate::{Endpoint, Fault, Faults, ReferenceServer, Reply, TokenSpec};
 
 /// Sends one `GET` of `path` on a new connection and reads until the server closes it.
 async fn raw_get(server: &ReferenceServer, path: &str, token: &str) -> Vec<u8> {
@@ -39,7 +40,10 @@ fn header(head: &str, name: &str) -> Option<String> {
 async fn faults_on_the_wire() {
     let server = ReferenceServer::builder()
         .companies(20)
-        .faults(Faults::new().sequence([None, Some(Fault::CutBody), Some(Fault::DropConnection)]))
+        .faults(
+            Faults::new()
+                .on_sequence(Endpoint::Companies, [None, Some(Fault::CutBody), Some(Fault::DropConnection)]),
+        )
         .start()
         .await;
     let token = server.mint_token(TokenSpec::new());
@@ -63,7 +67,7 @@ async fn faults_on_the_wire() {
 
     // Not a byte of a response.
     assert_eq!(raw_get(&server, path, &token).await, b"");
-    let counts = server.fault_counts();
+    let counts = server.fault_counts(Endpoint::Companies);
     assert_eq!((counts.requests, counts.get("cut_body"), counts.get("drop_connection")), (3, 1, 1));
 }
 
@@ -71,7 +75,7 @@ async fn faults_on_the_wire() {
 async fn an_oversized_body_is_streamed_to_its_length_between_whole_answers() {
     let server = ReferenceServer::builder()
         .companies(5)
-        .faults(Faults::new().at(2, Fault::OversizedBody(3 * 1024 * 1024 + 7)))
+        .faults(Faults::new().on(Endpoint::Companies, 2, Fault::OversizedBody(3 * 1024 * 1024 + 7)))
         .start()
         .await;
     let token = server.mint_token(TokenSpec::new());
@@ -89,13 +93,52 @@ async fn an_oversized_body_is_streamed_to_its_length_between_whole_answers() {
     assert_eq!(body.len(), 3 * 1024 * 1024 + 7);
     assert!(body.starts_with(br#"{"data":[{"id":"cmp_filler","name":"Filler"},"#));
     assert_eq!(get().await.unwrap().status(), 200);
-    assert_eq!(server.fault_counts().get("oversized_body"), 1);
-    assert_eq!(server.api_requests().iter().map(|r| r.status).collect::<Vec<_>>(), [200, 200, 200]);
+    assert_eq!(server.fault_counts(Endpoint::Companies).get("oversized_body"), 1);
+    assert_eq!(server.journal().iter().map(|r| r.status()).collect::<Vec<_>>(), [200, 200, 200]);
+}
+
+/// 8 MiB of `{"data":[0,0,...]}` in a valid envelope, and `{},{},...`, made as they are written,
+/// on any endpoint, with the status and headers of the test's choosing.
+#[tokio::test]
+async fn generated_replies_are_whole_envelopes_of_any_size() {
+    const TAIL: &str = r#"],"pagination":{"hasMore":false}}"#;
+    let zeros =
+        Reply::json(200, r#"{"data":[0"#).repeated(",0", 4 * 1024 * 1024, TAIL).header("x-test", "zeros");
+    let objects = Reply::new(207).body(r#"{"data":[{}"#).repeated(",{}", 10, TAIL);
+    let server = ReferenceServer::builder()
+        .companies(1)
+        .faults(Faults::new().on(Endpoint::Companies, 1, Fault::Reply(zeros)).on(
+            Endpoint::Discovery,
+            1,
+            Fault::Reply(objects),
+        ))
+        .start()
+        .await;
+    let http = reqwest::Client::new();
+    let token = server.mint_token(TokenSpec::new());
+    let page =
+        http.get(format!("{}/v1/companies", server.base_url())).bearer_auth(&token).send().await.unwrap();
+    assert_eq!((page.status().as_u16(), page.content_length()), (200, None));
+    assert_eq!(
+        (page.headers()["x-test"].to_str().unwrap(), page.headers()["content-type"].to_str().unwrap()),
+        ("zeros", "application/json")
+    );
+    let body: serde_json::Value = page.json().await.unwrap();
+    assert_eq!(body["data"].as_array().unwrap().len(), 4 * 1024 * 1024 + 1);
+    assert_eq!(body["pagination"]["hasMore"], false);
+    let discovery = http.get(server.discovery_url()).send().await.unwrap();
+    assert_eq!((discovery.status().as_u16(), discovery.headers().get("content-type")), (207, None));
+    let body: serde_json::Value = discovery.json().await.unwrap();
+    assert_eq!(body["data"].as_array().unwrap().len(), 11);
 }
 
 #[test]
-fn hold_markers() {
-    assert_eq!(super::hold_delay("hold=1500"), Some(Duration::from_millis(1500)));
-    assert_eq!(super::hold_delay("hold=x"), None);
-    assert_eq!(super::hold_delay("cut"), None);
+fn generated_markers_round_trip() {
+    let generated =
+        Generated { head: vec![0xff, b'.'], unit: b"ab".to_vec(), times: 3, tail: vec![], limit: Some(5) };
+    let marker = generated.marker();
+    assert_eq!(marker.strip_prefix(super::MARKER_GENERATE).and_then(Generated::parse), Some(generated));
+    for bad in ["", "YQ.YQ", "!!.YQ.1.YQ.", "YQ.YQ.x.YQ.", "YQ.YQ.1.YQ.x"] {
+        assert_eq!(Generated::parse(bad), None, "{bad}");
+    }
 }

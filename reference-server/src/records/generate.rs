@@ -1,13 +1,38 @@
 //! The generator of the records: splitmix64 and word lists.
 
-use super::{DatasetCompany, DatasetContact};
+use serde_json::json;
 
-pub(super) fn digits(n: usize) -> usize {
+use super::Record;
+
+/// `companies` companies with `contacts_per_company` contacts each, from `seed`: both in
+/// ascending id order.
+pub(super) fn generate(
+    companies: usize,
+    contacts_per_company: usize,
+    seed: u64,
+) -> (Vec<Record>, Vec<Record>) {
+    let mut rng = SplitMix64(seed);
+    let company_width = digits(companies).max(4);
+    let contact_width = digits(companies.saturating_mul(contacts_per_company)).max(5);
+    let mut company_list = Vec::with_capacity(companies);
+    let mut contact_list = Vec::with_capacity(companies.saturating_mul(contacts_per_company));
+    for i in 1..=companies {
+        let (company, created) = gen_company(&mut rng, i, company_width);
+        for _ in 0..contacts_per_company {
+            let n = contact_list.len() + 1;
+            contact_list.push(gen_contact(&mut rng, &company, created, n, contact_width));
+        }
+        company_list.push(company);
+    }
+    (company_list, contact_list)
+}
+
+fn digits(n: usize) -> usize {
     n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// splitmix64: tiny, fast, and its output stream is fixed forever.
-pub(super) struct SplitMix64(pub(super) u64);
+struct SplitMix64(u64);
 
 impl SplitMix64 {
     fn next(&mut self) -> u64 {
@@ -78,7 +103,7 @@ const EPOCH_2020: i64 = 1_577_836_800;
 const CREATION_HOURS: u64 = 4 * 365 * 24;
 
 /// A company and its creation time in seconds.
-pub(super) fn gen_company(rng: &mut SplitMix64, n: usize, width: usize) -> (DatasetCompany, i64) {
+fn gen_company(rng: &mut SplitMix64, n: usize, width: usize) -> (Record, i64) {
     let name = format!("{} {}{}", rng.pick(ADJECTIVES), rng.pick(NOUNS), rng.pick(SUFFIXES));
     let status = match rng.below(100) {
         0..50 => "active",
@@ -88,44 +113,47 @@ pub(super) fn gen_company(rng: &mut SplitMix64, n: usize, width: usize) -> (Data
     };
     let created = EPOCH_2020 + rng.below(CREATION_HOURS) as i64 * 3600;
     let updated = touched(rng, created);
-    let company = DatasetCompany {
-        id: format!("cmp_{n:0width$}"),
-        name,
-        status: status.to_owned(),
-        created_at: rfc3339(created),
-        updated_at: rfc3339(updated),
-        industry: rng.pick(INDUSTRIES).to_owned(),
-        employee_count: 1 + rng.below(5000) as u32,
-        country: rng.pick(COUNTRIES).to_owned(),
-    };
-    (company, created)
+    let company = json!({
+        "id": format!("cmp_{n:0width$}"),
+        "name": name,
+        "status": status,
+        "createdAt": rfc3339(created),
+        "updatedAt": rfc3339(updated),
+        "industry": rng.pick(INDUSTRIES),
+        "employeeCount": 1 + rng.below(5000),
+        "country": rng.pick(COUNTRIES),
+    });
+    (record(company), created)
 }
 
-pub(super) fn gen_contact(
+fn gen_contact(
     rng: &mut SplitMix64,
-    company: &DatasetCompany,
+    company: &Record,
     company_created: i64,
     n: usize,
     width: usize,
-) -> DatasetContact {
+) -> Record {
     let first = rng.pick(FIRST_NAMES);
     let last = rng.pick(LAST_NAMES);
     let created = company_created + rng.below(300 * 24) as i64 * 3600;
     let updated = touched(rng, created);
-    DatasetContact {
-        id: format!("cnt_{n:0width$}"),
-        company_id: company.id.clone(),
-        name: format!("{first} {last}"),
-        email: format!(
-            "{}.{}{}@{}.example",
-            ascii_slug(first),
-            ascii_slug(last),
-            n,
-            ascii_slug(&company.name)
-        ),
-        created_at: rfc3339(created),
-        updated_at: rfc3339(updated),
-        title: rng.pick(TITLES).to_owned(),
+    let company_name = company.str("name").unwrap_or_default();
+    record(json!({
+        "id": format!("cnt_{n:0width$}"),
+        "companyId": company.id(),
+        "name": format!("{first} {last}"),
+        "email": format!("{}.{}{}@{}.example", ascii_slug(first), ascii_slug(last), n, ascii_slug(company_name)),
+        "createdAt": rfc3339(created),
+        "updatedAt": rfc3339(updated),
+        "title": rng.pick(TITLES),
+    }))
+}
+
+/// A generated object: always a record.
+fn record(value: serde_json::Value) -> Record {
+    match value {
+        serde_json::Value::Object(fields) => Record(fields),
+        _ => Record(serde_json::Map::new()),
     }
 }
 
@@ -134,7 +162,7 @@ fn touched(rng: &mut SplitMix64, created: i64) -> i64 {
     if rng.below(5) == 0 { created } else { created + 1 + rng.below(400 * 86_400) as i64 }
 }
 
-fn rfc3339(secs: i64) -> String {
+pub(super) fn rfc3339(secs: i64) -> String {
     chrono::DateTime::from_timestamp(secs, 0)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)

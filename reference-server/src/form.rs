@@ -7,7 +7,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use wiremock::Request;
 
-use super::super::ErrorReply;
+use super::ErrorReply;
 
 /// The `(client_id, client_secret)` pairs an `Authorization: Basic` header may stand for,
 /// most likely first; empty when the header is not Basic or not decodable.
@@ -52,21 +52,24 @@ fn basic_payload(value: &str) -> Option<String> {
 /// Decodes `application/x-www-form-urlencoded` text (`+` is a space);
 /// `None` for a broken escape or invalid UTF-8.
 fn form_urldecode(s: &str) -> Option<String> {
+    percent_decode(&s.replace('+', " "))
+}
+
+/// Decodes `%XX` escapes (RFC 3986; `+` stays itself); `None` for a broken escape or invalid
+/// UTF-8.
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = bytes.get(i + 1..i + 3)?;
-                let hex = std::str::from_utf8(hex).ok()?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3).filter(|hex| hex.iter().all(u8::is_ascii_hexdigit))?;
+            out.push(u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
         }
-        i += 1;
     }
     String::from_utf8(out).ok()
 }
@@ -119,7 +122,7 @@ impl Form {
 }
 
 /// A parameter name safe to quote in an error: short, printable ASCII.
-pub(super) fn printable(s: &str) -> String {
+pub(crate) fn printable(s: &str) -> String {
     s.chars().take(40).map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '?' }).collect()
 }
 
