@@ -442,7 +442,8 @@ impl ClientBuilder {
             .with_retry(retry.clone())
             .with_middleware(&self.middleware);
 
-        let pacer = Pacer::new(&self.rate_limit.unwrap_or_default(), &api_root, auth.client_id())?;
+        let limit = self.rate_limit.unwrap_or_default();
+        let pacer = Pacer::new(&limit, &api_root, auth.client_id(), retry.longest_delay())?;
         let tokens = auth.into_token_manager()?;
         let reporter = DeprecationReporter::new(self.deprecation_policy, self.on_deprecation);
         let max_page_bytes = self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES);

@@ -224,6 +224,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
+mod bounds;
 mod client;
 mod deprecation;
 mod error;

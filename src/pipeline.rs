@@ -156,6 +156,7 @@ impl ApiPipeline {
     /// request is sent once more with a new one; `insufficient_scope` never does.
     async fn attempt(&self, call: &ApiRequest<'_>, attempt: u32) -> Result<ApiResponse, Error> {
         let page = BodyLimit { kind: BodyKind::Page, bytes: self.shared.max_page_bytes };
+        let policy = call.retry.unwrap_or(&self.shared.retry);
         let expect = Expect { body: page, error: Error::Api };
         let mut resent_for_token = false;
         loop {
@@ -185,13 +186,12 @@ impl ApiPipeline {
                 tracing::debug!("access token rejected; fetching a new one and resending once");
                 resent_for_token = true;
                 // The resend is a request of its own: it waits for the client's budget too.
-                let policy = call.retry.unwrap_or(&self.shared.retry);
                 self.shared.pacer.admit(policy.longest_delay(), None).await?;
                 continue;
             }
             let error = classify(error, head.successor);
             if is_throttle(&error) {
-                self.shared.pacer.throttled(sent_at, &error);
+                self.shared.pacer.throttled(sent_at, &error, policy.longest_delay());
             }
             return Err(error);
         }

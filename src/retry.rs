@@ -95,8 +95,11 @@ impl RetryPolicy {
     }
 
     /// Largest wait between two attempts, `Retry-After` included: a server asking for a longer
-    /// wait ends the retries, and while the client paces itself, every request that would have
-    /// to wait for that pause ends at once with the 429 that asked for it. Default: 10 s.
+    /// wait ends the retries. It is also the longest the client pauses after a 429 while it
+    /// paces itself (the client's policy, or a listing's own when that is longer): requests
+    /// that would wait longer end at once with the 429, and once `max_delay` is over, requests
+    /// are sent again, however long the server asked for (the error's
+    /// [`retry_after`](Error::retry_after) says that, at most a day). Default: 10 s.
     pub fn max_delay(mut self, delay: Duration) -> Self {
         self.max_delay = delay;
         self
@@ -295,7 +298,7 @@ impl RetrySchedule {
                 (ceiling.mul_f64(fastrand::f64()), Duration::ZERO)
             }
         };
-        if self.waited + delay + held > self.policy.max_elapsed {
+        if self.waited.saturating_add(delay).saturating_add(held) > self.policy.max_elapsed {
             return None;
         }
         self.spend(delay)
@@ -303,10 +306,10 @@ impl RetrySchedule {
 
     /// Counts `delay` toward `max_elapsed` and moves to the next attempt, unless it does not fit.
     fn spend(&mut self, delay: Duration) -> Option<Duration> {
-        if self.waited + delay > self.policy.max_elapsed {
+        if self.waited.saturating_add(delay) > self.policy.max_elapsed {
             return None;
         }
-        self.waited += delay;
+        self.waited = self.waited.saturating_add(delay);
         self.attempt += 1;
         Some(delay)
     }
@@ -327,7 +330,7 @@ impl RetrySchedule {
     /// Counts a wait for the client's budget; after a failure, toward `max_elapsed`.
     fn waited_for_budget(&mut self, waited: Duration) {
         if self.attempt > 1 {
-            self.waited += waited;
+            self.waited = self.waited.saturating_add(waited);
         }
     }
 

@@ -12,6 +12,7 @@ use super::guards::Walk;
 use super::params::DEFAULT_MAX_EMPTY_PAGES;
 use super::raw::RawPage;
 use super::{Cursor, ListEndpoint, ListParams, Page};
+use crate::bounds::later;
 use crate::error::{CursorRejected, ErrorCode, HttpError, PaginationError};
 use crate::limits::MAX_LIMIT;
 use crate::model::Resource;
@@ -93,7 +94,7 @@ impl<T: Resource> Pager<T> {
         let limit = self.params.page_limit(Some(MAX_LIMIT), self.progress.delivered).unwrap_or(MAX_LIMIT);
         let not_before = self.not_before;
         if let Some(delay) = self.endpoint.paging.page_delay {
-            self.not_before = Some(Instant::now().max(not_before.unwrap_or_else(Instant::now)) + delay);
+            self.not_before = Some(later(Instant::now().max(not_before.unwrap_or_else(Instant::now)), delay));
         }
         let request = PageRequest {
             params: Arc::clone(&self.params),
