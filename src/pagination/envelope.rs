@@ -46,7 +46,8 @@ pub(crate) struct PaginationMeta {
     pub(crate) has_more: bool,
     #[serde(default)]
     pub(crate) next_cursor: Option<Cursor>,
-    #[serde(default)]
+    /// An integer from 0 to `u64::MAX`; anything else is absent, never a failed page.
+    #[serde(default, deserialize_with = "crate::bounds::count")]
     total_count: Option<u64>,
 }
 
@@ -210,6 +211,23 @@ mod tests {
     }
 
     proptest! {
+        /// Any JSON value as `totalCount`: the page is read, and the count is the value when
+        /// it is an integer from 0 to `u64::MAX`.
+        #[test]
+        fn any_total_count_leaves_the_page_readable(
+            count in prop_oneof![
+                any::<u64>().prop_map(|n| n.to_string()),
+                any::<i64>().prop_map(|n| n.to_string()),
+                any::<f64>().prop_map(|n| serde_json::json!(n).to_string()),
+                "[1-9][0-9]{19,29}",
+                "\"[a-z0-9 ]{0,10}\"|\\{\\}|\\[1\\]|true|null",
+            ],
+        ) {
+            let body = format!(r#"{{"data": [], "pagination": {{"hasMore": false, "totalCount": {count}}}}}"#);
+            let page: Page<Company> = serde_json::from_str(&body).map_err(|e| TestCaseError::fail(format!("{count}: {e}")))?;
+            prop_assert_eq!(page.total_count, count.parse::<u64>().ok());
+        }
+
         #[test]
         fn no_body_panics_the_page_decoder(bytes in proptest::collection::vec(any::<u8>(), 0..200), text in ".{0,120}") {
             let _ = serde_json::from_slice::<Page<Company>>(&bytes);
