@@ -24,6 +24,7 @@ mod auth_token_endpoint;
 mod auth_user;
 mod contract;
 mod errors;
+mod hostile_numbers;
 mod interop_oidc;
 mod leniency;
 mod limits;
@@ -61,6 +62,7 @@ fn catalogue() -> Vec<harness::Case> {
         auth_user::CASES,
         contract::CASES,
         errors::CASES,
+        hostile_numbers::CASES,
         interop_oidc::CASES,
         leniency::CASES,
         limits::CASES,
