@@ -10,7 +10,7 @@
 //! | `expires_in` (token responses) | 0 to [`MAX_TOKEN_LIFETIME`], whole seconds | the maximum; a fraction rounded down; negative or not a number: absent |
 //! | epoch times (`exp`, `iat`, `nbf` of JWTs and introspection) | 1970 to [`MAX_EPOCH_SECONDS`] | the maximum; a fraction rounded down; negative or not a number: absent |
 //! | HTTP-dates (`Sunset`, `Deprecation`, `Retry-After`) | 1970 to 9999 | unreadable |
-//! | `totalCount` | 0 to `u64::MAX` | absent |
+//! | `totalCount` | 0 to [`MAX_COUNT`] | absent |
 //!
 //! Times inside the pacer are seconds as `f64`; they become [`Duration`]s through
 //! [`duration_from_secs`] and instants through [`later`], never through a conversion that
@@ -33,6 +33,10 @@ pub(crate) const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 6
 /// The latest epoch time read from a server: 9999-12-31T23:59:59Z, the last second an
 /// HTTP-date can write.
 pub(crate) const MAX_EPOCH_SECONDS: u64 = 253_402_300_799;
+
+/// The largest count read from a server: 2^53, the largest integer every JSON parser holds
+/// exactly.
+pub(crate) const MAX_COUNT: u64 = 1 << 53;
 
 /// How far ahead an instant goes when the clock cannot count as far as asked (Tokio's own
 /// "far future").
@@ -110,9 +114,10 @@ pub(crate) fn optional_numeric_date<'de, D: Deserializer<'de>>(
     Ok(Option::<Value>::deserialize(deserializer)?.as_ref().and_then(epoch))
 }
 
-/// Deserializes a count: an integer from 0 to `u64::MAX`; anything else is absent.
+/// Deserializes a count: an integer from 0 to [`MAX_COUNT`]; anything else is absent.
 pub(crate) fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    Ok(Option::<Value>::deserialize(deserializer)?.as_ref().and_then(Value::as_u64))
+    let value = Option::<Value>::deserialize(deserializer)?;
+    Ok(value.as_ref().and_then(Value::as_u64).filter(|count| *count <= MAX_COUNT))
 }
 
 #[cfg(test)]
