@@ -506,7 +506,8 @@ impl ClientBuilder {
         let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT)), user_agent)
             .with_retry(self.retry.unwrap_or_default())
             .with_middleware(&self.middleware);
-        let pacer = Pacer::new(&self.rate_limit.unwrap_or_default(), &api_root, auth.client_id())?;
+        let limit = self.rate_limit.unwrap_or_default();
+        let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().longest_delay())?;
         let settings = Settings {
             sender,
             api_root,

@@ -204,7 +204,7 @@
 //!
 //! | Layer | Modules | May use |
 //! |---|---|---|
-//! | foundation | `text`, `timestamp`, `limits` | nothing of the crate |
+//! | foundation | `text`, `timestamp`, `limits`, `bounds` (the ranges numbers from a server are held to) | nothing of the crate |
 //! | | `deprecation` (header parsing) | `text`, `timestamp` |
 //! | | `error` | `deprecation`, `limits`, `text` |
 //! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts), `pacing` (the request budget: its state, the rate-limit fields, the queue; a fleet's budget is an interface, implemented over Redis in `auth`) | the foundation |
@@ -224,6 +224,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod auth;
+mod bounds;
 mod client;
 mod deprecation;
 pub mod error;

@@ -188,7 +188,7 @@ impl Pipeline {
             }
             let error = classify(error, head.successor);
             if is_throttle(&error) {
-                self.settings.pacer.throttled(sent_at, &error);
+                self.settings.pacer.throttled(sent_at, &error, policy.longest_delay());
             }
             return Err(error);
         }

@@ -99,8 +99,11 @@ impl RetryPolicy {
     }
 
     /// Largest wait between two attempts, `Retry-After` included: a server asking for a longer
-    /// wait ends the retries, and while the client paces itself, every request that would have
-    /// to wait for that pause ends at once with the 429 that asked for it. Default: 10 s.
+    /// wait ends the retries. It is also the longest the client pauses after a 429 while it
+    /// paces itself (the client's policy, or a listing's own when that is longer): requests
+    /// that would wait longer end at once with the 429, and once `max_delay` is over, requests
+    /// are sent again, however long the server asked for (the error's
+    /// [`retry_after`](Error::retry_after) says that, at most a day). Default: 10 s.
     pub fn max_delay(mut self, delay: Duration) -> Self {
         self.max_delay = delay;
         self
@@ -311,7 +314,7 @@ impl<'p> Schedule<'p> {
         if self.waited.saturating_add(delay).saturating_add(held) > policy.max_elapsed {
             return None;
         }
-        self.waited += delay;
+        self.waited = self.waited.saturating_add(delay);
         self.attempt += 1;
         Some(delay)
     }

@@ -29,8 +29,8 @@ use self::tokens::{OidcTokenResponse, token_set};
 use super::discovery::{AuthServerMetadata, missing_endpoint};
 use super::oauth::{OAuthHttp, token_error};
 use super::pkce::constant_time_eq;
-use super::token_manager::clamp_lifetime;
 use super::{TokenSet, TokenVerifier};
+use crate::bounds::clamp_lifetime;
 use crate::error::ErrorCode;
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender, Layers};
@@ -300,7 +300,7 @@ impl AuthorizationCodeFlow {
 
     /// Clock-skew allowance of the ID-token checks of `exp`, `nbf` and `iat`, so a clock a
     /// little apart from the authorization server's does not fail a sign-in or a refresh.
-    /// Default: 60 seconds.
+    /// Default: 60 seconds; at most a day (a longer one counts as a day).
     pub fn id_token_leeway(mut self, leeway: Duration) -> Self {
         self.config_mut().id_token_leeway = leeway;
         self

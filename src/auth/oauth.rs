@@ -15,6 +15,7 @@ use oauth2::RequestTokenError;
 use oauth2::basic::BasicErrorResponse;
 
 use crate::Error;
+use crate::bounds::{MAX_EPOCH_SECONDS, MAX_TOKEN_LIFETIME, bound_json_fields};
 use crate::error::{ApiError, DecodeError, ErrorCode, HttpError, Origin};
 use crate::limits::BodyKind;
 use crate::pacing::Pacer;
@@ -28,17 +29,31 @@ pub(crate) struct OAuthHttp<'s> {
     body: BodyKind,
     /// An `Authorization` header in place of the one `oauth2` makes.
     authorization: Option<&'s HeaderValue>,
+    /// The numbers of a successful answer and their largest values, held to their ranges
+    /// before `oauth2` reads them: it fails a whole answer for one it cannot read.
+    numbers: &'static [(&'static str, u64)],
 }
+
+/// `expires_in`: whole seconds, at most a year.
+const TOKEN_NUMBERS: &[(&str, u64)] = &[("expires_in", MAX_TOKEN_LIFETIME.as_secs())];
+/// Epoch times: whole seconds, at most the year 9999.
+const INTROSPECTION_NUMBERS: &[(&str, u64)] =
+    &[("exp", MAX_EPOCH_SECONDS), ("iat", MAX_EPOCH_SECONDS), ("nbf", MAX_EPOCH_SECONDS)];
 
 impl<'s> OAuthHttp<'s> {
     /// For token requests (and revocation, whose answers are as small).
     pub(crate) fn token(sender: &'s HttpSender) -> Self {
-        OAuthHttp { sender, body: BodyKind::Token, authorization: None }
+        OAuthHttp { sender, body: BodyKind::Token, authorization: None, numbers: TOKEN_NUMBERS }
     }
 
     /// For token introspection.
     pub(crate) fn introspection(sender: &'s HttpSender) -> Self {
-        OAuthHttp { sender, body: BodyKind::Introspection, authorization: None }
+        OAuthHttp {
+            sender,
+            body: BodyKind::Introspection,
+            authorization: None,
+            numbers: INTROSPECTION_NUMBERS,
+        }
     }
 
     /// With `header` (when set) as every request's `Authorization`.
@@ -65,7 +80,8 @@ impl<'s> OAuthHttp<'s> {
                 if let Some(headers) = answer.headers_mut() {
                     *headers = response.headers;
                 }
-                answer.body(response.body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
+                let body = bound_json_fields(response.body, self.numbers);
+                answer.body(body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
             }
         };
         self.sender.retry_policy().run(&Pacer::off(), true, None, attempt).await

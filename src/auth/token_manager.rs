@@ -18,6 +18,7 @@ use tracing::Instrument;
 
 use super::{AccessToken, TokenSet};
 use crate::Error;
+use crate::bounds::clamp_lifetime;
 use crate::error::{HttpError, ReauthenticationRequired};
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
 
@@ -25,9 +26,6 @@ use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
 const MAX_REFRESH_BUFFER: Duration = Duration::from_secs(300);
 /// ...and no later than this fraction of the lifetime before it.
 const REFRESH_BUFFER_DIVISOR: u32 = 10;
-/// The longest token lifetime believed: a larger `expires_in` (or a stored expiry further
-/// away) counts as one year. Nothing a server sends can overflow a clock computation.
-pub(crate) const MAX_TOKEN_LIFETIME: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 /// The pause after a failed token request before the next one may start; it doubles with
 /// each failure in a row, up to [`FAILURE_BACKOFF_MAX`].
 const FAILURE_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
@@ -35,11 +33,6 @@ const FAILURE_BACKOFF_INITIAL: Duration = Duration::from_secs(1);
 const FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(60);
 /// How errors about the token request name it.
 const TOKEN_ENDPOINT: &str = "the token endpoint";
-
-/// A lifetime from the network, at most [`MAX_TOKEN_LIFETIME`].
-pub(crate) fn clamp_lifetime(lifetime: Duration) -> Duration {
-    lifetime.min(MAX_TOKEN_LIFETIME)
-}
 
 /// Where tokens come from: a grant against the authorization server, or the caller.
 ///

@@ -53,6 +53,9 @@ const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
 /// Timeout of JWKS requests.
 const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest clock-skew allowance: a longer one would take the time it allows past the
+/// epoch (and `jsonwebtoken`'s arithmetic with it).
+const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Installs the crate's JWT crypto backend once per process.
 ///
@@ -246,13 +249,13 @@ impl TokenVerifier {
         self
     }
 
-    /// Clock-skew allowance for `exp`, `nbf` and `iat`. Default: zero, so `exp` must be in the
-    /// future. (ID tokens of an [`AuthorizationCodeFlow`](super::AuthorizationCodeFlow) are
+    /// Clock-skew allowance for `exp`, `nbf` and `iat`, at most a day (a longer one counts as a
+    /// day). Default: zero, so `exp` must be in the future. (ID tokens of an [`AuthorizationCodeFlow`](super::AuthorizationCodeFlow) are
     /// checked with 60 seconds, see
     /// [`id_token_leeway`](super::AuthorizationCodeFlow::id_token_leeway).)
     #[must_use]
     pub fn leeway(mut self, leeway: Duration) -> Self {
-        Arc::make_mut(&mut self.config).leeway = leeway;
+        Arc::make_mut(&mut self.config).leeway = leeway.min(MAX_LEEWAY);
         self
     }
 

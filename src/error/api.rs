@@ -100,7 +100,8 @@ impl ApiError {
         &self.0.endpoint
     }
 
-    /// `Retry-After`, as a duration from when the response arrived.
+    /// `Retry-After`, as a duration from when the response arrived, at most a day (a longer
+    /// one, or an HTTP-date further away, counts as a day).
     pub fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after
     }

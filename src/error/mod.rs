@@ -192,7 +192,7 @@ impl Error {
         }
     }
 
-    /// How long the server asked to wait (`Retry-After`), if it did.
+    /// How long the server asked to wait (`Retry-After`), if it did: at most a day.
     pub fn retry_after(&self) -> Option<Duration> {
         self.response().and_then(ApiError::retry_after)
     }

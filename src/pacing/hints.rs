@@ -7,8 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::HeaderMap;
 
-/// The longest wait a field may ask for; anything longer is read as no wait at all.
-const MAX_RESET: Duration = Duration::from_secs(24 * 3600);
+use crate::bounds::MAX_SERVER_WAIT;
 /// `X-RateLimit-Reset` values from here on are Unix times, not delays (GitHub sends seconds
 /// since the epoch, others send the seconds left).
 const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
@@ -64,7 +63,7 @@ fn ietf(headers: &HeaderMap) -> Hints {
             && hints.remaining.is_none_or(|lowest| left < lowest)
         {
             hints.remaining = Some(left);
-            hints.reset = item.integer("t").map(Duration::from_secs).filter(|t| *t <= MAX_RESET);
+            hints.reset = item.integer("t").map(Duration::from_secs).filter(|t| *t <= MAX_SERVER_WAIT);
         }
     }
     hints
@@ -94,7 +93,7 @@ fn reset_delay(value: u64) -> Option<Duration> {
     } else {
         Duration::from_secs(value)
     };
-    (delay <= MAX_RESET).then_some(delay)
+    (delay <= MAX_SERVER_WAIT).then_some(delay)
 }
 
 fn rate(quota: u64, window: u64) -> Option<f64> {
@@ -130,7 +129,9 @@ impl Member {
 }
 
 /// The members of every `name` field line, read leniently as an RFC 8941 list: members split on
-/// commas and parameters on semicolons outside quoted strings.
+/// commas and parameters on semicolons outside quoted strings. Not through an RFC 8941 parser
+/// (`sfv`): it refuses a whole field for one malformed member, as the RFC asks, where this
+/// reads the members it can.
 fn members(headers: &HeaderMap, name: &str) -> Vec<Member> {
     let mut members = Vec::new();
     for line in headers.get_all(name) {
@@ -239,5 +240,40 @@ mod tests {
             assert_eq!(Hints::read(&headers(fields)), Hints::default(), "{fields:?}");
         }
         assert_eq!(Hints::read(&HeaderMap::new()), Hints::default());
+    }
+
+    proptest::proptest! {
+        /// Any value in any of the fields: no panic, a reset within a day, a rate that is a
+        /// number.
+        #[test]
+        fn any_field_value_is_read_within_bounds(
+            values in proptest::collection::vec("\\PC{0,30}|[0-9]{1,25}|\"d\";q=[0-9]{1,25};w=[0-9]{1,25}|d;r=[0-9]{1,25};t=[0-9]{1,25}", 9),
+        ) {
+            let names = [
+                "ratelimit-policy", "ratelimit", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset",
+                "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit",
+            ];
+            let mut map = HeaderMap::new();
+            for (name, value) in names.into_iter().zip(&values) {
+                if let Ok(value) = HeaderValue::from_str(value) {
+                    map.append(name, value);
+                }
+            }
+            let hints = Hints::read(&map);
+            proptest::prop_assert!(hints.reset.is_none_or(|reset| reset <= MAX_SERVER_WAIT), "{hints:?}");
+            proptest::prop_assert!(hints.policy_rate.is_none_or(|rate| rate.is_finite() && rate >= 0.0), "{hints:?}");
+        }
+    }
+
+    #[test]
+    fn a_reset_further_than_a_day_is_ignored() {
+        for fields in [
+            &[("ratelimit", "d;r=0;t=86401")][..],
+            &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "18446744073709551615")],
+            &[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "99999999999999999999999")],
+        ] {
+            let hints = Hints::read(&headers(fields));
+            assert_eq!((hints.remaining, hints.reset), (Some(0), None), "{fields:?}");
+        }
     }
 }

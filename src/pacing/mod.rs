@@ -50,6 +50,12 @@ use crate::Error;
 /// the policy's time budget ([`max_elapsed`](crate::RetryPolicy::max_elapsed)) bounds them. A
 /// pause longer than `max_delay` ends a request at once with the 429 that asked for it.
 ///
+/// Nothing a server says pauses the client longer than its longest configured wait: the
+/// client's pause after a 429, or after `RateLimit` says the quota is spent, lasts the
+/// `Retry-After` (or the reset), at most the client's `max_delay` (or the listing's, when the
+/// 429 answered a listing with a longer one), and never more than a day. After it, requests are
+/// sent again. A 429 also lowers the client's rate, to 0.5 requests a second at the lowest.
+///
 /// ```
 /// use business_records::{Auth, Client, RateLimit};
 ///

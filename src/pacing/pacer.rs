@@ -12,6 +12,7 @@ use super::hints::Hints;
 use super::limiter::Limiter;
 use super::{RateLimit, Setting};
 use crate::Error;
+use crate::bounds::{MAX_SERVER_WAIT, duration_from_secs, later};
 use crate::error::{ApiError, ErrorCode};
 
 /// A client's budget. Every client derived from one shares its pacer.
@@ -24,6 +25,8 @@ pub(crate) struct Pacer {
 struct Inner {
     /// Time zero of the limiter's clock.
     origin: Instant,
+    /// The longest pause the client keeps: its retry policy's `max_delay`.
+    longest_wait: Duration,
     /// Waiting requests, served in order of arrival (Tokio's mutex is fair).
     queue: tokio::sync::Mutex<()>,
     state: Mutex<Limiter>,
@@ -43,12 +46,19 @@ enum Step {
 
 impl Pacer {
     /// The budget `limit` sets for a client of the API at `api_root` (its versioned root URL)
-    /// whose client id is `client_id` (empty when the client has none, as with a static token).
+    /// whose client id is `client_id` (empty when the client has none, as with a static token),
+    /// and whose longest wait is `longest_wait` (its retry policy's `max_delay`): no pause lasts
+    /// longer, whatever the server asks.
     ///
     /// # Errors
     ///
     /// The first invalid argument given to `limit`.
-    pub(crate) fn new(limit: &RateLimit, api_root: &url::Url, client_id: &str) -> Result<Pacer, Error> {
+    pub(crate) fn new(
+        limit: &RateLimit,
+        api_root: &url::Url,
+        client_id: &str,
+        longest_wait: Duration,
+    ) -> Result<Pacer, Error> {
         if let Some(error) = &limit.error {
             return Err(error.clone());
         }
@@ -62,6 +72,7 @@ impl Pacer {
         Ok(Pacer {
             inner: Some(Inner {
                 origin: Instant::now(),
+                longest_wait,
                 queue: tokio::sync::Mutex::new(()),
                 state: Mutex::new(limiter),
                 api_path: api_root.path().to_owned(),
@@ -109,8 +120,8 @@ impl Pacer {
                 inner.step(&mut state, now, reserved)
             };
             if let Step::WaitUntil(at) = step {
-                let left = Duration::from_secs_f64((at - now).max(0.0));
-                if time_left.is_some_and(|budget| started.elapsed() + left > budget) {
+                let left = duration_from_secs(at - now);
+                if time_left.is_some_and(|budget| started.elapsed().saturating_add(left) > budget) {
                     return Err(inner.too_long(now, left));
                 }
             }
@@ -121,7 +132,10 @@ impl Pacer {
                 Step::AskFleet(rate, burst) => {
                     let Some(link) = &inner.fleet else { continue };
                     match link.reserve(rate, burst, patience, inner.now()).await {
-                        Ok(wait) if time_left.is_some_and(|budget| started.elapsed() + wait > budget) => {
+                        Ok(wait)
+                            if time_left
+                                .is_some_and(|budget| started.elapsed().saturating_add(wait) > budget) =>
+                        {
                             return Err(inner.too_long(inner.now(), wait));
                         }
                         Ok(wait) => {
@@ -150,7 +164,7 @@ impl Pacer {
         // used in full looks); without one, a spent quota waits for its reset.
         if hints.exhausted() && state.advertised().is_none() {
             if let Some(reset) = hints.reset.filter(|reset| !reset.is_zero()) {
-                state.pause_until(now + reset.as_secs_f64(), None);
+                state.pause_until(now + reset.min(inner.longest_wait).as_secs_f64(), None);
             }
             state.throttled(now, sent);
         } else if (200..300).contains(&status) {
@@ -159,18 +173,23 @@ impl Pacer {
     }
 
     /// A request sent at `sent_at` was refused with `error` (a 429): the whole client pauses
-    /// for its `Retry-After` (and with a shared budget, the whole fleet), and slows down.
-    pub(crate) fn throttled(&self, sent_at: Instant, error: &Error) {
+    /// for its `Retry-After` (and with a shared budget, the whole fleet), and slows down. The
+    /// pause lasts no longer than the client's longest wait, or `request_wait` (the `max_delay`
+    /// of the request's own policy) when that is longer, and never more than a day: past it,
+    /// requests are sent again.
+    pub(crate) fn throttled(&self, sent_at: Instant, error: &Error, request_wait: Duration) {
         let Some(inner) = &self.inner else { return };
         let (now, sent) = (inner.now(), inner.at(sent_at));
         let mut state = inner.state();
-        if let Some(wait) = error.retry_after() {
+        let longest = inner.longest_wait.max(request_wait).min(MAX_SERVER_WAIT);
+        let pause = error.retry_after().map(|wait| wait.min(longest));
+        if let Some(wait) = pause {
             state.pause_until(now + wait.as_secs_f64(), Some(error.clone()));
             tracing::debug!(retry_after_ms = wait.as_millis() as u64, "429: the client pauses");
         }
         #[cfg(feature = "redis")]
         if let Some(link) = inner.fleet.as_ref().filter(|link| link.usable(now)) {
-            if let Some(wait) = error.retry_after() {
+            if let Some(wait) = pause {
                 link.publish_pause(wait);
             }
             return;
@@ -223,13 +242,13 @@ impl Inner {
     }
 
     fn instant(&self, at: f64) -> Instant {
-        self.origin + Duration::from_secs_f64(at.max(0.0))
+        later(self.origin, duration_from_secs(at))
     }
 
     /// The error for a request that will not wait for the pause in force.
     fn refusal(&self, state: &Limiter, now: f64, patience: Duration) -> Option<Error> {
         let pause = state.pause(now)?;
-        let remaining = Duration::from_secs_f64(pause.until - now);
+        let remaining = duration_from_secs(pause.until - now);
         (remaining > patience).then(|| self.paused_error(pause.cause.as_ref(), remaining))
     }
 

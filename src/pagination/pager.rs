@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use super::guards::Walk;
 use super::{Cursor, Page, Query, cursor_rejected};
+use crate::bounds::later;
 use crate::error::{HttpError, PaginationError};
 use crate::limits::MAX_LIMIT;
 use crate::pipeline::Pipeline;
@@ -81,8 +82,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         let not_before = self.not_before;
         if let Some(delay) = self.pipeline.settings().paging.page_delay {
             let now = Instant::now();
-            // The client refuses a page delay over an hour: this cannot overflow.
-            self.not_before = Some(not_before.unwrap_or(now).max(now) + delay);
+            self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
         let (pipeline, stats, query) =
             (self.pipeline.clone(), Arc::clone(&self.stats), Arc::clone(&self.query));

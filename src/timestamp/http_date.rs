@@ -1,7 +1,9 @@
 //! HTTP-dates (RFC 9110 section 5.6.7), as `Sunset`, `Deprecation` and `Retry-After` send them:
-//! the one parser of the crate, and the IMF-fixdate the reference server writes.
+//! read by `httpdate` once the variants servers send are written as an IMF-fixdate.
 
-use chrono::{DateTime, Datelike, NaiveDate, TimeDelta, Utc};
+use std::time::UNIX_EPOCH;
+
+use chrono::{DateTime, Datelike, Utc};
 
 /// Parses an HTTP-date (`Sunset`, legacy `Deprecation`, `Retry-After`).
 ///
@@ -13,8 +15,9 @@ use chrono::{DateTime, Datelike, NaiveDate, TimeDelta, Utc};
 ///
 /// The parser is lenient where servers are known to stray: `UTC` is accepted in place of
 /// `GMT`, names of days and months are matched in any case, day names may be short or long
-/// in any form, runs of whitespace count as one space, and the day name is checked for form
-/// but not against the date. A second of `60` (a leap second) reads as the next minute.
+/// in any form, runs of whitespace count as one space, and the RFC 850 form may carry a
+/// four-digit year. A second of `60` (a leap second) reads as the next minute. The day name
+/// must be the date's, and the date between 1970 and 9999 (the range of `httpdate`).
 /// Returns `None` for anything else; never panics.
 pub(crate) fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
     parse_http_date_in(value, Utc::now().year())
@@ -22,59 +25,57 @@ pub(crate) fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
 
 /// Parses an HTTP-date, reading two-digit years relative to `current_year`.
 fn parse_http_date_in(value: &str, current_year: i32) -> Option<DateTime<Utc>> {
+    let (imf_fixdate, leap_second) = normalise(value, current_year)?;
+    let time = httpdate::parse_http_date(&imf_fixdate).ok()?;
+    let seconds = i64::try_from(time.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
+    DateTime::from_timestamp(seconds + i64::from(leap_second), 0)
+}
+
+/// Writes any form [`parse_http_date`] accepts as an IMF-fixdate for `httpdate`, which checks
+/// every field; and whether its second was a leap second (`:60`, written `:59`).
+fn normalise(value: &str, current_year: i32) -> Option<(String, bool)> {
     let mut parts: [&str; 6] = [""; 6];
     let mut count = 0;
     for token in value.split_ascii_whitespace() {
-        let slot = parts.get_mut(count)?;
-        *slot = token;
+        *parts.get_mut(count)? = token;
         count += 1;
     }
-    match *parts.get(..count)? {
+    let (weekday, day, month, year, time) = match *parts.get(..count)? {
         // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
         [weekday, day, month, year, time, zone] => {
-            check_weekday(weekday.strip_suffix(',')?)?;
             check_zone(zone)?;
-            build(year4(year)?, month_number(month)?, number(day, 1, 2)?, time)
+            (weekday.strip_suffix(',')?, day, month, year.to_owned(), time)
         }
         // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`
         [weekday, date, time, zone] => {
-            check_weekday(weekday.strip_suffix(',')?)?;
             check_zone(zone)?;
             let mut fields = date.split('-');
             let (day, month, year) = (fields.next()?, fields.next()?, fields.next()?);
             if fields.next().is_some() {
                 return None;
             }
-            let year = match year.len() {
-                2 => two_digit_year(i32::try_from(number(year, 2, 2)?).ok()?, current_year),
-                _ => year4(year)?,
+            let year = match year.parse() {
+                Ok(two_digits) if year.len() == 2 && year.bytes().all(|b| b.is_ascii_digit()) => {
+                    two_digit_year(two_digits, current_year).to_string()
+                }
+                _ => year.to_owned(),
             };
-            build(year, month_number(month)?, number(day, 1, 2)?, time)
+            (weekday.strip_suffix(',')?, day, month, year, time)
         }
         // asctime: `Sun Nov  6 08:49:37 1994`
-        [weekday, month, day, time, year] => {
-            check_weekday(weekday)?;
-            build(year4(year)?, month_number(month)?, number(day, 1, 2)?, time)
-        }
-        _ => None,
-    }
-}
-
-/// Builds the instant from calendar fields and an `HH:MM:SS` time.
-fn build(year: i32, month: u32, day: u32, time: &str) -> Option<DateTime<Utc>> {
-    let mut fields = time.split(':');
-    let (hour, minute, second) = (fields.next()?, fields.next()?, fields.next()?);
-    if fields.next().is_some() {
-        return None;
-    }
-    let (hour, minute, second) = (number(hour, 2, 2)?, number(minute, 2, 2)?, number(second, 2, 2)?);
-    let date = NaiveDate::from_ymd_opt(year, month, day)?;
-    let instant = if second == 60 {
-        date.and_hms_opt(hour, minute, 59)?.checked_add_signed(TimeDelta::seconds(1))?
-    } else {
-        date.and_hms_opt(hour, minute, second)?
+        [weekday, month, day, time, year] => (weekday, day, month, year.to_owned(), time),
+        _ => return None,
     };
-    Some(instant.and_utc())
+    let weekday = WEEKDAYS
+        .iter()
+        .find(|(short, long)| short.eq_ignore_ascii_case(weekday) || long.eq_ignore_ascii_case(weekday))?
+        .0;
+    let month = MONTHS.iter().find(|name| name.eq_ignore_ascii_case(month))?;
+    let (time, leap_second) = match time.strip_suffix(":60") {
+        Some(minute) => (format!("{minute}:59"), true),
+        None => (time.to_owned(), false),
+    };
+    Some((format!("{weekday}, {day:0>2} {month} {year} {time} GMT"), leap_second))
 }
 
 /// Reads a two-digit year as the year with those last digits in the hundred years that end
@@ -92,43 +93,18 @@ fn two_digit_year(two_digits: i32, current_year: i32) -> i32 {
     }
 }
 
-/// A decimal number of `min..=max` ASCII digits.
-fn number(text: &str, min: usize, max: usize) -> Option<u32> {
-    if text.len() < min || text.len() > max || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
-}
-
-/// A four-digit year.
-fn year4(text: &str) -> Option<i32> {
-    i32::try_from(number(text, 4, 4)?).ok()
-}
-
 const MONTHS: [&str; 12] =
-    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 const WEEKDAYS: [(&str, &str); 7] = [
-    ("mon", "monday"),
-    ("tue", "tuesday"),
-    ("wed", "wednesday"),
-    ("thu", "thursday"),
-    ("fri", "friday"),
-    ("sat", "saturday"),
-    ("sun", "sunday"),
+    ("Mon", "Monday"),
+    ("Tue", "Tuesday"),
+    ("Wed", "Wednesday"),
+    ("Thu", "Thursday"),
+    ("Fri", "Friday"),
+    ("Sat", "Saturday"),
+    ("Sun", "Sunday"),
 ];
-
-fn month_number(name: &str) -> Option<u32> {
-    let index = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(name))?;
-    u32::try_from(index + 1).ok()
-}
-
-fn check_weekday(name: &str) -> Option<()> {
-    WEEKDAYS
-        .iter()
-        .any(|(short, long)| short.eq_ignore_ascii_case(name) || long.eq_ignore_ascii_case(name))
-        .then_some(())
-}
 
 fn check_zone(zone: &str) -> Option<()> {
     (zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC")).then_some(())
@@ -189,7 +165,9 @@ pub(crate) mod tests {
         assert_eq!(parse_http_date("Fri, 01 Jan 2027 00:00:00 GMT"), Some(ts(1_798_761_600)));
         assert_eq!(parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(ts(0)));
         assert_eq!(parse_http_date("Fri, 31 Dec 9999 23:59:59 GMT"), Some(ts(253_402_300_799)));
-        assert_eq!(parse_http_date("Wed, 31 Dec 1969 23:59:59 GMT"), Some(ts(-1)));
+        // Outside `httpdate`'s range, 1970 to 9999.
+        assert_eq!(parse_http_date("Wed, 31 Dec 1969 23:59:59 GMT"), None);
+        assert_eq!(parse_http_date("Sat, 01 Jan 10000 00:00:00 GMT"), None);
     }
 
     #[test]
@@ -225,13 +203,17 @@ pub(crate) mod tests {
             "Sunday, 06-Nov-994 08:49:37 GMT",
             "Sun Nov  6 08:49:37 94",
             "Sun, 06 Nov 1994 08:49:37 GMT extra",
+            "Mon, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov +994 08:49:37 GMT",
+            "Sunday, 06-Nov-+4 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMT GMT",
         ] {
             assert_eq!(parse_http_date(raw), None, "{raw:?}");
         }
     }
 
-    /// Seconds from 0001-01-01 to 9999-12-31, the range every form can express.
-    pub(crate) const FOUR_DIGIT_YEARS: std::ops::RangeInclusive<i64> = -62_135_596_800..=253_402_300_799;
+    /// Seconds from 1970-01-01 to 9999-12-31, the range read.
+    pub(crate) const READ_RANGE: std::ops::RangeInclusive<i64> = 0..=253_402_300_799;
 
     pub(crate) fn imf(date: DateTime<Utc>) -> String {
         date.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
@@ -268,7 +250,7 @@ pub(crate) mod tests {
         }
 
         #[test]
-        fn every_form_round_trips(seconds in FOUR_DIGIT_YEARS) {
+        fn every_form_round_trips(seconds in READ_RANGE) {
             let date = ts(seconds);
             prop_assert_eq!(parse_http_date(&imf(date)), Some(date));
             prop_assert_eq!(parse_http_date(&asctime(date)), Some(date));

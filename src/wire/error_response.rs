@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use http::header::{HeaderMap, RETRY_AFTER};
 
+use crate::bounds::MAX_SERVER_WAIT;
 use crate::deprecation::DeprecationNotice;
 use crate::error::{ApiError, ErrorCode};
 
@@ -44,14 +45,17 @@ fn www_authenticate_error(headers: &HeaderMap) -> Option<ErrorCode> {
     Some(ErrorCode::parse(&value[start..end]))
 }
 
-/// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3).
+/// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3), at most
+/// [`MAX_SERVER_WAIT`]: a longer wait, however many digits it has, counts as that long.
 fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let when = crate::timestamp::parse_http_date(value)?;
-    Some((when - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO))
+    let wait = if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        Duration::from_secs(value.parse().unwrap_or(u64::MAX))
+    } else {
+        let when = crate::timestamp::parse_http_date(value)?;
+        (when - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO)
+    };
+    Some(wait.min(MAX_SERVER_WAIT))
 }
 
 #[cfg(test)]
@@ -65,11 +69,36 @@ mod tests {
         assert_eq!(parse_retry_after("5"), Some(Duration::from_secs(5)));
         assert_eq!(parse_retry_after(" 0 "), Some(Duration::ZERO));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
-        let later = std::time::SystemTime::now() + Duration::from_secs(120);
+        let later = std::time::SystemTime::now()
+            .checked_add(Duration::from_secs(120))
+            .unwrap_or_else(std::time::SystemTime::now);
         let parsed = parse_retry_after(&httpdate::fmt_http_date(later)).unwrap_or_default();
         assert!(parsed > Duration::from_secs(100) && parsed <= Duration::from_secs(120), "{parsed:?}");
         assert_eq!(parse_retry_after("soon"), None);
         assert_eq!(parse_retry_after("-1"), None);
+        assert_eq!(parse_retry_after("1.5"), None);
+    }
+
+    #[test]
+    fn retry_after_is_at_most_a_day() {
+        for value in [
+            "86401",
+            "1000000000000",
+            "18446744073709551615",
+            "99999999999999999999999",
+            "Fri, 31 Dec 9999 23:59:59 GMT",
+        ] {
+            assert_eq!(parse_retry_after(value), Some(MAX_SERVER_WAIT), "{value}");
+        }
+        assert_eq!(parse_retry_after("86400"), Some(MAX_SERVER_WAIT));
+    }
+
+    proptest::proptest! {
+        /// Any value: no panic, and never longer than the bound.
+        #[test]
+        fn retry_after_never_panics_and_is_bounded(value in "\\PC*|[0-9]{1,40}|[ 0-9A-Za-z,:-]{0,40}") {
+            proptest::prop_assert!(parse_retry_after(&value).is_none_or(|wait| wait <= MAX_SERVER_WAIT));
+        }
     }
 
     #[test]

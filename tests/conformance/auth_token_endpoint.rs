@@ -54,7 +54,7 @@ impl Respond for Script {
 }
 
 /// A token response carrying a token the reference API accepts.
-fn token(api: &ReferenceServer, expires_in: serde_json::Value) -> ResponseTemplate {
+pub fn token(api: &ReferenceServer, expires_in: serde_json::Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(serde_json::json!({
         "access_token": api.mint_token(TokenSpec::new().scopes(["api/read"])),
         "token_type": "Bearer",
@@ -74,13 +74,13 @@ fn html(status: u16) -> ResponseTemplate {
 }
 
 /// The reference API with a scripted authorization server.
-struct Setup {
-    api: ReferenceServer,
-    auth: MockServer,
+pub struct Setup {
+    pub api: ReferenceServer,
+    pub auth: MockServer,
 }
 
 impl Setup {
-    async fn new(answers: impl FnOnce(&ReferenceServer) -> Vec<ResponseTemplate>) -> Setup {
+    pub async fn new(answers: impl FnOnce(&ReferenceServer) -> Vec<ResponseTemplate>) -> Setup {
         let api = ReferenceServer::builder().companies(3).start().await;
         let auth = MockServer::builder().start().await;
         Mock::given(method("POST"))
@@ -91,7 +91,7 @@ impl Setup {
         Setup { api, auth }
     }
 
-    fn client(&self) -> ClientBuilder {
+    pub fn client(&self) -> ClientBuilder {
         Client::builder()
             .base_url(self.api.base_url())
             .auth(Auth::client_credentials(self.auth.uri(), "scripted-client", "scripted-secret"))
@@ -99,7 +99,7 @@ impl Setup {
             .timeout(Duration::from_secs(10))
     }
 
-    async fn token_requests(&self) -> usize {
+    pub async fn token_requests(&self) -> usize {
         self.auth.received_requests().await.map(|r| r.len()).unwrap_or_default()
     }
 }

@@ -25,6 +25,7 @@ mod auth_user;
 mod contract;
 mod errors;
 mod hostile;
+mod hostile_numbers;
 mod interop_oidc;
 mod leniency;
 mod limits;
@@ -63,6 +64,7 @@ fn catalogue() -> Vec<harness::Case> {
         contract::CASES,
         errors::CASES,
         hostile::CASES,
+        hostile_numbers::CASES,
         interop_oidc::CASES,
         leniency::CASES,
         limits::CASES,

@@ -8,9 +8,9 @@ use oauth2::basic::BasicTokenType;
 use oauth2::{ExtraTokenFields, StandardTokenResponse, TokenResponse};
 use serde::{Deserialize, Serialize};
 
-use super::super::token_manager::clamp_lifetime;
 use super::super::{AccessToken, IdToken, RefreshToken, TokenSet};
 use crate::Error;
+use crate::bounds::clamp_lifetime;
 
 /// The token response fields `oauth2`'s basic response drops: the OpenID Connect ID token.
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -17,6 +17,7 @@ use crate::auth::AccessToken;
 use crate::auth::refresh_turn::pause_before_next_look;
 use crate::auth::seal::Sealer;
 use crate::auth::token_manager::{IssuedToken, TokenSource, refresh_buffer};
+use crate::bounds::later;
 use crate::wire::HttpSender;
 
 /// The longest a process waits for another to publish a token before it fetches its own.
@@ -109,7 +110,8 @@ impl<S: TokenSource> SharedTokenSource<S> {
     async fn shared(&self, sender: &HttpSender) -> Option<Result<IssuedToken, Error>> {
         // A dead holder's lock expires after `lock_ttl`: wait a little longer than that, but no
         // longer than `MAX_WAIT`, after which fetching alone costs less than waiting.
-        let deadline = Instant::now() + (self.lock_ttl + Duration::from_secs(1)).min(MAX_WAIT);
+        let deadline =
+            later(Instant::now(), self.lock_ttl.saturating_add(Duration::from_secs(1)).min(MAX_WAIT));
         loop {
             let (entry, sealed) = self.read().await?.unzip();
             if let (Some(entry), Some(sealed)) = (&entry, &sealed)

@@ -13,6 +13,7 @@ use super::lock::{self, Attempt};
 use crate::auth::refresh_turn::pause_before_next_look;
 use crate::auth::seal::Sealer;
 use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
+use crate::bounds::later;
 
 /// A stored set and its generation, which grows with every save: stored as
 /// `<generation>:<sealed set>`.
@@ -89,7 +90,7 @@ impl RedisUserStore {
     /// Redis failed or the holder outlived the wait.
     async fn lock(&self) -> Option<RefreshLock> {
         let key = format!("{}:lock", self.key);
-        let deadline = Instant::now() + self.lock_ttl + Duration::from_secs(1);
+        let deadline = later(Instant::now(), self.lock_ttl.saturating_add(Duration::from_secs(1)));
         loop {
             match lock::try_lock(&self.redis, &key, self.lock_ttl).await? {
                 Attempt::Held(guard) => return Some(RefreshLock::new(guard.release())),

@@ -11,6 +11,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 use super::*;
 use crate::RetryPolicy;
 use crate::auth::{AuthorizationCodeFlow, ClientCredentials, ClientSecret, TokenSet};
+use crate::bounds::MAX_TOKEN_LIFETIME;
 
 fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
     CachedToken::stamp(IssuedToken { access_token: AccessToken::new("t"), expires_in, scopes: vec![] }, now)

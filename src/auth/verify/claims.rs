@@ -18,10 +18,17 @@ pub struct Claims {
     /// Audiences; a single string in the token is read as a one-element list.
     #[serde(deserialize_with = "string_or_seq")]
     pub aud: Vec<String>,
-    /// Expiry, seconds since the Unix epoch.
+    /// Expiry, seconds since the Unix epoch. A fraction is rounded down, and a time past the
+    /// year 9999 counts as its end.
+    #[serde(deserialize_with = "crate::bounds::numeric_date")]
     pub exp: i64,
-    /// Issue time, seconds since the Unix epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Issue time, seconds since the Unix epoch, read as `exp` is; absent when it is not a
+    /// number of seconds since 1970.
+    #[serde(
+        default,
+        deserialize_with = "crate::bounds::optional_numeric_date",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub iat: Option<i64>,
     /// Space-separated granted scopes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -105,6 +105,15 @@ fn claims_accept_string_or_array_audience() {
 }
 
 #[test]
+fn claims_times_are_read_within_bounds() {
+    // RFC 7519 allows a fractional NumericDate; a time past the year 9999 counts as its end.
+    let fraction: Claims = serde_json::from_str(r#"{"iss":"i","aud":"a","exp":1.9e9,"iat":1.5}"#).unwrap();
+    assert_eq!((fraction.exp, fraction.iat), (1_900_000_000, Some(1)));
+    let far: Claims = serde_json::from_str(r#"{"iss":"i","aud":"a","exp":18446744073709551615}"#).unwrap();
+    assert_eq!(far.expires_at().timestamp(), 253_402_300_799);
+}
+
+#[test]
 fn verifier_is_send_sync_clone_debug() {
     fn check<T: Send + Sync + Clone + fmt::Debug>() {}
     check::<TokenVerifier>();

@@ -9,7 +9,7 @@ use crate::error::ApiError;
 
 fn pacer(limit: RateLimit) -> Arc<Pacer> {
     let api = url::Url::parse("https://api.example.com/v1/").expect("static url");
-    Arc::new(Pacer::new(&limit, &api, "my-client").expect("valid limit"))
+    Arc::new(Pacer::new(&limit, &api, "my-client", LONGEST).expect("valid limit"))
 }
 
 fn rate_limited(retry_after: Duration) -> Error {
@@ -18,6 +18,8 @@ fn rate_limited(retry_after: Duration) -> Error {
 }
 
 const PATIENT: Duration = Duration::from_secs(10);
+/// The client's longest wait in these cases: longer than every pause they ask for.
+const LONGEST: Duration = Duration::from_secs(60);
 
 #[tokio::test(start_paused = true)]
 async fn waiting_requests_are_served_in_order_at_the_rate() {
@@ -62,7 +64,7 @@ async fn a_429_pauses_every_request_of_the_client_and_slows_it_down() {
         assert_eq!(pacer.admit(PATIENT, None).await.expect("admitted"), Duration::ZERO, "nothing limits yet");
     }
     assert_eq!(pacer.current_rate(), None);
-    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(1)));
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(1)), PATIENT);
     let slowed = pacer.current_rate().expect("a rate after a 429");
     assert!((slowed - 8.0).abs() < 1e-9, "BETA of the 10 requests of the last second: {slowed}");
 
@@ -74,7 +76,7 @@ async fn a_429_pauses_every_request_of_the_client_and_slows_it_down() {
 #[tokio::test(start_paused = true)]
 async fn a_pause_longer_than_the_request_would_wait_refuses_it_with_its_429() {
     let pacer = pacer(RateLimit::per_second(5));
-    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(30)));
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(30)), PATIENT);
     let started = Instant::now();
     let refused = pacer.admit(Duration::from_secs(10), None).await.expect_err("a pause of 30 s");
     assert_eq!(started.elapsed(), Duration::ZERO, "refused at once");
@@ -101,7 +103,7 @@ async fn a_request_sent_again_waits_no_longer_than_its_time_budget() {
 async fn without_pacing_nothing_waits() {
     let pacer = pacer(RateLimit::none());
     assert!(!pacer.is_active());
-    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(30)));
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(30)), PATIENT);
     assert_eq!(pacer.admit(Duration::ZERO, None).await.expect("admitted"), Duration::ZERO);
 }
 
@@ -131,6 +133,82 @@ async fn an_advertised_policy_paces_from_the_first_answer_and_a_spent_quota_wait
     headers.insert("x-ratelimit-reset", HeaderValue::from_static("2"));
     spent.response(Instant::now(), 200, &headers);
     assert_eq!(spent.admit(PATIENT, None).await.expect("admitted"), Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_pause_outlasts_the_longest_wait_whatever_the_server_asks() {
+    // A Retry-After ages away: the pause ends after the client's longest wait (60 s), or the
+    // request's own `max_delay` when that is longer.
+    let pacer = pacer(RateLimit::adaptive());
+    pacer.throttled(Instant::now(), &rate_limited(Duration::MAX), PATIENT);
+    let refused = pacer.admit(PATIENT, None).await.expect_err("60 s is longer than 10");
+    assert_eq!(refused.retry_after(), Some(LONGEST));
+    assert_eq!(pacer.admit(LONGEST, None).await.expect("admitted"), LONGEST);
+    let patient = Duration::from_secs(90);
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(1_000_000_000_000)), patient);
+    assert_eq!(pacer.admit(patient, None).await.expect("admitted"), patient);
+
+    // A spent quota whose reset is a day away.
+    let spent = self::pacer(RateLimit::adaptive());
+    let mut headers = HeaderMap::new();
+    headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
+    headers.insert("x-ratelimit-reset", HeaderValue::from_static("86000"));
+    spent.response(Instant::now(), 200, &headers);
+    assert_eq!(spent.admit(LONGEST, None).await.expect("admitted"), LONGEST);
+}
+
+/// Any duration: short ones, whole seconds up to `u64::MAX`, and [`Duration::MAX`].
+fn any_duration() -> impl proptest::strategy::Strategy<Value = Duration> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0u64..120, 0u32..1_000_000_000).prop_map(|(seconds, nanos)| Duration::new(seconds, nanos)),
+        any::<u64>().prop_map(Duration::from_secs),
+        Just(Duration::MAX),
+    ]
+}
+
+proptest::proptest! {
+    /// Whatever a server answers (a 429's `Retry-After`, a spent quota's reset, a policy) and
+    /// whatever the settings, on paused time: nothing panics, and the next request waits no
+    /// longer than the longest wait configured (at most a day; or a slot at the lowest rate,
+    /// 2 s), or is refused at once with no longer a `retry_after`.
+    #[test]
+    fn whatever_the_server_says_a_request_waits_no_longer_than_the_longest_wait(
+        per_second in proptest::option::of(1u32..1000),
+        longest in any_duration(),
+        request_wait in any_duration(),
+        patience in any_duration(),
+        retry_after in any_duration(),
+        quota in proptest::num::u64::ANY,
+        window in proptest::num::u64::ANY,
+        reset in proptest::num::u64::ANY,
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build();
+        let runtime = runtime.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
+        let limit = per_second.map_or_else(RateLimit::adaptive, RateLimit::per_second);
+        let api = url::Url::parse("https://api.example.com/v1/").expect("static url");
+        let bound = longest.max(request_wait).min(crate::bounds::MAX_SERVER_WAIT).max(Duration::from_secs(2))
+            // Tokio's timer wakes on the millisecond.
+            + Duration::from_millis(1);
+        let outcome = runtime.block_on(async {
+            let pacer = Pacer::new(&limit, &api, "my-client", longest).expect("valid limit");
+            pacer.admit(patience, None).await.expect("nothing paused yet");
+            // A spent quota first (a policy makes the client ignore it), then a policy.
+            let mut headers = HeaderMap::new();
+            headers.insert("x-ratelimit-remaining", HeaderValue::from_static("0"));
+            headers.insert("x-ratelimit-reset", HeaderValue::from(reset));
+            pacer.response(Instant::now(), 200, &headers);
+            let policy = HeaderValue::from_str(&format!("d;q={quota};w={window}")).expect("ascii");
+            headers.insert("ratelimit-policy", policy);
+            pacer.response(Instant::now(), 200, &headers);
+            pacer.throttled(Instant::now(), &rate_limited(retry_after), request_wait);
+            pacer.admit(patience, None).await
+        });
+        match outcome {
+            Ok(waited) => proptest::prop_assert!(waited <= bound, "waited {waited:?}, bound {bound:?}"),
+            Err(refused) => proptest::prop_assert!(refused.retry_after().is_some_and(|left| left <= bound), "{refused:?}"),
+        }
+    }
 }
 
 #[cfg(feature = "redis")]
@@ -193,7 +271,7 @@ mod redis_fleet {
         assert_eq!((refused.status(), refused.retry_after()), (Some(429), Some(Duration::from_secs(40))));
 
         // A 429 here is published to the fleet.
-        pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(2)));
+        pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(2)), PATIENT);
         tokio::task::yield_now().await;
         assert_eq!(*fake.pauses.lock().expect("pauses"), [Duration::from_secs(2)]);
     }
