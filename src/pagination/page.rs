@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::deprecation::DeprecationNotice;
 use crate::error::{DecodeError, Undecodable, UndecodableError};
-use crate::model::{Lenient, Loose};
+use crate::model::Lenient;
 use crate::{Error, text};
 
 /// The elements of one page kept as [`Undecodable`]: the first ones; the rest are counted.
@@ -180,22 +180,8 @@ struct Pagination {
     has_more: bool,
     #[serde(default)]
     next_cursor: Lenient<String>,
-    #[serde(default)]
-    total_count: Lenient<Count>,
-}
-
-/// `totalCount`: a whole number from 0 to 2^53 (what a JSON number holds exactly).
-struct Count(u64);
-
-impl Loose for Count {
-    fn from_text(_: &str) -> Option<Self> {
-        None
-    }
-
-    fn from_number(_: f64, integer: Option<i128>) -> Option<Self> {
-        let count = u64::try_from(integer?).ok()?;
-        (count <= 1 << 53).then_some(Count(count))
-    }
+    #[serde(default, deserialize_with = "crate::bounds::count")]
+    total_count: Option<u64>,
 }
 
 impl Pagination {
@@ -203,10 +189,6 @@ impl Pagination {
         let Pagination { has_more, next_cursor, total_count } = self;
         let next_cursor = match next_cursor {
             Lenient::Read(cursor) if !cursor.is_empty() => Some(Cursor(cursor)),
-            _ => None,
-        };
-        let total_count = match total_count {
-            Lenient::Read(Count(count)) => Some(count),
             _ => None,
         };
         Page {

@@ -23,6 +23,7 @@ mod auth_refresh;
 mod auth_token_endpoint;
 mod auth_user;
 mod contract;
+mod endpoints;
 mod errors;
 mod hostile;
 mod hostile_numbers;
@@ -62,6 +63,7 @@ fn catalogue() -> Vec<harness::Case> {
         auth_token_endpoint::CASES,
         auth_user::CASES,
         contract::CASES,
+        endpoints::CASES,
         errors::CASES,
         hostile::CASES,
         hostile_numbers::CASES,

@@ -20,6 +20,7 @@ use crate::support;
 crate::cases! {
     ServerControl:
         every_page_of_a_prefetched_listing_is_traced_inside_the_callers_span,
+        any_call_names_its_route_without_the_values_of_its_segments,
         a_middleware_header_reaches_api_token_and_jwks_requests;
 }
 
@@ -161,6 +162,41 @@ async fn every_page_of_a_prefetched_listing_is_traced_inside_the_callers_span() 
     );
     assert_eq!(tokens[0].field("http.request.method"), Some("POST"));
     assert_eq!(tokens[0].field("http.response.status_code"), Some("200"));
+}
+
+async fn any_call_names_its_route_without_the_values_of_its_segments() {
+    let server = ReferenceServer::builder()
+        .company(serde_json::json!({"id": "cmp_7", "name": "Acme"}))
+        .collection("notes", [serde_json::json!({"id": "n_1", "text": "hello"})])
+        .start()
+        .await;
+    let client = business_records::Client::builder().settings(server.settings()).build().expect("client");
+    let ((), capture) = traced(async {
+        let _: serde_json::Value = client.get(["companies", "cmp_7"]).send().await.expect("read one");
+        let _: serde_json::Value = client.get("notes/n_1").send().await.expect("a literal path");
+        client
+            .request(business_records::Method::DELETE, ["notes", "n_1"])
+            .send_empty()
+            .await
+            .expect("delete");
+        client.companies().send().await.expect("a page");
+    })
+    .await;
+    let spans = capture.named("http_request");
+    let routes: Vec<[Option<&str>; 3]> = spans
+        .iter()
+        .filter(|span| span.field("url.path") != Some("/oauth2/token"))
+        .map(|span| [span.field("http.request.method"), span.field("http.route"), span.field("url.path")])
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            [Some("GET"), Some("/v1/companies/{}"), Some("/v1/companies/cmp_7")],
+            [Some("GET"), Some("/v1/notes/{}"), Some("/v1/notes/n_1")],
+            [Some("DELETE"), Some("/v1/notes/{}"), Some("/v1/notes/n_1")],
+            [Some("GET"), Some("/v1/companies"), Some("/v1/companies")],
+        ]
+    );
 }
 
 /// Adds `x-trace-origin` to every request.
