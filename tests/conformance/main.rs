@@ -27,6 +27,7 @@ mod endpoints;
 mod errors;
 mod hostile;
 mod hostile_numbers;
+mod hostile_pages;
 mod interop_oidc;
 mod leniency;
 mod limits;
@@ -67,6 +68,7 @@ fn catalogue() -> Vec<harness::Case> {
         errors::CASES,
         hostile::CASES,
         hostile_numbers::CASES,
+        hostile_pages::CASES,
         interop_oidc::CASES,
         leniency::CASES,
         limits::CASES,
