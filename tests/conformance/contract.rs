@@ -1,6 +1,8 @@
 //! The crate's public API, written as a user writes it, run against the
 //! reference server. A change to a name or a shape in that contract breaks this file first.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
@@ -8,15 +10,18 @@ use business_records::{
     ApiVersion, Auth, Client, Company, CompanySort, Contact, DeprecationPolicy, Error, ItemStream, Page,
     PageStream, RetryPolicy,
 };
-use business_records_reference_server::ReferenceServer;
+use business_records_reference_server::{DeprecationHeaders, Endpoint, Fault, Faults, ReferenceServer};
+use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::auth_user::browse;
+use crate::support;
 
 crate::cases! {
     Anywhere:
         the_server_to_server_snippet_runs_as_written,
-        the_builder_takes_every_documented_setting,
         the_sign_in_snippet_runs_as_written;
+    ServerControl:
+        the_builder_takes_every_documented_setting;
 }
 
 /// The server-to-server snippet, with the reference server's URLs and ids in place of the
@@ -73,29 +78,67 @@ async fn the_server_to_server_snippet_runs_as_written() {
 }
 
 async fn the_builder_takes_every_documented_setting() {
-    let server = ReferenceServer::start().await;
+    let server = ReferenceServer::builder()
+        .companies(30)
+        .deprecated("/v1/contacts", DeprecationHeaders::deprecated())
+        .faults(Faults::new().on_every(Endpoint::Contacts, 2, Fault::Slow(Duration::from_secs(2))))
+        .start()
+        .await;
+    let notices = Arc::new(AtomicUsize::new(0));
+    let heard = Arc::clone(&notices);
     let client = Client::builder()
         .base_url(server.base_url())
         .auth(Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret()))
         .api_version(ApiVersion::V1)
         .preview("2026-01")
-        .retry(RetryPolicy::default().max_attempts(3))
-        .page_delay(Duration::from_millis(1))
+        .retry(RetryPolicy::default().max_attempts(3).initial_delay(Duration::from_millis(1)))
+        .page_delay(Duration::from_millis(300))
         .prefetch(false)
-        .on_deprecation(|_notice| {})
+        .on_deprecation(move |_notice| {
+            heard.fetch_add(1, Ordering::SeqCst);
+        })
         .deprecation_policy(DeprecationPolicy::WarnOnce)
-        .timeout(Duration::from_secs(20))
-        .http_config(|http| http.pool_max_idle_per_host(8))
+        .timeout(Duration::from_millis(500))
+        .http_config(|http| http.default_headers(contract_headers()))
         .user_agent("contract-test/1.0")
         .build()
         .expect("every setting is valid");
-    let page = client.companies().limit(5).send().await.expect("a page");
-    assert_eq!(page.data.len(), 5);
+
+    // Pages of 10, without prefetch and 300 ms apart, with the preview label and headers.
+    let mut pages = client.companies().limit(10).pages();
+    pages.try_next().await.expect("page 1").expect("a page");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(server.requests(Endpoint::Companies), 1, "prefetch(false): nothing asked ahead");
+    let started = std::time::Instant::now();
+    pages.try_next().await.expect("page 2").expect("a page");
+    pages.try_next().await.expect("page 3").expect("a page");
+    assert!(started.elapsed() >= Duration::from_millis(300), "page_delay: {:?}", started.elapsed());
+    for page in support::api_requests(&server) {
+        assert!(page.path().starts_with("/v1/"), "api_version: {}", page.path());
+        assert_eq!(page.header("x-api-preview"), Some("2026-01"), "preview");
+        assert_eq!(page.header("user-agent"), Some("contract-test/1.0"), "user_agent");
+        assert_eq!(page.header("x-contract"), Some("yes"), "http_config");
+    }
+
+    // A deprecated answer is heard and let through (WarnOnce); a slow one times out.
+    client.contacts().send().await.expect("deprecated, not refused");
+    assert_eq!(notices.load(Ordering::SeqCst), 1, "on_deprecation");
+    let slow = client.contacts().retry(RetryPolicy::none()).send().await.expect_err("timeout");
+    assert!(slow.is_timeout(), "timeout: {slow:?}");
+    // Three attempts in all, then the last error.
+    server.set_faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Status(503)));
+    let error = client.companies().send().await.expect_err("503s");
+    assert!(matches!(&error, Error::RetriesExhausted(e) if e.attempts() == 3), "retry: {error:?}");
 
     // Fallible setters keep the chain `Self -> Self` and `build()` names the bad argument.
     let error =
         Client::builder().base_url(server.base_url()).preview("2026-13").build().expect_err("month 13");
     assert!(error.to_string().contains("preview"), "{error}");
+}
+
+/// A header every request carries, set through `http_config`.
+fn contract_headers() -> HeaderMap {
+    HeaderMap::from_iter([(HeaderName::from_static("x-contract"), HeaderValue::from_static("yes"))])
 }
 
 async fn the_sign_in_snippet_runs_as_written() {

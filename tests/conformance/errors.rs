@@ -29,31 +29,14 @@ async fn an_unknown_version_segment_is_not_found() {
 
 async fn server_errors_carry_code_and_description() {
     let server = ReferenceServer::start().await;
-    // The SDK never sends a bad limit, so ask with a client that sends the raw query.
-    let http = reqwest_free_get(&server, "/v1/companies?limit=500").await;
-    assert_eq!(http.0, 400);
-    assert_eq!(http.1["error"], "invalid_request");
-    assert!(http.1["error_description"].as_str().is_some_and(|d| d.contains("limit")));
-}
-
-/// Sends a GET with a valid token through the SDK's own error path: a static-token client
-/// whose cursor carries the raw query is not possible, so this uses a plain TCP exchange.
-async fn reqwest_free_get(server: &ReferenceServer, path_and_query: &str) -> (u16, serde_json::Value) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let token = server.mint_token(Default::default());
-    let url = url::Url::parse(&server.base_url()).expect("server url");
-    let address = format!("{}:{}", url.host_str().unwrap_or("127.0.0.1"), url.port().unwrap_or(80));
-    let mut stream = tokio::net::TcpStream::connect(address).await.expect("connect");
-    let request = format!(
-        "GET {path_and_query} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    );
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read");
-    let text = String::from_utf8_lossy(&raw);
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split("\r\n\r\n").nth(1).unwrap_or_default();
-    (status, serde_json::from_str(body).unwrap_or_default())
+    let client = Client::builder().settings(server.settings()).build().expect("client");
+    // The list builder refuses a limit of 500 itself; a request to the endpoint can send it.
+    let err =
+        client.get("companies").query("limit", "500").send::<serde_json::Value>().await.expect_err("400");
+    assert!(matches!(err, Error::Api(ref e) if e.endpoint() == "/v1/companies"), "{err:?}");
+    assert_eq!((err.status(), err.code()), (Some(400), Some(&ErrorCode::InvalidRequest)));
+    assert!(err.description().is_some_and(|d| d.contains("limit")), "{err:?}");
+    assert!(!err.is_retryable() && !err.needs_reauthentication());
 }
 
 async fn connection_failures_are_typed_and_retryable() {

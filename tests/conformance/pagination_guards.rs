@@ -17,7 +17,8 @@ crate::cases! {
         has_more_without_a_cursor_is_an_error_after_the_items_received,
         a_repeated_cursor_is_an_error_not_an_endless_loop,
         unknown_fields_in_the_envelope_and_items_are_tolerated,
-        a_body_that_is_not_a_page_is_a_decode_error;
+        a_body_that_is_not_a_page_is_a_decode_error,
+        cursors_go_back_unchanged_whatever_they_hold;
 }
 
 /// Answers the n-th request with the n-th page, and records each request's query.
@@ -137,4 +138,23 @@ async fn a_body_that_is_not_a_page_is_a_decode_error() {
     let (_server, client, _) = scripted(vec![json!({"data": "nope"})]).await;
     let err = client.companies().send().await.expect_err("not a page");
     assert!(matches!(err, Error::Decode(ref e) if e.endpoint() == "/v1/companies"), "{err:?}");
+}
+
+async fn cursors_go_back_unchanged_whatever_they_hold() {
+    let cursors = ["a+b/c=", "x&limit=1", "50%25%", "two words", "#frag?q", "Zürich"];
+    let mut pages: Vec<Value> =
+        cursors.iter().enumerate().map(|(n, c)| page(n..n + 1, true, Some(c))).collect();
+    pages.push(page(9..10, false, None));
+    let (server, client, _) = scripted(pages).await;
+    let (ids, error) = collect_ids(&client).await;
+    assert_eq!((ids.len(), error.map(|e| e.to_string())), (cursors.len() + 1, None));
+    let requests = server.received_requests().await.expect("recorded");
+    let sent: Vec<Option<String>> = requests
+        .iter()
+        .map(|r| r.url.query_pairs().find(|(name, _)| name == "cursor").map(|(_, value)| value.into_owned()))
+        .collect();
+    let expected: Vec<Option<String>> =
+        std::iter::once(None).chain(cursors.iter().map(|c| Some((*c).to_owned()))).collect();
+    assert_eq!(sent, expected, "each cursor decodes back to exactly what the page sent");
+    assert!(requests.iter().all(|r| r.url.query_pairs().filter(|(name, _)| name == "limit").count() == 1));
 }
