@@ -97,21 +97,21 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
         .path_segments()
         .map(|s| s.filter(|s| !s.is_empty()).map(str::to_owned).collect())
         .unwrap_or_default();
-    let wanted = version.segment();
     let mut kept = segments.clone();
-    if let Some(last) = segments.last() {
-        if *last == wanted {
-            kept.pop();
-        } else if let Ok(other) = last.parse::<ApiVersion>() {
+    // A version segment at the end, in any case (`/v1`, `/V1`), is the one the client adds.
+    match segments.last().map(|last| last.parse::<ApiVersion>()) {
+        Some(Ok(ending)) if ending == version => drop(kept.pop()),
+        Some(Ok(ending)) => {
             return Err(Error::invalid(
                 "base_url",
                 format!(
-                    "the base URL ends in /{other} but the client is set to {version}; drop the version from the base URL or set api_version"
+                    "the base URL ends in /{ending} but the client is set to {version}; drop the version from the base URL or set api_version"
                 ),
             ));
         }
+        _ => {}
     }
-    kept.push(wanted);
+    kept.push(version.segment());
     root.set_path(&format!("/{}/", kept.join("/")));
     Ok(root)
 }
@@ -235,7 +235,9 @@ mod tests {
             root("https://example.com/records/api").ok().as_deref(),
             Some("https://example.com/records/api/v1/")
         );
-        assert!(root("https://api.example.com/v2").is_err());
+        assert_eq!(root("https://api.example.com/V1").ok().as_deref(), Some("https://api.example.com/v1/"));
+        let other = root("https://api.example.com/V2").expect_err("another version");
+        assert!(other.to_string().contains("ends in /v2 but the client is set to v1"), "{other}");
     }
 
     #[test]
