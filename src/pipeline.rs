@@ -167,7 +167,7 @@ impl Pipeline {
                 .settings
                 .sender
                 .exchange(self.request(call, &token)?, number, expect, |status, headers| {
-                    self.read_head(&call.url, sent_at, status, headers, &mut head)
+                    self.read_head(call, sent_at, status, headers, &mut head)
                 })
                 .await;
             let error = match answer {
@@ -199,19 +199,19 @@ impl Pipeline {
     /// successor link kept. The notice goes with an error answer.
     fn read_head(
         &self,
-        url: &Url,
+        call: &Call,
         sent_at: tokio::time::Instant,
         status: StatusCode,
         headers: &HeaderMap,
         head: &mut Head,
     ) -> Option<DeprecationNotice> {
         self.settings.pacer.response(sent_at, status.as_u16(), headers);
-        head.deprecation = DeprecationNotice::from_headers(url, headers);
+        head.deprecation = DeprecationNotice::from_headers(&call.method, &call.url, headers);
         if let Some(notice) = &head.deprecation {
-            self.settings.deprecation.report(notice);
+            self.settings.deprecation.report(notice, &call.route);
         }
         if !status.is_success() {
-            head.successor = successor_link(headers, url);
+            head.successor = successor_link(headers, &call.url);
         }
         head.deprecation.clone()
     }

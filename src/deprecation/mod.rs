@@ -24,7 +24,7 @@ mod report;
 use std::fmt;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use http::HeaderMap;
+use http::{HeaderMap, Method};
 use url::Url;
 
 use crate::text::{server_text, shown_url};
@@ -44,10 +44,6 @@ const REL_SUCCESSOR_VERSION: &str = "successor-version";
 const REL_LATEST_VERSION: &str = "latest-version";
 const REL_DEPRECATION: &str = "deprecation";
 const REL_SUNSET: &str = "sunset";
-
-/// The method of every request a notice comes from: the client reads notices from the
-/// list endpoints, which it calls with `GET` alone.
-const METHOD: &str = "GET";
 
 /// The longest piece of a malformed header quoted in a diagnostic.
 const QUOTED_LIMIT: usize = 64;
@@ -85,6 +81,8 @@ const QUOTED_LIMIT: usize = 64;
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeprecationNotice {
+    /// The request's method.
+    pub method: Method,
     /// The request path without query, e.g. `/v1/companies`.
     pub endpoint: String,
     /// The `Deprecation` header, when present.
@@ -109,7 +107,7 @@ impl DeprecationNotice {
     /// is the request URL, against which relative link targets are resolved. `None` when the
     /// response carries neither `Deprecation` nor `Sunset`.
     #[must_use]
-    pub(crate) fn from_headers(url: &Url, headers: &HeaderMap) -> Option<Self> {
+    pub(crate) fn from_headers(method: &Method, url: &Url, headers: &HeaderMap) -> Option<Self> {
         // `Deprecation: false` (or the structured-field `?0`) says the endpoint is not deprecated.
         let deprecation_raw =
             first_value(headers, DEPRECATION).filter(|raw| !headers::says_not_deprecated(raw));
@@ -145,6 +143,7 @@ impl DeprecationNotice {
         }
 
         Some(Self {
+            method: method.clone(),
             endpoint: url.path().to_owned(),
             successor: target_of(REL_SUCCESSOR_VERSION),
             latest_version: target_of(REL_LATEST_VERSION),
@@ -183,7 +182,7 @@ impl DeprecationNotice {
 /// sunset at 2027-01-01T00:00:00Z, successor https://api.example.com/v2/companies`.
 impl fmt::Display for DeprecationNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{METHOD} {}", self.endpoint)?;
+        write!(f, "{} {}", self.method, self.endpoint)?;
         match &self.deprecation {
             Some(Deprecation::Since(since)) => {
                 write!(f, " is deprecated since {}", rfc3339(*since))?;
@@ -240,7 +239,7 @@ mod tests {
     }
 
     fn notice(pairs: &[(&'static str, &'static str)]) -> Option<DeprecationNotice> {
-        DeprecationNotice::from_headers(&request_url(), &headers(pairs))
+        DeprecationNotice::from_headers(&Method::GET, &request_url(), &headers(pairs))
     }
 
     fn at(seconds: i64) -> DateTime<Utc> {
@@ -364,7 +363,7 @@ mod tests {
         let long = "x".repeat(500);
         let mut map = HeaderMap::new();
         map.insert("sunset", HeaderValue::from_str(&long).expect("ascii"));
-        let n = DeprecationNotice::from_headers(&request_url(), &map).expect("notice");
+        let n = DeprecationNotice::from_headers(&Method::GET, &request_url(), &map).expect("notice");
         let diagnostic = n.diagnostic.unwrap_or_default();
         assert!(diagnostic.len() < 120, "{diagnostic}");
     }
@@ -390,7 +389,7 @@ mod tests {
         map.insert("deprecation", bytes.clone());
         map.insert("link", bytes);
         map.append("link", HeaderValue::from_bytes(b"</v2/caf\xe9>; rel=successor-version").expect("bytes"));
-        let n = DeprecationNotice::from_headers(&request_url(), &map).expect("notice");
+        let n = DeprecationNotice::from_headers(&Method::GET, &request_url(), &map).expect("notice");
         assert!(matches!(n.deprecation, Some(Deprecation::Unrecognized(_))));
         assert_eq!(n.successor.as_ref().map(Url::as_str), Some("https://api.example.com/v2/caf%EF%BF%BD"));
     }
@@ -411,7 +410,7 @@ mod tests {
                 if let Some(v) = value(link) { map.append("link", v); }
             }
             let url = request_url().join(&path).map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let n = DeprecationNotice::from_headers(&url, &map);
+            let n = DeprecationNotice::from_headers(&Method::GET, &url, &map);
             prop_assert_eq!(n.is_some(), map.contains_key("deprecation") || map.contains_key("sunset"));
             if let Some(n) = n {
                 let _ = n.to_string();

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{DeprecationNotice, METHOD, rfc3339};
+use super::{DeprecationNotice, rfc3339};
 use crate::text::shown_url;
 
 /// A function called with every deprecation notice the client receives
@@ -74,8 +74,8 @@ impl DeprecationReporter {
     /// [`DeprecationPolicy::Ignore`] and [`DeprecationPolicy::Fail`] log nothing (with
     /// `Fail`, the client turns the response into an error). The callback, when set, is
     /// called for every notice whatever the policy, outside any lock.
-    pub(crate) fn report(&self, notice: &DeprecationNotice) {
-        self.report_at(notice, Utc::now());
+    pub(crate) fn report(&self, notice: &DeprecationNotice, route: &str) {
+        self.report_at(notice, route, Utc::now());
     }
 
     /// The policy given to [`DeprecationReporter::new`].
@@ -85,8 +85,8 @@ impl DeprecationReporter {
     }
 
     /// [`DeprecationReporter::report`] with the current time given.
-    fn report_at(&self, notice: &DeprecationNotice, now: DateTime<Utc>) {
-        if self.should_log(notice) {
+    fn report_at(&self, notice: &DeprecationNotice, route: &str, now: DateTime<Utc>) {
+        if self.should_log(notice, route) {
             log(notice, now);
         }
         if let Some(callback) = &self.callback {
@@ -94,12 +94,12 @@ impl DeprecationReporter {
         }
     }
 
-    fn should_log(&self, notice: &DeprecationNotice) -> bool {
+    fn should_log(&self, notice: &DeprecationNotice, route: &str) -> bool {
         match self.policy {
             DeprecationPolicy::WarnEvery => true,
             DeprecationPolicy::Ignore | DeprecationPolicy::Fail => false,
             DeprecationPolicy::WarnOnce => {
-                let key = notice.endpoint.clone();
+                let key = format!("{} {route}", notice.method);
                 let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
                 if warned.contains(&key) || warned.len() >= REMEMBERED_ENDPOINTS {
                     false
@@ -152,7 +152,7 @@ fn urgency(notice: &DeprecationNotice, now: DateTime<Utc>) -> Urgency {
 }
 
 fn log(notice: &DeprecationNotice, now: DateTime<Utc>) {
-    let method = METHOD;
+    let method = notice.method.as_str();
     let endpoint = notice.endpoint.as_str();
     let sunset = notice.sunset.map(rfc3339);
     let sunset = sunset.as_deref();
@@ -280,7 +280,7 @@ mod tests {
         for (name, value) in headers {
             map.append(*name, HeaderValue::from_static(value));
         }
-        DeprecationNotice::from_headers(&url, &map).expect("test headers hold a notice")
+        DeprecationNotice::from_headers(&http::Method::GET, &url, &map).expect("test headers hold a notice")
     }
 
     fn deprecated(path: &str) -> DeprecationNotice {
@@ -309,7 +309,7 @@ mod tests {
         tracing::subscriber::with_default(capture.clone(), || {
             for _ in 0..count {
                 for notice in notices {
-                    reporter.report(notice);
+                    reporter.report(notice, &notice.endpoint);
                 }
             }
         });
@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn no_callback_is_fine() {
         let reporter = DeprecationReporter::default();
-        reporter.report(&deprecated("/v1/companies"));
+        reporter.report(&deprecated("/v1/companies"), &deprecated("/v1/companies").endpoint);
         assert_eq!(reporter.policy(), DeprecationPolicy::WarnOnce);
         assert!(format!("{reporter:?}").contains("warned_endpoints: 1"));
     }
@@ -381,7 +381,7 @@ mod tests {
             for i in 0..REMEMBERED_ENDPOINTS + 10 {
                 let mut notice = base.clone();
                 notice.endpoint = format!("/v1/companies/{i}");
-                reporter.report(&notice);
+                reporter.report(&notice, &notice.endpoint);
             }
         });
         assert_eq!(capture.events().len(), REMEMBERED_ENDPOINTS);
@@ -398,7 +398,7 @@ mod tests {
                 scope.spawn(|| {
                     tracing::dispatcher::with_default(&dispatch, || {
                         for _ in 0..25 {
-                            reporter.report(&notice);
+                            reporter.report(&notice, &notice.endpoint);
                         }
                     });
                 });
@@ -440,8 +440,8 @@ mod tests {
         past.sunset = Some(now - TimeDelta::days(3));
         let capture = Capture::default();
         tracing::subscriber::with_default(capture.clone(), || {
-            reporter.report_at(&soon, now);
-            reporter.report_at(&past, now);
+            reporter.report_at(&soon, &soon.endpoint, now);
+            reporter.report_at(&past, &past.endpoint, now);
         });
         let events = capture.events();
         assert_eq!(events.len(), 2);

@@ -19,6 +19,7 @@ crate::cases! {
         a_post_without_a_key_is_sent_once_and_with_one_retried_and_created_once,
         a_declared_list_with_an_empty_middle_page_arrives_once_in_order,
         a_410_from_any_endpoint_is_a_sunset,
+        a_deprecated_endpoint_of_any_method_says_so,
         a_rejected_token_on_any_call_is_refreshed_once_and_the_call_sent_once_more;
 }
 
@@ -183,6 +184,26 @@ async fn a_410_from_any_endpoint_is_a_sunset() {
     let Error::Sunset(sunset) = &error else { panic!("expected a sunset, got {error:?}") };
     assert_eq!(sunset.successor().map(|url| url.path()), Some("/v2/deals"));
     assert_eq!(error.status(), Some(410));
+}
+
+async fn a_deprecated_endpoint_of_any_method_says_so() {
+    let server = ReferenceServer::builder()
+        .collection("notes", [json!({"id": "n_1"}), json!({"id": "n_2"})])
+        .deprecated("/v1/notes/n_1", DeprecationHeaders::deprecated())
+        .deprecated("/v1/notes/n_2", DeprecationHeaders::deprecated())
+        .start()
+        .await;
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let notices = std::sync::Arc::clone(&heard);
+    let client = Client::builder()
+        .settings(server.settings())
+        .on_deprecation(move |notice| notices.lock().unwrap().push(notice.to_string()))
+        .build()
+        .expect("client");
+    let _: Value = client.get(["notes", "n_1"]).send().await.expect("deprecated, served");
+    client.request(Method::DELETE, ["notes", "n_2"]).send_empty().await.expect("deprecated, deleted");
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard, ["GET /v1/notes/n_1 is deprecated", "DELETE /v1/notes/n_2 is deprecated"]);
 }
 
 async fn a_rejected_token_on_any_call_is_refreshed_once_and_the_call_sent_once_more() {
