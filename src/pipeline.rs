@@ -158,7 +158,7 @@ impl Pipeline {
         let expect = Expect { body, origin: Origin::Api, route: Some(&call.route) };
         let mut resent_for_token = false;
         loop {
-            let token = self.tokens.token(&self.settings.sender).await?;
+            let token = self.tokens.token().await?;
             let sent_at = tokio::time::Instant::now();
             let mut head = Head::default();
             // A resend with a new token counts as an attempt of its own on the request's span.

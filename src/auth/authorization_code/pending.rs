@@ -138,7 +138,7 @@ impl AuthorizationCodeFlow {
 
     /// The additional data every sealed value of this flow is bound to.
     fn binding(&self) -> String {
-        format!("{PENDING_PURPOSE}\n{}\n{}", self.config.client_id, self.config.redirect_uri.as_str())
+        format!("{PENDING_PURPOSE}\n{}\n{}", self.config.client_id, self.redirect_uri())
     }
 
     /// Says which flow sealed a value (public data: the client id and redirect URI).

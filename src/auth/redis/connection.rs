@@ -127,16 +127,6 @@ impl Redis {
         self.query::<Option<String>>("lock", &cmd).await.map(|set| set.is_some())
     }
 
-    /// `SET key value [PX ttl]`.
-    pub(crate) async fn set(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Option<()> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(key).arg(value);
-        if let Some(ttl) = ttl {
-            cmd.arg("PX").arg(millis(ttl));
-        }
-        self.query::<()>("write", &cmd).await
-    }
-
     /// `GET key`: `Some(None)` when there is no such key.
     pub(crate) async fn get(&self, key: &str) -> Option<Option<Vec<u8>>> {
         self.query("read", redis::cmd("GET").arg(key)).await
