@@ -501,7 +501,7 @@ impl AuthorizationCodeFlow {
     ///
     /// A [`Client`](crate::Client) built with [`Auth::user`](crate::Auth::user) does this by
     /// itself; call it when you manage tokens yourself, and save the returned set before
-    /// anything else. Let it run to its end: the flow's own timeout bounds it, while a future
+    /// anything else. Let it run to its end: the request timeout bounds it, while a future
     /// dropped after the request was sent (a `timeout` around the call) loses the new set, and
     /// with it a refresh token the server may have rotated. Run it in a task of its own
     /// (`tokio::spawn`) when the caller may give up.
