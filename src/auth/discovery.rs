@@ -4,14 +4,14 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use oauth2::basic::BasicClient;
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, IntrospectionUrl, TokenIntrospectionResponse};
 use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
 use super::ClientSecret;
-use super::oauth::{OAuthHttp, token_error};
+use super::client_credentials::check_client;
+use super::oauth::{OAuthClient, OAuthHttp, token_error};
 use crate::error::DecodeError;
 use crate::limits::BodyKind;
 use crate::text::{shown_raw_url, shown_url};
@@ -195,8 +195,7 @@ pub(crate) fn missing_endpoint(name: &str) -> Error {
     ))
 }
 
-type IntrospectClient =
-    BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
+type IntrospectClient = OAuthClient<EndpointNotSet, EndpointSet, EndpointNotSet>;
 
 /// Asks the authorization server whether a token is active (RFC 7662): the alternative to local
 /// validation that API Part 5.7 mentions. The caller authenticates as a confidential client,
@@ -269,14 +268,9 @@ impl TokenIntrospector {
     }
 
     fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
-        if client_id.trim().is_empty() {
-            return Err(Error::invalid("client_id", "expected a non-empty client id"));
-        }
         let client_secret = ClientSecret::new(client_secret);
-        if client_secret.secret().is_empty() {
-            return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
-        }
-        let client = BasicClient::new(oauth2::ClientId::new(client_id))
+        check_client(&client_id, &client_secret)?;
+        let client = oauth2::Client::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));
         Ok(TokenIntrospector { client, sender: HttpSender::shared_default()? })

@@ -155,18 +155,26 @@ impl TokenStore for RedisUserStore {
         Box::pin(async move {
             self.sealer()?;
             let seen = self.seen.load(Ordering::SeqCst);
+            // Saved by another process since this one last looked.
+            let newer = |stored: Stored| {
+                (stored.generation > seen && stored.tokens.access_token != current.access_token)
+                    .then_some(stored.tokens)
+            };
+            // A newer set that still works needs no lock (its holder may be long gone).
+            if let Ok(Some(tokens)) = self.read().await.map(|stored| stored.and_then(newer))
+                && !tokens.is_expired()
+            {
+                return Ok(RefreshTurn::proceed().with_newer(tokens));
+            }
             let Some(lock) = self.lock().await else {
                 return Ok(RefreshTurn::proceed());
             };
             let turn = RefreshTurn::locked(lock);
             Ok(match self.read().await {
-                // Saved by another process since this one last looked.
-                Ok(Some(stored))
-                    if stored.generation > seen && stored.tokens.access_token != current.access_token =>
-                {
-                    turn.with_newer(stored.tokens)
-                }
-                Ok(_) => turn,
+                Ok(stored) => match stored.and_then(newer) {
+                    Some(tokens) => turn.with_newer(tokens),
+                    None => turn,
+                },
                 Err(err) => {
                     tracing::debug!(error = %err, "stored tokens unreadable; refreshing with the current ones");
                     turn
