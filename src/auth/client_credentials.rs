@@ -151,7 +151,8 @@ impl ClientCredentials {
         });
         #[cfg(not(feature = "redis"))]
         let store = None;
-        let source = Source::new(Grant::ClientCredentials(grant), store, TokenSet::new(String::new()));
+        let source =
+            Source::new(Grant::ClientCredentials(Box::new(grant)), store, TokenSet::new(String::new()));
         Ok(TokenManager::new(source, sender.timeout().unwrap_or(DEFAULT_TIMEOUT), None))
     }
 

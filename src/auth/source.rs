@@ -29,7 +29,7 @@ const SAVE_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration::
 /// How a set is renewed.
 pub(crate) enum Grant {
     /// The client credentials grant.
-    ClientCredentials(ClientCredentialsGrant),
+    ClientCredentials(Box<ClientCredentialsGrant>),
     /// The refresh-token grant of a signed-in user's flow.
     Refresh(AuthorizationCodeFlow),
     /// A token the caller manages: never renewed.
@@ -60,12 +60,7 @@ struct Kept {
 
 impl fmt::Debug for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let grant = match &self.grant {
-            Grant::ClientCredentials(grant) => format!("{grant:?}"),
-            Grant::Refresh(flow) => format!("{flow:?}"),
-            _ => "fixed".to_owned(),
-        };
-        f.debug_struct("Source").field("grant", &grant).field("store", &self.store.is_some()).finish()
+        f.debug_struct("Source").field("store", &self.store.is_some()).finish_non_exhaustive()
     }
 }
 
@@ -126,11 +121,13 @@ impl Source {
         let Refreshed { tokens, expires_in, new_id_token } = match &self.grant {
             Grant::ClientCredentials(grant) => grant.request().await?,
             Grant::Refresh(flow) => flow.refresh_unverified(&kept.current).await?,
-            _ => {
+            Grant::Fixed => {
                 return Err(Error::ReauthenticationRequired(ReauthenticationRequired::new(
                     "the static token was rejected and cannot be renewed",
                 )));
             }
+            #[cfg(test)]
+            Grant::Scripted(_) => return Err(Error::invalid("grant", "a script answers in `fetch`")),
         };
         let rotated = tokens.refresh_token != kept.current.refresh_token;
         // Kept first: the server has already retired the old refresh token.
