@@ -20,6 +20,9 @@ use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedi
 use business_records::{Auth, Client, Error};
 use business_records_reference_server::ReferenceServer;
 
+/// What the app asks the user for.
+const SCOPES: [&str; 4] = ["openid", "profile", "email", "api/read"];
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Keep the embedded server alive for the whole run.
@@ -35,8 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 1. Listen for the redirect on 127.0.0.1, on a port the OS picks.
     let redirect = LoopbackRedirect::bind().await?.timeout(Duration::from_secs(300));
-    let flow = AuthorizationCodeFlow::new(&auth_url, client_id, redirect.redirect_uri())?
-        .scopes(["openid", "profile", "email", "api/read"]);
+    let flow = AuthorizationCodeFlow::new(&auth_url, &client_id, redirect.redirect_uri())?.scopes(SCOPES);
 
     // 2. Send the user to the authorization server. The request keeps the PKCE verifier and
     //    the state that the callback is checked against.
@@ -65,7 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 5. Call the API as the user.
     let client =
-        Client::builder().base_url(base_url).auth(Auth::user(flow, tokens).store(store.clone())).build()?;
+        Client::builder().base_url(&base_url).auth(Auth::user(flow, tokens).store(store.clone())).build()?;
     let page = client.companies().limit(5).send().await?;
     println!("{:<10} {:<32} status", "id", "name");
     for company in &page.data {
@@ -73,13 +75,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:<10} {:<32} {status}", company.id, company.name);
     }
 
-    // A later run would start from the stored tokens instead of signing in again.
-    let stored = store.load().await.map_err(Error::TokenStore)?;
-    println!(
-        "tokens kept in {} (refresh token: {})",
-        path.display(),
-        stored.is_some_and(|t| t.refresh_token.is_some())
-    );
+    // 6. A later run starts from the stored tokens instead of signing in again. This run's
+    //    loopback port is gone by then: a flow made for refreshing needs no redirect URI.
+    drop(client);
+    if let Some(saved) = store.load().await.map_err(Error::TokenStore)? {
+        let flow = AuthorizationCodeFlow::for_refresh(&auth_url, &client_id)?.scopes(SCOPES);
+        let client = Client::builder()
+            .base_url(&base_url)
+            .auth(Auth::user(flow, saved).store(store.clone()))
+            .build()?;
+        let page = client.companies().limit(5).send().await?;
+        println!("a later run, from {}: {} companies", path.display(), page.data.len());
+    }
     store.remove().await.map_err(Error::TokenStore)?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use http::{HeaderValue, Method};
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use crate::auth::Auth;
+use crate::auth::{Auth, AuthServerMetadata, AuthorizationCodeFlow, TokenIntrospector};
 use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPolicy, DeprecationReporter};
 use crate::list::List;
 use crate::model::{Company, Contact};
@@ -131,7 +131,7 @@ impl Client {
     ///
     /// [`Error::InvalidArgument`] as [`ClientBuilder::build`] reports it for `auth`.
     pub fn with_auth(&self, auth: impl Into<Auth>) -> Result<Client, Error> {
-        let tokens = auth.into().into_token_manager()?;
+        let tokens = auth.into().into_token_manager(&self.pipeline.settings().sender)?;
         Ok(Client { pipeline: self.pipeline.with_tokens(tokens) })
     }
 
@@ -159,7 +159,7 @@ impl Client {
     /// request fails; [`Error::TokenStore`] when the store cannot be cleared. Revoking tokens
     /// the server no longer knows is no error (RFC 7009 section 2.2).
     pub async fn sign_out(&self) -> Result<(), Error> {
-        self.pipeline.tokens().sign_out(&self.pipeline.settings().sender).await
+        self.pipeline.tokens().sign_out().await
     }
 
     /// The signed-in user's current tokens (renewed ones included), with the verified claims of
@@ -177,6 +177,61 @@ impl Client {
     /// ```
     pub async fn token_set(&self) -> Option<crate::auth::TokenSet> {
         self.pipeline.tokens().current().await
+    }
+}
+
+// The authorization server's requests through a client's HTTP configuration: these live here
+// because the auth layer sits below the client and never names it.
+
+impl AuthorizationCodeFlow {
+    /// Sends this flow's requests (code exchange, refresh, revocation, JWKS) through `client`'s
+    /// HTTP configuration: its connection pool, timeout, middleware, user agent and retry policy.
+    /// Default: the crate's shared HTTP client, with reqwest's defaults and no redirects. A
+    /// client built with [`Auth::user`] refreshes through its own configuration by itself.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), business_records::Error> {
+    /// use business_records::auth::AuthorizationCodeFlow;
+    /// use business_records::{Auth, Client};
+    /// let app = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-web-app", "my-secret"))
+    ///     .user_agent("my-app/1.0")
+    ///     .build()?;
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-web-app", "https://app.example.com/callback")?
+    ///     .http(&app);
+    /// # let _ = flow; Ok(()) }
+    /// ```
+    pub fn http(self, client: &Client) -> Self {
+        self.with_sender(client.pipeline.settings().sender.clone())
+    }
+}
+
+impl TokenIntrospector {
+    /// Sends the introspection requests through `client`'s HTTP configuration (see
+    /// [`AuthorizationCodeFlow::http`]). Default: the crate's shared HTTP client.
+    #[must_use]
+    pub fn http(self, client: &Client) -> Self {
+        self.with_sender(client.pipeline.settings().sender.clone())
+    }
+}
+
+impl AuthServerMetadata {
+    /// [`discover`](Self::discover) through `client`'s HTTP configuration (see
+    /// [`AuthorizationCodeFlow::http`]).
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// use business_records::auth::AuthServerMetadata;
+    /// let metadata = AuthServerMetadata::discover_with("https://auth.example.com", &client).await?;
+    /// # let _ = metadata; Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`discover`](Self::discover).
+    pub async fn discover_with(auth_url: impl AsRef<str>, client: &Client) -> Result<Self, Error> {
+        Self::fetch(&client.pipeline.settings().sender, auth_url.as_ref()).await
     }
 }
 
@@ -508,6 +563,7 @@ impl ClientBuilder {
             .with_middleware(&self.middleware);
         let limit = self.rate_limit.unwrap_or_default();
         let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().longest_delay())?;
+        let tokens = auth.into_token_manager(&sender)?;
         let settings = Settings {
             sender,
             api_root,
@@ -521,7 +577,7 @@ impl ClientBuilder {
                 page_delay: self.page_delay.filter(|d| !d.is_zero()),
             },
         };
-        Ok(Client { pipeline: Pipeline::new(settings, auth.into_token_manager()?) })
+        Ok(Client { pipeline: Pipeline::new(settings, tokens) })
     }
 }
 

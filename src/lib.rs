@@ -193,7 +193,7 @@
 //! ## Public dependencies
 //!
 //! Types of these crates appear in the API and are re-exported at the versions this crate
-//! uses: [`reqwest`] (the `http_config` closures), [`reqwest_middleware`]
+//! uses: [`reqwest`] (the `http_config` closure, `TokenVerifier::http`), [`reqwest_middleware`]
 //! ([`ClientBuilder::middleware`]), [`url`] and [`Url`], [`chrono`] (dates) and [`serde_json`]
 //! ([`Company::extra`]). Naming them through `business_records::` keeps one copy in your build.
 //!
@@ -261,8 +261,8 @@ pub use version::ApiVersion;
 // through these paths and a version bump here never leaves two copies in your build.
 /// Dates and times: [`Company::created_at`], [`auth::TokenSet::expires_at`], sunset dates.
 pub use chrono;
-/// The HTTP client: [`ClientBuilder::http_config`] and the `http_config` of the sign-in flows
-/// configure a [`reqwest::ClientBuilder`].
+/// The HTTP client: [`ClientBuilder::http_config`] configures a [`reqwest::ClientBuilder`], and
+/// [`auth::TokenVerifier::http`] takes a [`reqwest::Client`].
 pub use reqwest;
 /// The middleware crate whose layers [`ClientBuilder::middleware`] takes.
 pub use reqwest_middleware;

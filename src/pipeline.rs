@@ -148,17 +148,28 @@ impl Pipeline {
     pub(crate) async fn send(&self, call: &Call, stats: Option<&CallStats>) -> Result<Reply, Error> {
         let policy = call.retry.as_ref().unwrap_or(self.settings.sender.retry_policy());
         let pacer = &self.settings.pacer;
-        policy.run(pacer, call.is_idempotent(), stats, |number| self.attempt(call, policy, number)).await
+        let outcome =
+            policy.run(pacer, call.is_idempotent(), stats, |number| self.attempt(call, policy, number));
+        outcome.await.and_then(|reply| reply)
     }
 
     /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the
-    /// request is sent once more with a new one; `insufficient_scope` never does.
-    async fn attempt(&self, call: &Call, policy: &RetryPolicy, number: u32) -> Result<Reply, Error> {
+    /// request is sent once more with a new one; `insufficient_scope` never does. A failed token
+    /// request is the call's outcome (`Ok(Err(..))`): it was retried under the policy already.
+    async fn attempt(
+        &self,
+        call: &Call,
+        policy: &RetryPolicy,
+        number: u32,
+    ) -> Result<Result<Reply, Error>, Error> {
         let body = BodyLimit { kind: BodyKind::Page, bytes: self.settings.max_body_bytes };
         let expect = Expect { body, origin: Origin::Api, route: Some(&call.route) };
         let mut resent_for_token = false;
         loop {
-            let token = self.tokens.token(&self.settings.sender).await?;
+            let token = match self.tokens.token().await {
+                Ok(token) => token,
+                Err(failed) => return Ok(Err(failed)),
+            };
             let sent_at = tokio::time::Instant::now();
             let mut head = Head::default();
             // A resend with a new token counts as an attempt of its own on the request's span.
@@ -171,7 +182,7 @@ impl Pipeline {
                 })
                 .await;
             let error = match answer {
-                Ok(response) => return self.accept(response.body, head.deprecation),
+                Ok(response) => return self.accept(response.body, head.deprecation).map(Ok),
                 Err(Error::Api(error)) => error,
                 Err(other) => return Err(other),
             };

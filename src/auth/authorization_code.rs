@@ -6,7 +6,6 @@ mod id_token;
 mod pending;
 mod request;
 mod revoke;
-mod tokens;
 mod web;
 
 use std::fmt;
@@ -14,26 +13,21 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::Utc;
-use oauth2::basic::{BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse};
-use oauth2::{
-    AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, StandardRevocableToken, TokenResponse,
-    TokenUrl,
-};
+use oauth2::{AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, TokenResponse, TokenUrl};
 use url::Url;
 
 use self::id_token::{check_audience, check_same_user};
 pub use self::request::AuthorizationRequest;
 use self::request::{CallbackParams, parse_redirect_uri};
-pub(crate) use self::tokens::Refreshed;
-use self::tokens::{OidcTokenResponse, token_set};
 use super::discovery::{AuthServerMetadata, missing_endpoint};
-use super::oauth::{OAuthHttp, token_error};
+pub(crate) use super::oauth::Refreshed;
+use super::oauth::{OAuthClient, OAuthHttp, token_error, token_set};
 use super::pkce::constant_time_eq;
 use super::{TokenSet, TokenVerifier};
 use crate::bounds::clamp_lifetime;
 use crate::error::ErrorCode;
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
-use crate::wire::{DEFAULT_TIMEOUT, HttpSender, Layers};
+use crate::wire::HttpSender;
 use crate::{Error, urls};
 
 /// Where the API puts the endpoints, below `{auth_url}`.
@@ -46,18 +40,7 @@ const DEFAULT_SCOPES: &[&str] = &["openid"];
 /// Clock-skew allowance of ID-token checks unless set otherwise.
 const DEFAULT_ID_TOKEN_LEEWAY: Duration = Duration::from_secs(60);
 
-type CodeClient = oauth2::Client<
-    BasicErrorResponse,
-    OidcTokenResponse,
-    BasicTokenIntrospectionResponse,
-    StandardRevocableToken,
-    BasicRevocationErrorResponse,
-    EndpointSet,
-    EndpointNotSet,
-    EndpointNotSet,
-    EndpointNotSet,
-    EndpointSet,
->;
+type CodeClient = OAuthClient<EndpointSet, EndpointNotSet, EndpointSet>;
 
 /// The authorization-code flow with PKCE, for desktop, mobile and web apps whose users sign
 /// in (API Part 5.3). The client is public: no client secret is involved.
@@ -88,12 +71,12 @@ pub struct AuthorizationCodeFlow {
 struct FlowConfig {
     issuer: String,
     client_id: String,
-    redirect_uri: RedirectUrl,
+    /// `None` for a flow that only refreshes ([`for_refresh`](AuthorizationCodeFlow::for_refresh)).
+    redirect_uri: Option<RedirectUrl>,
     scopes: Vec<String>,
     authorize_url: Url,
     token_url: Url,
     jwks_url: Url,
-    timeout: Duration,
     /// Clock-skew allowance of ID-token checks.
     id_token_leeway: Duration,
     /// Audiences besides the client id an ID token may list.
@@ -102,7 +85,7 @@ struct FlowConfig {
     jwks_refetch_interval: Duration,
     /// A callback without `iss` is refused (RFC 9207).
     require_iss: bool,
-    middleware: Layers,
+    /// Sends every request of the flow: the crate's shared default, or a client's.
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
     invalid: Option<Error>,
@@ -118,7 +101,7 @@ impl fmt::Debug for AuthorizationCodeFlow {
         f.debug_struct("AuthorizationCodeFlow")
             .field("issuer", &c.issuer)
             .field("client_id", &c.client_id)
-            .field("redirect_uri", &crate::text::shown_raw_url(c.redirect_uri.as_str()))
+            .field("redirect_uri", &crate::text::shown_raw_url(self.redirect_uri()))
             .field("scopes", &c.scopes)
             .field("authorize_url", &c.authorize_url.as_str())
             .field("token_url", &c.token_url.as_str())
@@ -152,14 +135,52 @@ impl AuthorizationCodeFlow {
         client_id: impl Into<String>,
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
-        let base = urls::parse_service_url("auth_url", auth_url.as_ref())?;
-        let issuer = auth_url.as_ref().trim().trim_end_matches('/').to_owned();
+        let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
+        Self::at(auth_url.as_ref(), client_id.into(), Some(redirect_uri))
+    }
+
+    /// The flow of a sign-in saved earlier, to refresh its tokens only: no redirect URI (a
+    /// desktop app's loopback port of the first run is gone), so
+    /// [`authorize_url`](Self::authorize_url) has no URL to open and
+    /// [`authorize_url_with`](Self::authorize_url_with) and [`exchange`](Self::exchange)
+    /// refuse with [`Error::InvalidArgument`] naming `redirect_uri`. The endpoints are those of
+    /// [`new`](Self::new).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), business_records::Error> {
+    /// use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, TokenStore};
+    /// use business_records::{Auth, Client};
+    ///
+    /// let store = FileTokenStore::new("tokens.json");
+    /// if let Some(tokens) = store.load().await.map_err(business_records::Error::TokenStore)? {
+    ///     let flow = AuthorizationCodeFlow::for_refresh("https://auth.example.com", "my-app")?
+    ///         .scopes(["openid", "api/read"]);
+    ///     let client = Client::builder()
+    ///         .base_url("https://api.example.com")
+    ///         .auth(Auth::user(flow, tokens).store(store))
+    ///         .build()?;
+    ///     # let _ = client;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new) for `auth_url` and `client_id`.
+    pub fn for_refresh(auth_url: impl AsRef<str>, client_id: impl Into<String>) -> Result<Self, Error> {
+        Self::at(auth_url.as_ref(), client_id.into(), None)
+    }
+
+    /// The flow with the API's endpoints below `auth_url`.
+    fn at(auth_url: &str, client_id: String, redirect_uri: Option<RedirectUrl>) -> Result<Self, Error> {
+        let base = urls::parse_service_url("auth_url", auth_url)?;
+        let issuer = auth_url.trim().trim_end_matches('/').to_owned();
         let endpoints = (
             urls::join_path(&base, AUTHORIZE_PATH),
             urls::join_path(&base, TOKEN_PATH),
             urls::join_path(&base, JWKS_PATH),
         );
-        Self::with_endpoints(issuer, endpoints, client_id.into(), redirect_uri.as_ref())
+        Self::with_endpoints(issuer, endpoints, client_id, redirect_uri)
             .map(|flow| flow.with_revocation(Some(urls::join_path(&base, revoke::REVOCATION_PATH))))
     }
 
@@ -186,12 +207,9 @@ impl AuthorizationCodeFlow {
             endpoint(&metadata.token_endpoint, "token_endpoint")?,
             endpoint(&metadata.jwks_uri, "jwks_uri")?,
         );
-        let flow = Self::with_endpoints(
-            metadata.issuer.clone(),
-            endpoints,
-            client_id.into(),
-            redirect_uri.as_ref(),
-        )?;
+        let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
+        let flow =
+            Self::with_endpoints(metadata.issuer.clone(), endpoints, client_id.into(), Some(redirect_uri))?;
         Ok(flow
             .require_iss_parameter(metadata.authorization_response_iss_parameter_supported)
             .with_revocation(metadata.revocation_endpoint.clone()))
@@ -201,12 +219,11 @@ impl AuthorizationCodeFlow {
         issuer: String,
         (authorize_url, token_url, jwks_url): (Url, Url, Url),
         client_id: String,
-        redirect_uri: &str,
+        redirect_uri: Option<RedirectUrl>,
     ) -> Result<Self, Error> {
         if client_id.trim().is_empty() {
             return Err(Error::invalid("client_id", "expected a non-empty client id"));
         }
-        let redirect_uri = parse_redirect_uri(redirect_uri)?;
         Ok(AuthorizationCodeFlow {
             config: Arc::new(FlowConfig {
                 issuer,
@@ -216,13 +233,11 @@ impl AuthorizationCodeFlow {
                 authorize_url,
                 token_url,
                 jwks_url,
-                timeout: DEFAULT_TIMEOUT,
                 id_token_leeway: DEFAULT_ID_TOKEN_LEEWAY,
                 trusted_audiences: Vec::new(),
                 jwks_refetch_interval: super::verify::DEFAULT_REFETCH_INTERVAL,
                 require_iss: false,
-                sender: HttpSender::standalone(DEFAULT_TIMEOUT)?,
-                middleware: Layers::new(),
+                sender: HttpSender::shared_default()?,
                 invalid: None,
                 id_verifier: OnceLock::new(),
                 web: web::WebSettings::default(),
@@ -261,40 +276,6 @@ impl AuthorizationCodeFlow {
     /// `auth_url` as given (for example with a trailing slash).
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
         self.config_mut().issuer = issuer.into();
-        self
-    }
-
-    /// Settings of the HTTP client that sends this flow's token and JWKS requests (proxies,
-    /// root certificates, default headers): `configure` receives a `reqwest::ClientBuilder`
-    /// and returns it; redirects are then turned off, whatever it chose, so the code, the
-    /// verifier and refresh tokens never travel to another address. Default: reqwest's
-    /// defaults, without redirects. A [`Client`](crate::Client) built with
-    /// [`Auth::user`](crate::Auth::user) refreshes through its own HTTP client (see
-    /// [`ClientBuilder::http_config`](crate::ClientBuilder::http_config)).
-    ///
-    /// A client reqwest cannot build is reported by [`exchange`](Self::exchange) and by
-    /// [`ClientBuilder::build`](crate::ClientBuilder::build).
-    ///
-    /// ```
-    /// use business_records::auth::AuthorizationCodeFlow;
-    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-app", "http://127.0.0.1:8400/callback")?
-    ///     .http_config(|http| http.user_agent("my-app/1.0"));
-    /// # let _ = flow; Ok::<(), business_records::Error>(())
-    /// ```
-    pub fn http_config(
-        mut self,
-        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
-    ) -> Self {
-        let config = self.config_mut();
-        match crate::wire::http_client(configure) {
-            Ok(client) => {
-                config.sender =
-                    HttpSender::with_client(client, config.timeout).with_middleware(&config.middleware);
-            }
-            Err(error) => {
-                config.invalid.get_or_insert(error);
-            }
-        }
         self
     }
 
@@ -362,26 +343,14 @@ impl AuthorizationCodeFlow {
         self
     }
 
-    /// Runs `layer` on every request of this flow, as
-    /// [`ClientBuilder::middleware`](crate::ClientBuilder::middleware) does for a client: the
-    /// code exchange and [`refresh`](Self::refresh). A [`Client`](crate::Client) built with
-    /// [`Auth::user`](crate::Auth::user) refreshes through its own layers. Default: none.
-    pub fn middleware(mut self, layer: impl reqwest_middleware::Middleware) -> Self {
-        let config = self.config_mut();
-        config.middleware.push(Arc::new(layer));
-        config.sender = config.sender.clone().with_middleware(&config.middleware);
-        self
-    }
-
-    /// Timeout of each token request of this flow. Default: 30 seconds.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        let config = self.config_mut();
-        if timeout.is_zero() {
-            config.invalid.get_or_insert(Error::invalid("timeout", "expected a timeout greater than zero"));
-            return self;
+    /// The same flow with every request sent through `sender` (a client's), the ID tokens'
+    /// keys still shared with this flow's clones.
+    pub(crate) fn with_sender(mut self, sender: HttpSender) -> Self {
+        let config = Arc::make_mut(&mut self.config);
+        if let Some(verifier) = config.id_verifier.take() {
+            config.id_verifier = OnceLock::from(verifier.with_sender(sender.clone()));
         }
-        config.timeout = timeout;
-        config.sender = config.sender.clone().with_timeout(timeout);
+        config.sender = sender;
         self
     }
 
@@ -390,9 +359,20 @@ impl AuthorizationCodeFlow {
         &self.config.client_id
     }
 
-    /// The redirect URI sent in the authorization and token requests.
+    /// The redirect URI sent in the authorization and token requests; empty for a flow made
+    /// with [`for_refresh`](Self::for_refresh).
     pub fn redirect_uri(&self) -> &str {
-        self.config.redirect_uri.as_str()
+        self.config.redirect_uri.as_ref().map_or("", |uri| uri.as_str())
+    }
+
+    /// The redirect URI, which signing in needs.
+    fn redirect(&self) -> Result<&RedirectUrl, Error> {
+        self.config.redirect_uri.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "redirect_uri",
+                "a flow made with `for_refresh` only refreshes; use `new` to sign in",
+            )
+        })
     }
 
     /// The issuer tokens and callbacks must name.
@@ -413,10 +393,13 @@ impl AuthorizationCodeFlow {
 
     fn oauth_client(&self) -> CodeClient {
         let c = &self.config;
-        oauth2::Client::new(ClientId::new(c.client_id.clone()))
+        let client = oauth2::Client::new(ClientId::new(c.client_id.clone()))
             .set_auth_uri(AuthUrl::from_url(c.authorize_url.clone()))
-            .set_token_uri(TokenUrl::from_url(c.token_url.clone()))
-            .set_redirect_uri(c.redirect_uri.clone())
+            .set_token_uri(TokenUrl::from_url(c.token_url.clone()));
+        match &c.redirect_uri {
+            Some(redirect_uri) => client.set_redirect_uri(redirect_uri.clone()),
+            None => client,
+        }
     }
 
     /// Starts a sign-in: a fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`,
@@ -447,6 +430,7 @@ impl AuthorizationCodeFlow {
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
+        self.redirect()?;
         let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
         let sent_at = Utc::now();
@@ -517,7 +501,7 @@ impl AuthorizationCodeFlow {
     ///
     /// A [`Client`](crate::Client) built with [`Auth::user`](crate::Auth::user) does this by
     /// itself; call it when you manage tokens yourself, and save the returned set before
-    /// anything else. Let it run to its end: the flow's own timeout bounds it, while a future
+    /// anything else. Let it run to its end: the request timeout bounds it, while a future
     /// dropped after the request was sent (a `timeout` around the call) loses the new set, and
     /// with it a refresh token the server may have rotated. Run it in a task of its own
     /// (`tokio::spawn`) when the caller may give up.
@@ -529,8 +513,7 @@ impl AuthorizationCodeFlow {
     /// `invalid_grant` (see [`Error::needs_reauthentication`]) when the server refuses the
     /// refresh token.
     pub async fn refresh(&self, tokens: &TokenSet) -> Result<TokenSet, Error> {
-        let Refreshed { mut tokens, new_id_token, .. } =
-            self.refresh_with(&self.config.sender, tokens).await?;
+        let Refreshed { mut tokens, new_id_token, .. } = self.refresh_unverified(tokens).await?;
         if let Some((id_token, previous)) = new_id_token {
             let outcome = self.verify_id_token(&id_token).await;
             tokens.settle_id_token(outcome, &previous);
@@ -538,14 +521,10 @@ impl AuthorizationCodeFlow {
         Ok(tokens)
     }
 
-    /// The refresh-token grant through `sender`, without verifying a new ID token's signature:
-    /// the caller keeps the new set first, then verifies. A new ID token for another user is an
-    /// error here, before anything of the response is used.
-    pub(crate) async fn refresh_with(
-        &self,
-        sender: &HttpSender,
-        tokens: &TokenSet,
-    ) -> Result<Refreshed, Error> {
+    /// The refresh-token grant, without verifying a new ID token's signature: the caller keeps
+    /// the new set first, then verifies. A new ID token for another user is an error here,
+    /// before anything of the response is used.
+    pub(crate) async fn refresh_unverified(&self, tokens: &TokenSet) -> Result<Refreshed, Error> {
         self.check()?;
         let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
             ReauthenticationRequired::new("no refresh token was issued"),
@@ -555,7 +534,7 @@ impl AuthorizationCodeFlow {
         let response = self
             .oauth_client()
             .exchange_refresh_token(&refresh_token)
-            .request_async(&OAuthHttp::token(sender))
+            .request_async(&OAuthHttp::token(&self.config.sender))
             .await
             .map_err(|e| token_error(self.config.token_url.path(), e))?;
         let mut next = token_set(self.config.token_url.path(), &response, sent_at, &tokens.scopes)?;

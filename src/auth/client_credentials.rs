@@ -1,17 +1,17 @@
 //! The client credentials grant (API Parts 4.2 and 5.4), sent through the `oauth2` crate.
 
-use futures::future::BoxFuture;
 use http::HeaderValue;
-use oauth2::basic::{BasicClient, BasicTokenResponse};
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
 
-use super::ClientSecret;
-use super::oauth::{OAuthHttp, token_error};
-use super::token_manager::{IssuedToken, TokenManager, TokenSource};
+use super::oauth::{OAuthClient, OAuthHttp, Refreshed, token_error, token_set};
+use super::source::{Grant, Source};
+use super::token_manager::TokenManager;
+use super::{ClientSecret, TokenSet};
 use crate::Error;
+use crate::bounds::clamp_lifetime;
 use crate::text::shown_raw_url;
 use crate::urls;
-use crate::wire::HttpSender;
+use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
 
 /// Settings for the client credentials grant; made by
 /// [`Auth::client_credentials`](crate::Auth::client_credentials).
@@ -137,25 +137,27 @@ impl ClientCredentials {
         &self.client_id
     }
 
-    /// The token manager of a client with these settings: the grant's tokens, or the grant
-    /// behind the shared cache. The client builder calls this from `build()`.
-    pub(crate) fn into_token_manager(self) -> Result<TokenManager, Error> {
+    /// The token manager of a client with these settings, its token requests through `sender`
+    /// (the client's); behind the shared cache, the token is kept in it. The client builder
+    /// calls this from `build()`.
+    pub(crate) fn into_token_manager(self, sender: &HttpSender) -> Result<TokenManager, Error> {
         #[cfg(feature = "redis")]
-        if let Some(cache) = self.shared.clone() {
-            let secret = self.client_secret.clone();
-            let grant = self.into_grant()?;
-            let identity = [
-                grant.client.token_uri().as_str().to_owned(),
-                grant.client.client_id().as_str().to_owned(),
-                grant.scopes.join(" "),
-            ];
-            return Ok(TokenManager::new(cache.client_credentials_source(&identity, &secret, grant)));
-        }
-        Ok(TokenManager::new(Box::new(self.into_grant()?)))
+        let shared = self.shared.clone().map(|cache| (cache, self.client_secret.clone()));
+        let grant = self.into_grant(sender.clone())?;
+        #[cfg(feature = "redis")]
+        let store = shared.map(|(cache, secret)| {
+            let identity = [grant.client.token_uri().as_str(), grant.client.client_id().as_str()];
+            cache.client_credentials_store(identity, &grant.scopes, &secret)
+        });
+        #[cfg(not(feature = "redis"))]
+        let store = None;
+        let source =
+            Source::new(Grant::ClientCredentials(Box::new(grant)), store, TokenSet::new(String::new()));
+        Ok(TokenManager::new(source, sender.timeout().unwrap_or(DEFAULT_TIMEOUT), None))
     }
 
-    /// The grant with every setting checked.
-    pub(crate) fn into_grant(self) -> Result<ClientCredentialsGrant, Error> {
+    /// The grant with every setting checked, its requests through `sender`.
+    pub(crate) fn into_grant(self, sender: HttpSender) -> Result<ClientCredentialsGrant, Error> {
         let token_url = match &self.token_url {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
             None => {
@@ -163,12 +165,7 @@ impl ClientCredentials {
                 urls::join_path(&base, "oauth2/token")
             }
         };
-        if self.client_id.trim().is_empty() {
-            return Err(Error::invalid("client_id", "expected a non-empty client id"));
-        }
-        if self.client_secret.secret().is_empty() {
-            return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
-        }
+        check_client(&self.client_id, &self.client_secret)?;
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
@@ -178,22 +175,32 @@ impl ClientCredentials {
         };
         let auth_type =
             if self.method == ClientAuthMethod::Body { AuthType::RequestBody } else { AuthType::BasicAuth };
-        let client = BasicClient::new(oauth2::ClientId::new(self.client_id))
+        let client = oauth2::Client::new(oauth2::ClientId::new(self.client_id))
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(auth_type);
-        Ok(ClientCredentialsGrant { client, scopes: self.scopes, literal_basic })
+        Ok(ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender })
     }
 }
 
-type TokenClient = BasicClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+/// A confidential client's id and secret: neither empty.
+pub(crate) fn check_client(client_id: &str, client_secret: &ClientSecret) -> Result<(), Error> {
+    if client_id.trim().is_empty() {
+        return Err(Error::invalid("client_id", "expected a non-empty client id"));
+    }
+    if client_secret.secret().is_empty() {
+        return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
+    }
+    Ok(())
+}
 
 pub(crate) struct ClientCredentialsGrant {
-    client: TokenClient,
+    client: OAuthClient<EndpointNotSet, EndpointNotSet, EndpointSet>,
     scopes: Vec<String>,
     /// The `Authorization` header of [`ClientCredentials::literal_basic_auth`], in place of
     /// the one `oauth2` makes.
     literal_basic: Option<HeaderValue>,
+    sender: HttpSender,
 }
 
 /// `Basic base64(client_id:client_secret)`, without form-encoding either (RFC 7617).
@@ -223,32 +230,21 @@ impl std::fmt::Debug for ClientCredentialsGrant {
     }
 }
 
-impl TokenSource for ClientCredentialsGrant {
-    fn fetch<'a>(&'a self, sender: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
-        Box::pin(async move {
-            let endpoint = self.client.token_uri().url().path().to_owned();
-            let send = OAuthHttp::token(sender).authorization(self.literal_basic.as_ref());
-            let response = self
-                .client
-                .exchange_client_credentials()
-                .add_scopes(self.scopes.iter().cloned().map(Scope::new))
-                .request_async(&send)
-                .await
-                .map_err(|e| token_error(&endpoint, e))?;
-            let issued = issued(&response);
-            if !issued.access_token.fits_header() {
-                return Err(super::AccessToken::unsendable(&endpoint));
-            }
-            Ok(issued)
-        })
-    }
-}
-
-fn issued(response: &BasicTokenResponse) -> IssuedToken {
-    IssuedToken {
-        access_token: super::AccessToken::new(response.access_token().secret().clone()),
-        expires_in: response.expires_in(),
-        scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
+impl ClientCredentialsGrant {
+    /// One token request (retried under the sender's policy).
+    pub(crate) async fn request(&self) -> Result<Refreshed, Error> {
+        let endpoint = self.client.token_uri().url().path();
+        let send = OAuthHttp::token(&self.sender).authorization(self.literal_basic.as_ref());
+        let sent_at = chrono::Utc::now();
+        let response = self
+            .client
+            .exchange_client_credentials()
+            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
+            .request_async(&send)
+            .await
+            .map_err(|e| token_error(endpoint, e))?;
+        let tokens = token_set(endpoint, &response, sent_at, &self.scopes)?;
+        Ok(Refreshed { tokens, expires_in: response.expires_in().map(clamp_lifetime), new_id_token: None })
     }
 }
 
@@ -287,7 +283,7 @@ mod tests {
             ),
         ];
         for (flow, argument) in cases {
-            match flow.into_grant() {
+            match flow.into_grant(HttpSender::with_client(reqwest::Client::new())) {
                 Err(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }

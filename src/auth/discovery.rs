@@ -4,18 +4,18 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use oauth2::basic::BasicClient;
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, IntrospectionUrl, TokenIntrospectionResponse};
 use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
 use super::ClientSecret;
-use super::oauth::{OAuthHttp, token_error};
+use super::client_credentials::check_client;
+use super::oauth::{OAuthClient, OAuthHttp, token_error};
 use crate::error::DecodeError;
 use crate::limits::BodyKind;
 use crate::text::{shown_raw_url, shown_url};
-use crate::wire::{DEFAULT_TIMEOUT, HttpSender, decode, http_client};
+use crate::wire::{HttpSender, decode};
 use crate::{Error, urls};
 
 /// Where the discovery document is, below `{auth_url}`.
@@ -103,36 +103,11 @@ impl AuthServerMetadata {
     /// [`Error::Api`] when the document cannot be fetched; [`Error::Decode`] when it is not a
     /// discovery document, its `issuer` is not `auth_url`, or an endpoint is not https.
     pub async fn discover(auth_url: impl AsRef<str>) -> Result<Self, Error> {
-        Self::discover_with(auth_url, |http| http).await
+        Self::fetch(&HttpSender::shared_default()?, auth_url.as_ref()).await
     }
 
-    /// [`discover`](Self::discover) with your settings of the HTTP client (proxies, root
-    /// certificates, default headers): `configure` receives a `reqwest::ClientBuilder` and
-    /// returns it; redirects are then turned off, whatever it chose.
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), business_records::Error> {
-    /// use business_records::auth::AuthServerMetadata;
-    /// let metadata = AuthServerMetadata::discover_with("https://auth.example.com", |http| {
-    ///     http.user_agent("my-app/1.0")
-    /// })
-    /// .await?;
-    /// # let _ = metadata; Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`discover`](Self::discover), and [`Error::InvalidArgument`] naming `http_config`
-    /// when reqwest cannot build the client.
-    pub async fn discover_with(
-        auth_url: impl AsRef<str>,
-        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
-    ) -> Result<Self, Error> {
-        let sender = HttpSender::with_client(http_client(configure)?, DEFAULT_TIMEOUT);
-        Self::fetch(&sender, auth_url.as_ref()).await
-    }
-
-    async fn fetch(sender: &HttpSender, auth_url: &str) -> Result<Self, Error> {
+    /// The document at `{auth_url}/.well-known/openid-configuration`, through `sender`.
+    pub(crate) async fn fetch(sender: &HttpSender, auth_url: &str) -> Result<Self, Error> {
         let base = urls::parse_service_url("auth_url", auth_url)?;
         let url = urls::join_path(&base, DISCOVERY_PATH);
         let endpoint = url.path().to_owned();
@@ -220,8 +195,7 @@ pub(crate) fn missing_endpoint(name: &str) -> Error {
     ))
 }
 
-type IntrospectClient =
-    BasicClient<EndpointNotSet, EndpointNotSet, EndpointSet, EndpointNotSet, EndpointNotSet>;
+type IntrospectClient = OAuthClient<EndpointNotSet, EndpointSet, EndpointNotSet>;
 
 /// Asks the authorization server whether a token is active (RFC 7662): the alternative to local
 /// validation that API Part 5.7 mentions. The caller authenticates as a confidential client,
@@ -242,8 +216,6 @@ type IntrospectClient =
 pub struct TokenIntrospector {
     client: IntrospectClient,
     sender: HttpSender,
-    /// Why [`http_config`](Self::http_config) failed, reported by every request.
-    invalid: Option<Error>,
 }
 
 impl fmt::Debug for TokenIntrospector {
@@ -296,17 +268,12 @@ impl TokenIntrospector {
     }
 
     fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
-        if client_id.trim().is_empty() {
-            return Err(Error::invalid("client_id", "expected a non-empty client id"));
-        }
         let client_secret = ClientSecret::new(client_secret);
-        if client_secret.secret().is_empty() {
-            return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
-        }
-        let client = BasicClient::new(oauth2::ClientId::new(client_id))
+        check_client(&client_id, &client_secret)?;
+        let client = oauth2::Client::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));
-        Ok(TokenIntrospector { client, sender: HttpSender::standalone(DEFAULT_TIMEOUT)?, invalid: None })
+        Ok(TokenIntrospector { client, sender: HttpSender::shared_default()? })
     }
 
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
@@ -317,25 +284,9 @@ impl TokenIntrospector {
         self
     }
 
-    /// Settings of the HTTP client (proxies, root certificates, default headers): `configure`
-    /// receives a `reqwest::ClientBuilder` and returns it; redirects are then turned off,
-    /// whatever it chose. Default: reqwest's defaults, without redirects.
-    ///
-    /// ```
-    /// use business_records::auth::TokenIntrospector;
-    /// let introspector = TokenIntrospector::new("https://auth.example.com", "my-api", "api-secret")?
-    ///     .http_config(|http| http.user_agent("my-api/1.0"));
-    /// # let _ = introspector; Ok::<(), business_records::Error>(())
-    /// ```
-    #[must_use]
-    pub fn http_config(
-        mut self,
-        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
-    ) -> Self {
-        match http_client(configure) {
-            Ok(http) => self.sender = HttpSender::with_client(http, DEFAULT_TIMEOUT),
-            Err(error) => self.invalid = Some(error),
-        }
+    /// The same introspector with its requests sent through `sender` (a client's).
+    pub(crate) fn with_sender(mut self, sender: HttpSender) -> Self {
+        self.sender = sender;
         self
     }
 
@@ -345,12 +296,8 @@ impl TokenIntrospector {
     ///
     /// [`Error::Api`] when the server refuses the request (`invalid_client`, ...);
     /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
-    /// [`Error::InvalidArgument`] naming `http_config` when the HTTP client could not be built. An unknown or
-    /// expired token is not an error: it is `active: false`.
+    /// An unknown or expired token is not an error: it is `active: false`.
     pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
-        if let Some(error) = &self.invalid {
-            return Err(error.clone());
-        }
         let endpoint = self.client.introspection_url().url().path().to_owned();
         let token = oauth2::AccessToken::new(token.to_owned());
         let response = self

@@ -220,7 +220,7 @@ async fn serve(mut stream: TcpStream, port: u16, state: Option<&str>) -> Option<
         return None;
     }
     let page = if has("error") || !has("code") { FAILED_PAGE } else { DONE_PAGE };
-    respond_html(&mut stream, page).await;
+    respond(&mut stream, "200 OK", page).await;
     Some(format!("http://127.0.0.1:{port}{target}"))
 }
 
@@ -238,21 +238,14 @@ async fn read_head(stream: &mut TcpStream) -> Option<String> {
     String::from_utf8(head).ok()
 }
 
-async fn respond_html(stream: &mut TcpStream, page: &str) {
+/// Answers `body` with `status` and closes the connection; a page is never cached and sends
+/// no referrer on.
+async fn respond(stream: &mut TcpStream, status: &str, body: &str) {
+    let kind = if body.starts_with('<') { "text/html" } else { "text/plain" };
     let response = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
-         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{page}",
-        page.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
-}
-
-async fn respond(stream: &mut TcpStream, status: &str, text: &str) {
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\n\
-         connection: close\r\n\r\n{text}",
-        text.len()
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}; charset=utf-8\r\ncontent-length: {}\r\n\
+         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{body}",
+        body.len()
     );
     let _ = stream.write_all(response.as_bytes()).await;
     let _ = stream.shutdown().await;

@@ -128,6 +128,7 @@ mod redis;
 mod refresh_turn;
 pub(crate) mod seal;
 mod secret;
+mod source;
 mod store;
 pub(crate) mod token_manager;
 mod user;
@@ -147,8 +148,21 @@ pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore};
 pub use user::UserAuth;
 pub use verify::{Claims, TokenVerifier};
 
+use self::source::{Grant, Source};
 use self::token_manager::TokenManager;
 use crate::Error;
+use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
+
+/// A token the client can send: not empty, and only of characters allowed in a header.
+pub(crate) fn check_token(token: &AccessToken) -> Result<(), Error> {
+    if token.secret().trim().is_empty() {
+        return Err(Error::invalid("auth", "expected a non-empty access token"));
+    }
+    if !token.fits_header() {
+        return Err(Error::invalid("auth", "expected an access token of characters allowed in a header"));
+    }
+    Ok(())
+}
 
 /// How the client authenticates; passed to [`ClientBuilder::auth`](crate::ClientBuilder::auth).
 ///
@@ -223,25 +237,22 @@ impl Auth {
 }
 
 impl Auth {
-    /// The token manager of a client that authenticates this way, the settings checked; the
-    /// client builder calls this from `build()`.
-    pub(crate) fn into_token_manager(self) -> Result<TokenManager, Error> {
-        Ok(match self.kind {
-            AuthKind::ClientCredentials(flow) => flow.into_token_manager()?,
-            AuthKind::User(user) => user.into_token_manager()?,
+    /// The token manager of a client that authenticates this way, its requests through `sender`
+    /// (the client's), the settings checked; the client builder calls this from `build()`.
+    pub(crate) fn into_token_manager(self, sender: &HttpSender) -> Result<TokenManager, Error> {
+        match self.kind {
+            AuthKind::ClientCredentials(flow) => flow.into_token_manager(sender),
+            AuthKind::User(user) => user.into_token_manager(sender),
             AuthKind::Static(token) => {
-                if token.secret().trim().is_empty() {
-                    return Err(Error::invalid("auth", "expected a non-empty static token"));
-                }
-                if !token.fits_header() {
-                    return Err(Error::invalid(
-                        "auth",
-                        "expected a static token of characters allowed in a header",
-                    ));
-                }
-                TokenManager::fixed(token)
+                check_token(&token)?;
+                let source = Source::new(Grant::Fixed, None, TokenSet::new(token.secret()));
+                Ok(TokenManager::new(
+                    source,
+                    sender.timeout().unwrap_or(DEFAULT_TIMEOUT),
+                    Some((token, None)),
+                ))
             }
-        })
+        }
     }
 
     /// The client id the authorization server knows the client by; empty for a static token.

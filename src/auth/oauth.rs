@@ -8,14 +8,24 @@
 //! body, `server_error`, `temporarily_unavailable`, connection failures, timeouts) are sent
 //! again under the sender's retry policy.
 
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use http::HeaderValue;
 use http::header::AUTHORIZATION;
-use oauth2::RequestTokenError;
-use oauth2::basic::BasicErrorResponse;
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
+};
+use oauth2::{
+    EndpointNotSet, ExtraTokenFields, RequestTokenError, StandardRevocableToken, StandardTokenResponse,
+    TokenResponse,
+};
+use serde::{Deserialize, Serialize};
 
+use super::{AccessToken, IdToken, RefreshToken, TokenSet};
 use crate::Error;
-use crate::bounds::{MAX_EPOCH_SECONDS, MAX_TOKEN_LIFETIME, bound_json_fields};
+use crate::bounds::{MAX_EPOCH_SECONDS, MAX_TOKEN_LIFETIME, bound_json_fields, clamp_lifetime};
 use crate::error::{ApiError, DecodeError, ErrorCode, HttpError, Origin};
 use crate::limits::BodyKind;
 use crate::pacing::Pacer;
@@ -123,4 +133,65 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
         }
         RequestTokenError::Other(message) => Error::Decode(DecodeError::invalid(endpoint, message)),
     }
+}
+
+/// The token response fields `oauth2`'s basic response drops: the OpenID Connect ID token.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub(crate) struct OidcFields {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id_token: Option<IdToken>,
+}
+
+impl ExtraTokenFields for OidcFields {}
+
+pub(crate) type OidcTokenResponse = StandardTokenResponse<OidcFields, BasicTokenType>;
+
+/// The `oauth2` client of every request the crate sends the authorization server, with the
+/// authorization, token and introspection endpoints it has (`EndpointSet`) or not.
+pub(crate) type OAuthClient<Authorize, Introspect, Token> = oauth2::Client<
+    BasicErrorResponse,
+    OidcTokenResponse,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    Authorize,
+    EndpointNotSet,
+    Introspect,
+    EndpointNotSet,
+    Token,
+>;
+
+/// The answer of a token request: the new set (a new ID token not verified yet), `expires_in`
+/// (clamped), and a new ID token to verify with the set it replaces.
+pub(crate) struct Refreshed {
+    pub(crate) tokens: TokenSet,
+    pub(crate) expires_in: Option<Duration>,
+    pub(crate) new_id_token: Option<(IdToken, TokenSet)>,
+}
+
+/// The set a token response of `endpoint` holds; an access token that cannot be sent in a
+/// header makes the response unusable.
+pub(crate) fn token_set(
+    endpoint: &str,
+    response: &OidcTokenResponse,
+    sent_at: DateTime<Utc>,
+    requested: &[String],
+) -> Result<TokenSet, Error> {
+    let mut tokens = TokenSet::new(response.access_token().secret().clone());
+    if !tokens.access_token.fits_header() {
+        return Err(AccessToken::unsendable(endpoint));
+    }
+    tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
+    tokens.id_token = response.extra_fields().id_token.clone();
+    tokens.expires_at = response
+        .expires_in()
+        .map(clamp_lifetime)
+        .and_then(|lifetime| chrono::Duration::from_std(lifetime).ok())
+        .and_then(|lifetime| sent_at.checked_add_signed(lifetime));
+    // RFC 6749 section 5.1: no `scope` in the response means the requested ones were granted.
+    tokens.scopes = match response.scopes() {
+        Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
+        None => requested.to_vec(),
+    };
+    Ok(tokens)
 }

@@ -2,19 +2,38 @@
 //! user's refresh single flight across all of them.
 
 use std::fmt;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use tokio::time::Instant;
 
 use super::TokenSet;
+use crate::bounds::later;
+use crate::retry::backoff;
 
-/// How long a process waiting for another's refresh lock sleeps between two looks, at least; a
-/// random part is added so that waiters do not look in step.
-const LOCK_POLL: Duration = Duration::from_millis(10);
+/// The first and the longest pause of a process waiting for another's refresh lock.
+const LOCK_POLL: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(100));
 
-/// Waits a little before a waiter looks at a lock again (the file stores' and Redis's).
-pub(crate) async fn pause_before_next_look() {
-    tokio::time::sleep(LOCK_POLL + Duration::from_millis(fastrand::u64(0..20))).await;
+/// Takes a lock another process may hold (the file stores' and Redis's): `try_lock` once, then
+/// again after each of the crate's backoff pauses, until it breaks (with the lock, or `None`
+/// when it failed) or `wait` has passed (`None`, with a warning).
+pub(crate) async fn wait_for_lock<T, F>(wait: Duration, mut try_lock: impl FnMut() -> F) -> Option<T>
+where
+    F: Future<Output = ControlFlow<Option<T>>>,
+{
+    let deadline = later(Instant::now(), wait);
+    let mut pauses = backoff(LOCK_POLL.0, LOCK_POLL.1);
+    loop {
+        if let ControlFlow::Break(lock) = try_lock().await {
+            return lock;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(?wait, "another process held the refresh lock too long; refreshing without it");
+            return None;
+        }
+        tokio::time::sleep(pauses.next().unwrap_or(LOCK_POLL.1)).await;
+    }
 }
 
 /// What a store says when the client is about to refresh a user's tokens; returned by

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use super::token_manager::IssuedToken;
 use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn, TokenStoreError};
 
 mod file;
@@ -146,6 +147,13 @@ impl TokenSet {
                 self.id_token_error = Some(Arc::new(error));
             }
         }
+    }
+
+    /// The access token with the time it has left, as the token cache takes it.
+    pub(crate) fn issued(&self) -> IssuedToken {
+        let now = Utc::now();
+        let expires_in = self.expires_at.map(|at| (at - now).to_std().unwrap_or_default());
+        IssuedToken { access_token: self.access_token.clone(), expires_in }
     }
 
     /// True when the access token has expired (a set without expiry never does).

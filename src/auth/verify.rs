@@ -51,8 +51,6 @@ pub(crate) const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(5);
 const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default first and largest backoff after a failed JWKS fetch.
 const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
-/// Timeout of JWKS requests.
-const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
 /// The longest clock-skew allowance: a longer one would take the time it allows past the
 /// epoch (and `jsonwebtoken`'s arithmetic with it).
 const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -94,7 +92,7 @@ pub(crate) fn ensure_crypto_provider() {
 /// other operations (`key_ops`) or for another algorithm (`alg`) never verify a signature.
 ///
 /// JWKS requests go through the crate's HTTP layer: one `tracing` span each, the crate's
-/// `User-Agent`, a 10 second timeout, and no redirects followed.
+/// `User-Agent`, a 30 second timeout, and no redirects followed (see [`http`](Self::http)).
 #[derive(Clone)]
 pub struct TokenVerifier {
     config: Arc<Config>,
@@ -156,7 +154,7 @@ impl TokenVerifier {
         audience: impl Into<String>,
     ) -> Result<Self, Error> {
         let url = urls::parse_service_url("jwks_url", jwks_url.as_ref())?;
-        let sender = HttpSender::standalone(JWKS_TIMEOUT)?;
+        let sender = HttpSender::shared_default()?;
         Self::with_source(Some(JwksEndpoint { url, sender }), Jwks::default(), issuer, audience)
     }
 
@@ -211,34 +209,26 @@ impl TokenVerifier {
         })
     }
 
-    /// Settings of the HTTP client of JWKS requests (proxies, root certificates, default
-    /// headers): `configure` receives a `reqwest::ClientBuilder` and returns it; redirects are
-    /// then turned off, whatever it chose, and a 3xx answer is a failed fetch. Requests still
-    /// time out after 10 seconds and carry the crate's `User-Agent`.
-    ///
-    /// Has no effect on a verifier made with [`from_jwks`](Self::from_jwks).
+    /// Sends the JWKS requests through `http` (proxies, root certificates, a pool of your
+    /// own), with the crate's timeout and `User-Agent`. The keys carry no secret, so a client that
+    /// follows redirects may serve. Default: the crate's shared HTTP client, which follows no
+    /// redirect. Has no effect on a verifier made with [`from_jwks`](Self::from_jwks).
     ///
     /// ```
     /// # fn main() -> Result<(), business_records::Error> {
     /// use business_records::auth::TokenVerifier;
+    /// let http = reqwest::Client::builder().pool_max_idle_per_host(2).build().expect("a client");
     /// let verifier = TokenVerifier::new(
     ///     "https://auth.example.com/.well-known/jwks.json",
     ///     "https://auth.example.com",
     ///     "business-records-api",
     /// )?
-    /// .http_config(|http| http.pool_max_idle_per_host(2))?;
+    /// .http(http);
     /// # let _ = verifier; Ok(()) }
     /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] naming `http_config` when reqwest cannot build the client.
-    pub fn http_config(
-        self,
-        configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
-    ) -> Result<Self, Error> {
-        let client = crate::wire::http_client(configure)?;
-        Ok(self.with_sender(HttpSender::with_client(client, JWKS_TIMEOUT)))
+    #[must_use]
+    pub fn http(self, http: reqwest::Client) -> Self {
+        self.with_sender(HttpSender::with_client(http))
     }
 
     /// Sends JWKS requests through `sender` (a flow's own, for ID tokens).

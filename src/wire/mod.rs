@@ -15,7 +15,7 @@ mod body;
 mod error_response;
 mod exchange;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::header::{ACCEPT, HeaderValue, USER_AGENT};
@@ -64,18 +64,6 @@ impl HttpSender {
         self
     }
 
-    /// A sender outside any [`Client`](crate::Client), for sign-in, discovery and introspection:
-    /// a client of the crate's that follows no redirects; the default user agent.
-    pub(crate) fn standalone(timeout: Duration) -> Result<Self, Error> {
-        Ok(HttpSender::with_client(default_http_client()?, timeout))
-    }
-
-    /// The same sender with another timeout.
-    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-
     /// The same sender, with `policy` for the requests that retry outside the API pipeline.
     pub(crate) fn with_retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
@@ -92,9 +80,16 @@ impl HttpSender {
         self.timeout
     }
 
-    /// A sender outside any [`Client`](crate::Client) over the caller's `reqwest::Client`.
-    pub(crate) fn with_client(http: reqwest::Client, timeout: Duration) -> Self {
-        HttpSender::new(http, Some(timeout), HeaderValue::from_static(DEFAULT_USER_AGENT))
+    /// A sender over the caller's `reqwest::Client`, with the crate's timeout and user agent.
+    pub(crate) fn with_client(http: reqwest::Client) -> Self {
+        HttpSender::new(http, Some(DEFAULT_TIMEOUT), HeaderValue::from_static(DEFAULT_USER_AGENT))
+    }
+
+    /// The crate-wide sender of everything sent outside a [`Client`](crate::Client) (a flow,
+    /// introspector, verifier or discovery used on its own), built once: one connection pool.
+    pub(crate) fn shared_default() -> Result<Self, Error> {
+        static SENDER: OnceLock<Result<HttpSender, Error>> = OnceLock::new();
+        SENDER.get_or_init(|| default_http_client().map(HttpSender::with_client)).clone()
     }
 
     /// Sends one request. A 3xx answer is an error: credentials are never carried to another

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use business_records::error::{ErrorCode, Origin};
-use business_records::{Auth, Client, Error};
-use business_records_reference_server::{ReferenceServer, TokenSpec};
+use business_records::{Auth, Client, Error, Method};
+use business_records_reference_server::{ClientAuthMethod, Endpoint, ReferenceServer, TokenSpec};
+use serde_json::{Value, json};
 
 use crate::support::{self, Target};
 
@@ -21,7 +22,10 @@ crate::cases! {
         expired_wrong_audience_wrong_issuer_and_unknown_key_tokens_are_invalid_token,
         missing_scope_is_insufficient_scope_and_never_refreshes,
         a_scope_the_client_may_not_have_is_invalid_scope,
-        a_rejected_token_is_replaced_and_the_request_sent_once_more;
+        a_rejected_token_is_replaced_and_the_request_sent_once_more,
+        a_server_taking_one_client_authentication_method_accepts_only_that_one,
+        several_scopes_are_requested_joined_by_single_spaces,
+        every_kind_of_client_sends_the_bearer_scheme_exactly;
 }
 
 async fn basic_and_body_client_authentication_both_work() {
@@ -216,4 +220,83 @@ fn plain_http_is_refused_except_on_loopback() {
         .build()
         .expect_err("plain http to a remote authorization server");
     assert!(matches!(err, Error::InvalidArgument(ref e) if e.argument() == "auth_url"), "{err:?}");
+}
+
+async fn a_server_taking_one_client_authentication_method_accepts_only_that_one() {
+    for (only, in_body) in [(ClientAuthMethod::Body, true), (ClientAuthMethod::Basic, false)] {
+        let server = ReferenceServer::builder().companies(2).client_authentication(only).start().await;
+        let client = |in_body: bool| {
+            let auth =
+                Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+                    .scopes(["api/read"]);
+            let auth = if in_body { auth.credentials_in_body() } else { auth };
+            Client::builder().base_url(server.base_url()).auth(auth).build().expect("valid client")
+        };
+        client(in_body).companies().send().await.expect("the method the server takes");
+        let err = client(!in_body).companies().send().await.expect_err("the other method");
+        assert_eq!((err.status(), err.code()), (Some(401), Some(&ErrorCode::InvalidClient)), "{err:?}");
+        assert!(support::api_requests(&server).len() == 1, "the refused client sent no API request");
+        // The journal shows how each token request authenticated: Basic only without the body.
+        let token_requests: Vec<_> = server
+            .journal()
+            .iter()
+            .filter(|r| r.endpoint() == Some(Endpoint::Token))
+            .map(|r| (r.authorization_scheme().map(str::to_owned), r.status()))
+            .collect();
+        let basic = Some("Basic".to_owned());
+        let expected = if in_body { [(None, 200), (basic, 401)] } else { [(basic, 200), (None, 401)] };
+        assert_eq!(token_requests, expected, "{only:?}");
+    }
+}
+
+async fn several_scopes_are_requested_joined_by_single_spaces() {
+    // Reading companies needs `api/read`, creating a note `api/write`: one token does both only
+    // when the server read the two scopes of the request, `api/read api/write`.
+    let server = ReferenceServer::builder().companies(2).collection("notes", []).start().await;
+    let client = Client::builder()
+        .base_url(server.base_url())
+        .auth(
+            Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+                .scopes(["api/read", "api/write"]),
+        )
+        .build()
+        .expect("valid client");
+    client.companies().send().await.expect("api/read granted");
+    let created: Value = client
+        .request(Method::POST, "notes")
+        .json(&json!({"text": "called"}))
+        .send()
+        .await
+        .expect("api/write");
+    assert_eq!(created["text"], "called");
+    assert_eq!(server.token_requests(), 1, "one token carries both scopes");
+
+    // A user's sign-in asks for them the same way, and the set says what was granted.
+    let (_, tokens) =
+        crate::auth_user::sign_in_with(&server, &["openid", "api/read", "api/write"]).await.expect("sign-in");
+    for scope in ["openid", "api/read", "api/write"] {
+        assert!(tokens.scopes.iter().any(|s| s == scope), "{scope} in {:?}", tokens.scopes);
+    }
+}
+
+async fn every_kind_of_client_sends_the_bearer_scheme_exactly() {
+    let server = ReferenceServer::builder().companies(2).start().await;
+    let token = server.mint_token(TokenSpec::new().scopes(["api/read"]));
+    let (flow, tokens) = crate::auth_user::sign_in(&server).await;
+    for auth in [
+        Auth::static_token(token),
+        Auth::client_credentials(server.auth_url(), server.client_id(), server.client_secret())
+            .scopes(["api/read"])
+            .into(),
+        Auth::user(flow, tokens).into(),
+    ] {
+        let client = Client::builder().base_url(server.base_url()).auth(auth).build().expect("valid client");
+        client.companies().send().await.expect("a page");
+        client.get(["companies", "cmp_0001"]).send::<Value>().await.ok();
+    }
+    let api = support::api_requests(&server);
+    assert!(api.len() >= 6, "{api:?}");
+    for request in &api {
+        assert_eq!(request.authorization_scheme(), Some("Bearer"), "{request:?}");
+    }
 }

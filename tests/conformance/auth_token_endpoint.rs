@@ -385,14 +385,20 @@ async fn sign_in_refresh_and_introspection_follow_no_redirect_either() {
         .respond_with(ResponseTemplate::new(308).insert_header("location", format!("{}/x", elsewhere.uri())))
         .mount(&auth)
         .await;
+    // A client whose HTTP settings ask to follow redirects carries the flow's requests.
+    let following = Client::builder()
+        .base_url(auth.uri())
+        .auth(Auth::static_token("t"))
+        .http_config(|http| http.redirect(reqwest::redirect::Policy::limited(3)))
+        .build()
+        .expect("client");
     let flow = AuthorizationCodeFlow::new(auth.uri(), "app", "http://127.0.0.1:9/cb")
         .expect("flow")
-        .http_config(|http| http.redirect(reqwest::redirect::Policy::limited(3)));
+        .http(&following);
     let err = flow.refresh(&TokenSet::new("a").with_refresh_token("r")).await.expect_err("redirected");
     assert!(matches!(&err, Error::Http(e) if e.is_redirect()), "{err:?}");
-    let introspector = TokenIntrospector::new(auth.uri(), "api", "secret")
-        .expect("introspector")
-        .http_config(|http| http.redirect(reqwest::redirect::Policy::limited(3)));
+    let introspector =
+        TokenIntrospector::new(auth.uri(), "api", "secret").expect("introspector").http(&following);
     let err = introspector.introspect("t").await.expect_err("redirected");
     assert!(matches!(&err, Error::Http(e) if e.is_redirect()), "{err:?}");
     assert!(!followed.load(Ordering::SeqCst), "no refresh token or secret left for another address");

@@ -206,7 +206,13 @@ async fn metadata_with_plain_http_endpoints_is_refused_before_anything_is_sent()
     let server = ReferenceServer::start().await;
     let trap = wiremock::MockServer::builder().start().await;
     let address = *trap.address();
-    let resolve = move |http: reqwest::ClientBuilder| http.resolve("auth.example", address);
+    // A client whose HTTP configuration reaches the trap, for the flow and the introspector.
+    let resolving = Client::builder()
+        .base_url(server.base_url())
+        .auth(Auth::static_token("t"))
+        .http_config(move |http| http.resolve("auth.example", address))
+        .build()
+        .expect("client");
     let plain = |path: &str| format!("http://auth.example:{}/{path}", address.port());
     let document = |revocation: String, introspection: String| -> AuthServerMetadata {
         serde_json::from_value(serde_json::json!({
@@ -238,10 +244,10 @@ async fn metadata_with_plain_http_endpoints_is_refused_before_anything_is_sent()
             server.public_client_id(),
             "http://127.0.0.1:9/cb",
         )
-        .map(|flow| flow.http_config(resolve));
+        .map(|flow| flow.http(&resolving));
         let introspector =
             TokenIntrospector::from_metadata(&metadata, server.client_id(), server.client_secret())
-                .map(|introspector| introspector.http_config(resolve));
+                .map(|introspector| introspector.http(&resolving));
         let refusal = match (flow, introspector) {
             (Err(refused), _) | (Ok(_), Err(refused)) => refused,
             (Ok(flow), Ok(introspector)) => {

@@ -235,7 +235,7 @@ async fn a_middleware_header_reaches_api_token_and_jwks_requests() {
     // rejects the access token.
     let (flow, request, callback) =
         crate::auth_user::authorize(&server, &["openid", "api/read"]).await.expect("authorization");
-    let flow = flow.middleware(Origin);
+    let flow = flow.http(&backend);
     let tokens = flow.exchange(request, &callback).await.expect("exchange");
     let user = support::client_for(&server)
         .auth(Auth::user(flow, tokens))

@@ -50,6 +50,7 @@ impl AuthorizationCodeFlow {
         K: Into<String>,
         V: Into<String>,
     {
+        self.redirect()?;
         let params: Vec<(String, String)> = params.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         for (name, _) in &params {
             if name.trim().is_empty() {
@@ -82,7 +83,8 @@ impl AuthorizationCodeFlow {
         for (name, value) in extra {
             request = request.add_extra_param(name.clone(), value.clone());
         }
-        let (url, _) = request.url();
-        AuthorizationRequest { url: url.into(), state, verifier: pkce.verifier, nonce }
+        // Without a redirect URI (a flow that only refreshes) there is nothing to open.
+        let url = self.config.redirect_uri.as_ref().map_or_else(String::new, |_| request.url().0.into());
+        AuthorizationRequest { url, state, verifier: pkce.verifier, nonce }
     }
 }

@@ -88,75 +88,49 @@ impl AuthorizationCodeFlow {
     }
 }
 
-/// The claims a refreshed ID token must keep from the original (OpenID Connect Core section
-/// 12.2): `iss`, `sub`, `aud` (as a set) and `azp`.
-#[derive(Debug, PartialEq, Eq)]
-struct Identity {
-    iss: Option<String>,
-    sub: Option<String>,
-    aud: BTreeSet<String>,
-    azp: Option<String>,
-}
-
-impl Identity {
-    fn from_claims(claims: &Map<String, Value>) -> Self {
-        let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
-        let aud = match claims.get("aud") {
-            Some(Value::String(one)) => BTreeSet::from([one.clone()]),
-            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
-            _ => BTreeSet::new(),
-        };
-        Identity { iss: text("iss"), sub: text("sub"), aud, azp: text("azp") }
-    }
-
-    /// The identity of `tokens`: their verified ID-token claims, or for a set loaded from a
-    /// store without them, the claims of their ID token (verified when it was received).
-    fn of_set(tokens: &TokenSet) -> Option<Self> {
-        if let Some(claims) = tokens.id_token_claims() {
-            return Some(Identity {
-                iss: Some(claims.iss.clone()),
-                sub: claims.sub.clone(),
-                aud: claims.aud.iter().cloned().collect(),
-                azp: claims.extra.get("azp").and_then(Value::as_str).map(str::to_owned),
-            });
-        }
-        let stored = unverified_claims(tokens.id_token.as_ref()?.secret())?;
-        Some(Identity::from_claims(&stored))
-    }
-
-    /// Why `self`, the identity of a refreshed ID token, is not `original`'s user.
-    fn differs_from(&self, original: &Identity) -> Option<&'static str> {
-        if self.iss != original.iss {
-            Some("the refreshed id token names another issuer (iss)")
-        } else if self.sub != original.sub {
-            Some("the refreshed id token names another user (sub)")
-        } else if self.aud != original.aud {
-            Some("the refreshed id token names other audiences (aud)")
-        } else if self.azp != original.azp {
-            Some("the refreshed id token names another authorized party (azp)")
-        } else {
-            None
-        }
-    }
-}
-
 /// OpenID Connect Core section 12.2: a refresh's new ID token, read as sent (its signature is
-/// checked later, once the new tokens are kept), must name the `iss`, `sub`, `aud` and `azp` of
-/// `previous`'s. When it does not, the response is not this user's, and signing in again is
-/// the way on. Without a previous ID token there is nothing to compare; an ID token that cannot
-/// be read fails its verification later and is dropped.
+/// checked later, once the new tokens are kept), must name the `iss`, `sub`, `aud` (as a set)
+/// and `azp` of `previous`'s (verified when it was received). When it does not, the response is
+/// not this user's, and signing in again is the way on. Without a previous ID token there is
+/// nothing to compare; an ID token that cannot be read fails its verification later and is
+/// dropped.
 pub(super) fn check_same_user(previous: &TokenSet, refreshed: &IdToken) -> Result<(), Error> {
-    let Some(original) = Identity::of_set(previous) else { return Ok(()) };
-    let Some(new) = unverified_claims(refreshed.secret()).map(|c| Identity::from_claims(&c)) else {
+    let claims = |token: Option<&IdToken>| token.and_then(|token| unverified_claims(token.secret()));
+    let (Some(original), Some(new)) = (claims(previous.id_token.as_ref()), claims(Some(refreshed))) else {
         return Ok(());
     };
-    match new.differs_from(&original) {
+    match changed_identity(&original, &new) {
         Some(reason) => {
             tracing::warn!(reason, "a refresh answered for another user; its tokens are discarded");
             Err(Error::ReauthenticationRequired(ReauthenticationRequired::new(reason)))
         }
         None => Ok(()),
     }
+}
+
+/// The claims of a user's identity, and what a refreshed ID token that changes one names.
+const IDENTITY: [(&str, &str); 4] = [
+    ("iss", "the refreshed id token names another issuer (iss)"),
+    ("sub", "the refreshed id token names another user (sub)"),
+    ("aud", "the refreshed id token names other audiences (aud)"),
+    ("azp", "the refreshed id token names another authorized party (azp)"),
+];
+
+/// Why `new` is not `original`'s user: the first claim of [`IDENTITY`] it changes (`aud`
+/// compared as a set).
+fn changed_identity(original: &Map<String, Value>, new: &Map<String, Value>) -> Option<&'static str> {
+    let audiences = |claims: &Map<String, Value>| -> BTreeSet<String> {
+        match claims.get("aud") {
+            Some(Value::String(one)) => BTreeSet::from([one.clone()]),
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            _ => BTreeSet::new(),
+        }
+    };
+    let changed = |claim: &str| match claim {
+        "aud" => audiences(original) != audiences(new),
+        _ => original.get(claim) != new.get(claim),
+    };
+    IDENTITY.into_iter().find(|(claim, _)| changed(claim)).map(|(_, reason)| reason)
 }
 
 /// Checks the audiences given to [`AuthorizationCodeFlow::trusted_audiences`].
@@ -177,13 +151,17 @@ mod tests {
 
     #[test]
     fn a_refreshed_identity_must_keep_iss_sub_aud_and_azp() {
-        let original = Identity::from_claims(&claims(
+        let original = claims(
             serde_json::json!({"iss": "i", "sub": "u1", "aud": ["app", "api"], "azp": "app", "exp": 1}),
-        ));
-        let same = Identity::from_claims(&claims(
+        );
+        let same = claims(
             serde_json::json!({"iss": "i", "sub": "u1", "aud": ["api", "app"], "azp": "app", "exp": 2}),
-        ));
-        assert_eq!(same.differs_from(&original), None, "audiences compare as a set, other claims may change");
+        );
+        assert_eq!(
+            changed_identity(&original, &same),
+            None,
+            "audiences compare as a set, other claims may change"
+        );
         for (changed, claim) in [
             (serde_json::json!({"iss": "j", "sub": "u1", "aud": ["app", "api"], "azp": "app"}), "iss"),
             (serde_json::json!({"iss": "i", "sub": "u2", "aud": ["app", "api"], "azp": "app"}), "sub"),
@@ -192,7 +170,7 @@ mod tests {
             (serde_json::json!({"iss": "i", "sub": "u1", "aud": ["app", "api"], "azp": "other"}), "azp"),
             (serde_json::json!({"iss": "i", "sub": "u1", "aud": ["app", "api"]}), "azp"),
         ] {
-            let reason = Identity::from_claims(&claims(changed)).differs_from(&original);
+            let reason = changed_identity(&original, &claims(changed));
             assert!(reason.is_some_and(|r| r.contains(&format!("({claim})"))), "{claim}: {reason:?}");
         }
     }

@@ -47,24 +47,13 @@ impl AuthorizationCodeFlow {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] naming `sealing_secret` when none was set (or it is too short),
-    /// or naming `request` when it was not made by a flow (a value over 255 bytes).
+    /// or the operating system's random source fails.
     pub fn seal_pending(&self, request: &AuthorizationRequest) -> Result<String, Error> {
         self.check()?;
         let sealer = self.config.web.sealer.as_ref().ok_or_else(no_secret)?;
-        let mut plain = Vec::with_capacity(8 + 3 + 160);
-        plain.extend_from_slice(&Utc::now().timestamp_millis().to_be_bytes());
-        let fields =
-            [request.state.as_str(), request.verifier.secret(), request.nonce.as_deref().unwrap_or("")];
-        for field in fields {
-            let len = u8::try_from(field.len()).map_err(|_| {
-                Error::invalid(
-                    "request",
-                    "expected a request made by `authorize_url` (values of at most 255 bytes)",
-                )
-            })?;
-            plain.push(len);
-            plain.extend_from_slice(field.as_bytes());
-        }
+        let pending =
+            (Utc::now().timestamp_millis(), &request.state, request.verifier.secret(), &request.nonce);
+        let plain = serde_json::to_vec(&pending).map_err(|e| Error::invalid("request", e.to_string()))?;
         let sealed = sealer
             .seal(&self.binding(), &plain)
             .ok_or_else(|| Error::invalid("sealing_secret", "the operating system's random source failed"))?;
@@ -96,23 +85,14 @@ impl AuthorizationCodeFlow {
             return Err(CallbackError::SealedSignInForeign.into());
         }
         let plain = sealer.open(&self.binding(), sealed).ok_or(CallbackError::SealedSignInTampered)?;
-        let mut reader = Reader(&plain);
-        let created_ms = reader.created().ok_or(CallbackError::SealedSignInTampered)?;
-        let (state, verifier, nonce) = match (reader.field(), reader.field(), reader.field()) {
-            (Some(state), Some(verifier), Some(nonce)) if reader.0.is_empty() => (state, verifier, nonce),
-            _ => return Err(CallbackError::SealedSignInTampered.into()),
-        };
+        let (created_ms, state, verifier, nonce): (i64, String, String, Option<String>) =
+            serde_json::from_slice(&plain).map_err(|_| CallbackError::SealedSignInTampered)?;
         let max_age = self.config.web.pending_max_age;
         let age_ms = Utc::now().timestamp_millis().saturating_sub(created_ms);
         if u128::try_from(age_ms).unwrap_or(0) > max_age.as_millis() {
             return Err(CallbackError::SealedSignInExpired(max_age).into());
         }
-        Ok(AuthorizationRequest {
-            url: String::new(),
-            state,
-            verifier: PkceVerifier::new(verifier),
-            nonce: Some(nonce).filter(|n| !n.is_empty()),
-        })
+        Ok(AuthorizationRequest { url: String::new(), state, verifier: PkceVerifier::new(verifier), nonce })
     }
 
     /// Finishes a sign-in whose pending request was sealed with
@@ -138,7 +118,7 @@ impl AuthorizationCodeFlow {
 
     /// The additional data every sealed value of this flow is bound to.
     fn binding(&self) -> String {
-        format!("{PENDING_PURPOSE}\n{}\n{}", self.config.client_id, self.config.redirect_uri.as_str())
+        format!("{PENDING_PURPOSE}\n{}\n{}", self.config.client_id, self.redirect_uri())
     }
 
     /// Says which flow sealed a value (public data: the client id and redirect URI).
@@ -152,22 +132,4 @@ impl AuthorizationCodeFlow {
 
 fn no_secret() -> Error {
     Error::invalid("sealing_secret", "required to seal or open a pending sign-in: call `sealing_secret(..)`")
-}
-
-/// Reads the plaintext of a sealed sign-in.
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn created(&mut self) -> Option<i64> {
-        let (head, rest) = self.0.split_first_chunk::<8>()?;
-        self.0 = rest;
-        Some(i64::from_be_bytes(*head))
-    }
-
-    fn field(&mut self) -> Option<String> {
-        let (&len, rest) = self.0.split_first()?;
-        let (value, rest) = rest.split_at_checked(usize::from(len))?;
-        self.0 = rest;
-        String::from_utf8(value.to_vec()).ok()
-    }
 }

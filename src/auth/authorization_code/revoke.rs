@@ -7,7 +7,6 @@ use super::super::TokenSet;
 use super::AuthorizationCodeFlow;
 use crate::Error;
 use crate::auth::oauth::OAuthHttp;
-use crate::wire::HttpSender;
 
 /// Where the design puts the revocation endpoint, below `{auth_url}`.
 pub(crate) const REVOCATION_PATH: &str = "oauth2/revoke";
@@ -31,11 +30,6 @@ impl AuthorizationCodeFlow {
     /// server refuses (a 404 from a server without revocation, `invalid_client`, ...);
     /// [`Error::Http`] when it cannot be reached.
     pub async fn revoke(&self, tokens: &TokenSet) -> Result<(), Error> {
-        self.revoke_with(&self.config.sender, tokens).await
-    }
-
-    /// [`revoke`](Self::revoke) through `sender` (a client's connection pool).
-    pub(crate) async fn revoke_with(&self, sender: &HttpSender, tokens: &TokenSet) -> Result<(), Error> {
         self.check()?;
         let url = self.config.web.revocation_url.as_ref().ok_or_else(|| {
             Error::invalid(
@@ -45,18 +39,12 @@ impl AuthorizationCodeFlow {
             )
         })?;
         if let Some(refresh_token) = &tokens.refresh_token {
-            self.revoke_one(sender, url, refresh_token.secret(), "refresh_token").await?;
+            self.revoke_one(url, refresh_token.secret(), "refresh_token").await?;
         }
-        self.revoke_one(sender, url, tokens.access_token.secret(), "access_token").await
+        self.revoke_one(url, tokens.access_token.secret(), "access_token").await
     }
 
-    async fn revoke_one(
-        &self,
-        sender: &HttpSender,
-        url: &url::Url,
-        token: &str,
-        hint: &str,
-    ) -> Result<(), Error> {
+    async fn revoke_one(&self, url: &url::Url, token: &str, hint: &str) -> Result<(), Error> {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
             .append_pair("token_type_hint", hint)
@@ -69,7 +57,7 @@ impl AuthorizationCodeFlow {
         let headers = request.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        match OAuthHttp::token(sender).send(request).await {
+        match OAuthHttp::token(&self.config.sender).send(request).await {
             Ok(_) => Ok(()),
             Err(Error::Api(refused)) if already_gone(refused.code().map(|c| c.as_str()), hint) => {
                 tracing::debug!(hint, code = ?refused.code(), "token revocation: nothing left to revoke");

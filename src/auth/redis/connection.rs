@@ -86,21 +86,27 @@ impl Redis {
 
     /// Deletes `key` if it still holds `expected`. `Some(true)` when it did.
     pub(crate) async fn compare_and_delete(&self, key: &str, expected: &[u8]) -> Option<bool> {
-        let mut conn = self.manager.clone();
         let mut invocation = self.compare_and_delete.key(key);
-        let invocation = invocation.arg(expected).invoke_async::<i64>(&mut conn);
-        let outcome = tokio::time::timeout(self.timeout, invocation).await;
-        self.settle("compare-and-delete", outcome).map(|deleted| deleted == 1)
+        self.script("compare-and-delete", invocation.arg(expected)).await.map(|deleted: i64| deleted == 1)
     }
 
     /// Stores `value` under `key` with the next generation, unless a generation above `seen`
     /// is stored. `Some(Some(generation))` when stored, `Some(None)` when a newer one is there.
     pub(crate) async fn save_unless_newer(&self, key: &str, seen: u64, value: &[u8]) -> Option<Option<u64>> {
-        let mut conn = self.manager.clone();
         let mut invocation = self.save_unless_newer.key(key);
-        let invocation = invocation.arg(seen).arg(value).invoke_async::<i64>(&mut conn);
-        let outcome = tokio::time::timeout(self.timeout, invocation).await;
-        self.settle("save", outcome).map(|generation| u64::try_from(generation).ok())
+        let generation: i64 = self.script("save", invocation.arg(seen).arg(value)).await?;
+        Some(u64::try_from(generation).ok())
+    }
+
+    /// Runs a script; `None` when Redis failed or did not answer in time (already reported).
+    async fn script<T: FromRedisValue>(
+        &self,
+        what: &'static str,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Option<T> {
+        let mut conn = self.manager.clone();
+        let outcome = tokio::time::timeout(self.timeout, invocation.invoke_async::<T>(&mut conn)).await;
+        self.settle(what, outcome)
     }
 
     /// Runs a script without reporting a failure: the caller says what an unanswered command
@@ -125,16 +131,6 @@ impl Redis {
         let mut cmd = redis::cmd("SET");
         cmd.arg(key).arg(value).arg("NX").arg("PX").arg(millis(ttl));
         self.query::<Option<String>>("lock", &cmd).await.map(|set| set.is_some())
-    }
-
-    /// `SET key value [PX ttl]`.
-    pub(crate) async fn set(&self, key: &str, value: &[u8], ttl: Option<Duration>) -> Option<()> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(key).arg(value);
-        if let Some(ttl) = ttl {
-            cmd.arg("PX").arg(millis(ttl));
-        }
-        self.query::<()>("write", &cmd).await
     }
 
     /// `GET key`: `Some(None)` when there is no such key.

@@ -4,20 +4,16 @@
 
 mod budget;
 mod connection;
-mod lock;
-mod shared_source;
 mod user_store;
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use user_store::RedisUserStore;
 
 use self::connection::Redis;
-use self::shared_source::SharedTokenSource;
-use super::token_manager::TokenSource;
-use super::{ClientSecret, TokenStoreError};
+use super::{ClientSecret, TokenStore, TokenStoreError};
 use crate::Error;
 use crate::auth::seal::Sealer;
 
@@ -170,13 +166,20 @@ impl RedisTokenCache {
     /// The token store of the user the application knows as `user_key` (a user id, a session
     /// id); the key is hashed before it reaches Redis.
     pub fn user_store(&self, user_key: impl AsRef<str>) -> RedisUserStore {
-        let key = match &self.user_sealer {
-            Ok(sealer) => sealer.key_name(&self.prefix, "user", &[user_key.as_ref()]),
-            Err(_) => String::new(),
-        };
+        self.store(self.user_sealer.clone(), "user", &[user_key.as_ref()])
+    }
+
+    /// The store of the entry `kind` named by `parts`, sealed by `sealer`.
+    fn store(
+        &self,
+        sealer: Result<Arc<Sealer>, TokenStoreError>,
+        kind: &str,
+        parts: &[&str],
+    ) -> RedisUserStore {
+        let key = sealer.as_ref().map_or_else(|_| String::new(), |s| s.key_name(&self.prefix, kind, parts));
         RedisUserStore {
             redis: Arc::clone(&self.redis),
-            sealer: self.user_sealer.clone(),
+            sealer,
             key,
             lock_ttl: self.lock_ttl,
             seen: Arc::default(),
@@ -189,34 +192,22 @@ impl RedisTokenCache {
         self.redis.query::<String>("ping", &redis::cmd("PING")).await.is_some()
     }
 
-    /// The client-credentials source behind this cache, for the client builder.
-    pub(crate) fn client_credentials_source<S: TokenSource + 'static>(
+    /// The store of the client-credentials token of `token_url` and `client_id` for `scopes`
+    /// (in any order), sealed under a key derived from the client secret: one token for every
+    /// process with the same credentials, renewed under the store's lock.
+    pub(crate) fn client_credentials_store(
         &self,
-        identity: &[String; 3],
+        [token_url, client_id]: [&str; 2],
+        scopes: &[String],
         secret: &ClientSecret,
-        inner: S,
-    ) -> Box<dyn TokenSource> {
-        let Some(sealer) = Sealer::derive(secret.secret().as_bytes(), "client credentials") else {
-            return Box::new(inner);
-        };
-        let [token_url, client_id, scopes] = identity;
-        // The same scopes in any order are the same token.
-        let mut scopes: Vec<&str> = scopes.split(' ').filter(|s| !s.is_empty()).collect();
+    ) -> Arc<dyn TokenStore> {
+        let sealer = Sealer::derive(secret.secret().as_bytes(), "client credentials")
+            .map(Arc::new)
+            .ok_or_else(|| TokenStoreError::new("the sealing key cannot be derived"));
+        let mut scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
         scopes.sort_unstable();
         scopes.dedup();
-        let scopes = scopes.join(" ");
-        let parts = [token_url.as_str(), client_id.as_str(), scopes.as_str()];
-        let key = sealer.key_name(&self.prefix, "client-credentials", &parts);
-        Box::new(SharedTokenSource {
-            inner,
-            redis: Arc::clone(&self.redis),
-            sealer,
-            lock_key: format!("{key}:lock"),
-            key,
-            lock_ttl: self.lock_ttl,
-            served: Mutex::new(None),
-            rejected: Mutex::new(None),
-        })
+        Arc::new(self.store(sealer, "client-credentials", &[token_url, client_id, &scopes.join(" ")]))
     }
 }
 

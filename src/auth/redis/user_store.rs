@@ -5,15 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::ops::ControlFlow;
+
 use futures::future::BoxFuture;
-use tokio::time::Instant;
 
 use super::connection::Redis;
-use super::lock::{self, Attempt};
-use crate::auth::refresh_turn::pause_before_next_look;
-use crate::auth::seal::Sealer;
+use crate::auth::refresh_turn::wait_for_lock;
+use crate::auth::seal::{Sealer, random_bytes};
 use crate::auth::{RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
-use crate::bounds::later;
 
 /// A stored set and its generation, which grows with every save: stored as
 /// `<generation>:<sealed set>`.
@@ -86,21 +85,25 @@ impl RedisUserStore {
         Ok(Some(stored))
     }
 
-    /// Takes the refresh lock, waiting (bounded) while another process holds it. `None` when
+    /// Takes the refresh lock (`SET NX PX`, released by compare-and-delete of this holder's
+    /// random id, or by expiry), waiting (bounded) while another process holds it. `None` when
     /// Redis failed or the holder outlived the wait.
     async fn lock(&self) -> Option<RefreshLock> {
         let key = format!("{}:lock", self.key);
-        let deadline = later(Instant::now(), self.lock_ttl.saturating_add(Duration::from_secs(1)));
-        loop {
-            match lock::try_lock(&self.redis, &key, self.lock_ttl).await? {
-                Attempt::Held(guard) => return Some(RefreshLock::new(guard.release())),
-                Attempt::Busy if Instant::now() >= deadline => {
-                    self.redis.warn("refresh lock", "another process held the refresh lock too long");
-                    return None;
-                }
-                Attempt::Busy => pause_before_next_look().await,
+        let id = random_bytes::<16>()?;
+        let wait = self.lock_ttl.saturating_add(Duration::from_secs(1));
+        let try_lock = || async {
+            match self.redis.set_if_absent(&key, &id, self.lock_ttl).await {
+                Some(true) => ControlFlow::Break(Some(())),
+                Some(false) => ControlFlow::Continue(()),
+                None => ControlFlow::Break(None),
             }
-        }
+        };
+        wait_for_lock(wait, try_lock).await?;
+        let redis = Arc::clone(&self.redis);
+        Some(RefreshLock::new(async move {
+            redis.compare_and_delete(&key, &id).await;
+        }))
     }
 }
 
@@ -152,18 +155,26 @@ impl TokenStore for RedisUserStore {
         Box::pin(async move {
             self.sealer()?;
             let seen = self.seen.load(Ordering::SeqCst);
+            // Saved by another process since this one last looked.
+            let newer = |stored: Stored| {
+                (stored.generation > seen && stored.tokens.access_token != current.access_token)
+                    .then_some(stored.tokens)
+            };
+            // A newer set that still works needs no lock (its holder may be long gone).
+            if let Ok(Some(tokens)) = self.read().await.map(|stored| stored.and_then(newer))
+                && !tokens.is_expired()
+            {
+                return Ok(RefreshTurn::proceed().with_newer(tokens));
+            }
             let Some(lock) = self.lock().await else {
                 return Ok(RefreshTurn::proceed());
             };
             let turn = RefreshTurn::locked(lock);
             Ok(match self.read().await {
-                // Saved by another process since this one last looked.
-                Ok(Some(stored))
-                    if stored.generation > seen && stored.tokens.access_token != current.access_token =>
-                {
-                    turn.with_newer(stored.tokens)
-                }
-                Ok(_) => turn,
+                Ok(stored) => match stored.and_then(newer) {
+                    Some(tokens) => turn.with_newer(tokens),
+                    None => turn,
+                },
                 Err(err) => {
                     tracing::debug!(error = %err, "stored tokens unreadable; refreshing with the current ones");
                     turn

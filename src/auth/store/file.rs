@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use std::ops::ControlFlow;
+
 use futures::future::BoxFuture;
-use tokio::time::Instant;
 
 use super::{TokenSet, TokenStore};
-use crate::auth::refresh_turn::pause_before_next_look;
+use crate::auth::refresh_turn::wait_for_lock;
 use crate::auth::{RefreshLock, RefreshTurn, TokenStoreError};
 
 /// How long a refresh waits for the lock another process holds on the same file before it goes
@@ -155,28 +156,21 @@ impl FileTokenStore {
                 return None;
             }
         };
-        let deadline = Instant::now() + LOCK_WAIT;
-        loop {
-            match fs4::FileExt::try_lock(&file) {
-                // Closing the file releases the lock too, should the release never run.
-                Ok(()) => {
-                    return Some(RefreshLock::new(async move {
-                        let _ = fs4::FileExt::unlock(&file);
-                    }));
-                }
-                Err(fs4::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                    pause_before_next_look().await;
-                }
-                Err(fs4::TryLockError::WouldBlock) => {
-                    tracing::warn!(path = %path.display(), wait = ?LOCK_WAIT, "another process held the refresh lock too long; refreshing without it");
-                    return None;
-                }
+        let try_lock = || {
+            std::future::ready(match fs4::FileExt::try_lock(&file) {
+                Ok(()) => ControlFlow::Break(Some(())),
+                Err(fs4::TryLockError::WouldBlock) => ControlFlow::Continue(()),
                 Err(fs4::TryLockError::Error(error)) => {
                     tracing::warn!(error = %error, path = %path.display(), "cannot lock the refresh lock file; refreshing without the lock");
-                    return None;
+                    ControlFlow::Break(None)
                 }
-            }
-        }
+            })
+        };
+        wait_for_lock(LOCK_WAIT, try_lock).await?;
+        // Closing the file releases the lock too, should the release never run.
+        Some(RefreshLock::new(async move {
+            let _ = fs4::FileExt::unlock(&file);
+        }))
     }
 }
 

@@ -10,11 +10,19 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::*;
 use crate::RetryPolicy;
+use crate::auth::source::Grant;
 use crate::auth::{AuthorizationCodeFlow, ClientCredentials, ClientSecret, TokenSet};
 use crate::bounds::MAX_TOKEN_LIFETIME;
+use crate::wire::HttpSender;
 
 fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
-    CachedToken::stamp(IssuedToken { access_token: AccessToken::new("t"), expires_in, scopes: vec![] }, now)
+    CachedToken::stamp(IssuedToken { access_token: AccessToken::new("t"), expires_in }, now)
+}
+
+/// A manager of a static token.
+fn fixed(token: &str, expires_at: Option<chrono::DateTime<chrono::Utc>>) -> TokenManager {
+    let source = Source::new(Grant::Fixed, None, TokenSet::new(token));
+    TokenManager::new(source, Duration::from_secs(1), Some((AccessToken::new(token), expires_at)))
 }
 
 #[test]
@@ -33,18 +41,6 @@ fn lifetimes_beyond_a_year_count_as_one_year() {
     let huge = stamp(Some(Duration::from_secs(u64::MAX)), now);
     assert_eq!(huge.expires_at, Some(now + MAX_TOKEN_LIFETIME));
     assert_eq!(huge.refresh_at, Some(now + MAX_TOKEN_LIFETIME - MAX_REFRESH_BUFFER));
-}
-
-#[test]
-fn failure_backoff_doubles_with_jitter_and_honours_retry_after_up_to_the_cap() {
-    for failures in 1..=10u32 {
-        let ceiling = FAILURE_BACKOFF_INITIAL.saturating_mul(1 << (failures - 1)).min(FAILURE_BACKOFF_MAX);
-        let delay = failure_backoff(failures, None);
-        assert!(delay >= ceiling / 2 && delay <= ceiling, "{failures}: {delay:?} outside {ceiling:?}");
-    }
-    assert_eq!(failure_backoff(1, Some(Duration::from_secs(5))), Duration::from_secs(5));
-    assert_eq!(failure_backoff(1, Some(Duration::from_secs(3600))), FAILURE_BACKOFF_MAX);
-    assert!(failure_backoff(u32::MAX, None) <= FAILURE_BACKOFF_MAX);
 }
 
 /// Answers every token request with the body the current case set.
@@ -112,25 +108,18 @@ fn token_response() -> impl Strategy<Value = Value> {
 /// `Ok` or an `Err`, never a panic.
 async fn read_token_response(auth_url: &str, sender: &HttpSender) {
     let now = Instant::now();
-    let source = ClientCredentials::new(auth_url.to_owned(), "id".into(), ClientSecret::new("secret"))
-        .into_grant()
+    let grant = ClientCredentials::new(auth_url.to_owned(), "id".into(), ClientSecret::new("secret"))
+        .into_grant(sender.clone())
         .expect("valid settings");
-    if let Ok(issued) = source.fetch(sender).await {
-        let cached = CachedToken::stamp(issued, now);
-        let _ = (cached.is_fresh(now), cached.is_unexpired(now));
-    }
-    let flow = AuthorizationCodeFlow::new(auth_url, "app", "http://127.0.0.1:1/cb").expect("valid flow");
+    let flow =
+        AuthorizationCodeFlow::for_refresh(auth_url, "app").expect("valid flow").with_sender(sender.clone());
     let previous = TokenSet::new("a").with_refresh_token("r");
-    if let Ok(refreshed) = flow.refresh_with(sender, &previous).await {
+    for answer in [grant.request().await, flow.refresh_unverified(&previous).await] {
+        let Ok(refreshed) = answer else { continue };
         let tokens = refreshed.tokens;
-        let manager =
-            TokenManager::with_token(Box::new(NoRefresh), tokens.access_token.clone(), tokens.expires_at);
+        let manager = fixed(tokens.access_token.secret(), tokens.expires_at);
         let _ = (tokens.is_expired(), format!("{manager:?}"));
-        let issued = IssuedToken {
-            access_token: tokens.access_token,
-            expires_in: refreshed.expires_in,
-            scopes: vec![],
-        };
+        let issued = IssuedToken { access_token: tokens.access_token, expires_in: refreshed.expires_in };
         let _ = CachedToken::stamp(issued, now).is_fresh(now);
     }
 }
@@ -151,8 +140,7 @@ fn token_responses_of_any_shape_never_panic() {
             .await;
         server
     });
-    let sender =
-        HttpSender::standalone(Duration::from_secs(5)).expect("sender").with_retry(RetryPolicy::none());
+    let sender = HttpSender::shared_default().expect("sender").with_retry(RetryPolicy::none());
     let mut runner = TestRunner::new(Config { cases: 128, failure_persistence: None, ..Config::default() });
     let outcome = runner.run(&token_response(), |response| {
         *body.lock().unwrap_or_else(|e| e.into_inner()) = serde_json::to_vec(&response).unwrap_or_default();
@@ -166,55 +154,17 @@ fn token_responses_of_any_shape_never_panic() {
 
 #[test]
 fn a_stored_expiry_far_in_the_future_is_clamped_too() {
-    let far = chrono::DateTime::<chrono::Utc>::MAX_UTC;
-    let manager = TokenManager::with_token(Box::new(NoRefresh), AccessToken::new("t"), Some(far));
+    let manager = fixed("t", Some(chrono::DateTime::<chrono::Utc>::MAX_UTC));
     let state = manager.inner.lock();
     let cached = state.cached.as_ref().expect("a usable token");
     assert!(cached.expires_at.is_some_and(|at| at <= Instant::now() + MAX_TOKEN_LIFETIME));
 }
 
-/// A user whose sign-out is counted; every fetch would be a fresh token.
-#[derive(Debug, Default)]
-struct CountingUser {
-    sign_outs: std::sync::atomic::AtomicUsize,
-}
-
-impl TokenSource for Arc<CountingUser> {
-    fn fetch<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
-        Box::pin(async {
-            Ok(IssuedToken { access_token: AccessToken::new("fresh"), expires_in: None, scopes: vec![] })
-        })
-    }
-
-    fn has_user(&self) -> bool {
-        true
-    }
-
-    fn current(&self) -> BoxFuture<'_, Option<TokenSet>> {
-        Box::pin(async { Some(TokenSet::new("current")) })
-    }
-
-    fn sign_out<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<(), Error>> {
-        self.sign_outs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Box::pin(async { Ok(()) })
-    }
-}
-
 #[tokio::test]
-async fn a_signed_out_manager_hands_out_no_token_and_no_set() {
-    let sender = HttpSender::standalone(Duration::from_secs(1)).expect("sender");
-    let user = Arc::new(CountingUser::default());
-    let manager = TokenManager::with_token(Box::new(Arc::clone(&user)), AccessToken::new("t0"), None);
-    assert_eq!(manager.token(&sender).await.expect("a token").secret(), "t0");
-    assert!(manager.current().await.is_some());
-    manager.sign_out(&sender).await.expect("signed out");
-    assert_eq!(user.sign_outs.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let err = manager.token(&sender).await.expect_err("no token after sign-out");
-    assert!(err.needs_reauthentication(), "{err:?}");
+async fn a_static_token_is_never_replaced_and_cannot_sign_out() {
+    let manager = fixed("static", None);
+    assert!(!manager.invalidate(&AccessToken::new("static")), "the same token would be sent again");
+    assert!(matches!(manager.sign_out().await, Err(Error::InvalidArgument(_))));
+    assert_eq!(manager.token().await.expect("still works").secret(), "static");
     assert!(manager.current().await.is_none());
-    assert!(manager.invalidate(&AccessToken::new("t0")), "nothing cached to send again");
-    // A client without a user cannot sign out, and keeps working.
-    let fixed = TokenManager::fixed(AccessToken::new("static"));
-    assert!(matches!(fixed.sign_out(&sender).await, Err(Error::InvalidArgument(_))));
-    assert_eq!(fixed.token(&sender).await.expect("still works").secret(), "static");
 }

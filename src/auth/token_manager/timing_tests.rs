@@ -4,7 +4,10 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use futures::future::BoxFuture;
+
 use super::*;
+use crate::auth::source::Grant;
 use crate::error::{ApiError, Origin};
 
 /// One answer of the scripted source: after `latency`, a token (its name and lifetime) or an
@@ -47,30 +50,36 @@ impl Script {
     }
 }
 
-impl TokenSource for Arc<Script> {
-    fn fetch<'a>(&'a self, _: &'a HttpSender) -> BoxFuture<'a, Result<IssuedToken, Error>> {
+impl Script {
+    fn fetch(&self) -> BoxFuture<'static, Result<IssuedToken, Error>> {
         self.started.lock().unwrap_or_else(|e| e.into_inner()).push(Instant::now());
         let answer = self.answers.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         Box::pin(async move {
             let answer = answer.expect("no more answers scripted");
             tokio::time::sleep(answer.latency).await;
             let (name, expires_in) = answer.result?;
-            Ok(IssuedToken { access_token: AccessToken::new(name), expires_in, scopes: vec![] })
+            Ok(IssuedToken { access_token: AccessToken::new(name), expires_in })
         })
     }
 }
 
+/// The source that answers from `script`.
+fn source(script: &Arc<Script>) -> Source {
+    let script = Arc::clone(script);
+    Source::new(Grant::Scripted(Box::new(move || script.fetch())), None, TokenSet::new(""))
+}
+
+/// A manager whose callers wait at most `timeout_secs` for a token request.
+fn manager_waiting(script: &Arc<Script>, timeout_secs: u64) -> TokenManager {
+    TokenManager::new(source(script), Duration::from_secs(timeout_secs), None)
+}
+
 fn manager(script: &Arc<Script>) -> TokenManager {
-    TokenManager::new(Box::new(Arc::clone(script)))
+    manager_waiting(script, 30)
 }
 
-/// A sender whose timeout bounds how long a caller waits for a token request.
-fn sender(timeout_secs: u64) -> HttpSender {
-    HttpSender::standalone(Duration::from_secs(timeout_secs)).expect("a sender")
-}
-
-async fn secret(manager: &TokenManager, sender: &HttpSender) -> Result<String, Error> {
-    manager.token(sender).await.map(|t| t.secret().to_owned())
+async fn secret(manager: &TokenManager) -> Result<String, Error> {
+    manager.token().await.map(|t| t.secret().to_owned())
 }
 
 /// The authorization server is unavailable, and says when to come back.
@@ -90,15 +99,14 @@ async fn advance(ms: u64) {
 async fn concurrent_callers_share_one_token_request() {
     let script = Script::new([token("t1", 3600, 200)]);
     let manager = manager(&script);
-    let sender = sender(30);
     let start = Instant::now();
-    let callers = (0..20).map(|_| secret(&manager, &sender));
+    let callers = (0..20).map(|_| secret(&manager));
     let tokens = futures::future::join_all(callers).await;
     assert!(tokens.iter().all(|t| t.as_deref().ok() == Some("t1")), "{tokens:?}");
     assert_eq!(script.fetches(), 1);
     assert_eq!(start.elapsed(), Duration::from_millis(200), "every caller waited for the one request");
     // The token is cached: no request, no wait.
-    assert_eq!(secret(&manager, &sender).await.expect("cached"), "t1");
+    assert_eq!(secret(&manager).await.expect("cached"), "t1");
     assert_eq!((script.fetches(), start.elapsed()), (1, Duration::from_millis(200)));
 }
 
@@ -108,17 +116,16 @@ async fn a_token_is_refreshed_ahead_of_its_expiry() {
     // 300 s (five minutes) before.
     let script = Script::new([token("t1", 1000, 0), token("t2", 3600, 0), token("t3", 3600, 0)]);
     let manager = manager(&script);
-    let sender = sender(30);
-    assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1"), "t1");
     advance(899_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("still t1"), "t1");
+    assert_eq!(secret(&manager).await.expect("still t1"), "t1");
     assert_eq!(script.fetches(), 1);
     advance(1_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t2"), "t2", "refreshed at 900 s, before expiry");
+    assert_eq!(secret(&manager).await.expect("t2"), "t2", "refreshed at 900 s, before expiry");
     advance(3_299_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("still t2"), "t2");
+    assert_eq!(secret(&manager).await.expect("still t2"), "t2");
     advance(1_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t3"), "t3");
+    assert_eq!(secret(&manager).await.expect("t3"), "t3");
     assert_eq!(script.fetches(), 3);
 }
 
@@ -131,23 +138,22 @@ async fn a_failed_refresh_keeps_the_token_that_still_works_until_it_expires() {
         token("t2", 3600, 0),
     ]);
     let manager = manager(&script);
-    let sender = sender(30);
-    assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1"), "t1");
     advance(950_000).await;
     // Due for refresh; the refresh fails, and t1 (50 s left) is served.
-    assert_eq!(secret(&manager, &sender).await.expect("t1 again"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1 again"), "t1");
     assert_eq!(script.fetches(), 2);
     // Within the backoff (at least half a second) no request is sent; t1 is still served.
     advance(400).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t1 again"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1 again"), "t1");
     assert_eq!(script.fetches(), 2);
     // After the backoff (at most a second) the next caller tries again, and fails again.
     advance(700).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t1 again"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1 again"), "t1");
     assert_eq!(script.fetches(), 3);
     // Once t1 has expired and the backoff (at most two seconds) is over, a new token.
     advance(50_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t2"), "t2");
+    assert_eq!(secret(&manager).await.expect("t2"), "t2");
     assert_eq!(script.fetches(), 4);
 }
 
@@ -160,89 +166,74 @@ async fn failures_back_off_doubling_and_every_waiting_caller_gets_the_failure() 
         token("t1", 3600, 0),
     ]);
     let manager = manager(&script);
-    let sender = sender(30);
-    let callers = futures::future::join_all((0..5).map(|_| secret(&manager, &sender))).await;
+    let callers = futures::future::join_all((0..5).map(|_| secret(&manager))).await;
     assert!(callers.iter().all(|r| matches!(r, Err(Error::Api(e)) if e.status() == 503)), "{callers:?}");
     assert_eq!(script.fetches(), 1, "one request for the five callers");
 
-    // First failure: the next request waits between 0.5 s and 1 s.
-    advance(499).await;
-    assert!(secret(&manager, &sender).await.is_err());
-    assert_eq!(script.fetches(), 1, "the failure is answered again, without a request");
-    advance(502).await;
-    assert!(secret(&manager, &sender).await.is_err());
-    assert_eq!(script.fetches(), 2);
-    // Second failure in a row: between 1 s and 2 s.
-    advance(999).await;
-    assert!(secret(&manager, &sender).await.is_err());
-    assert_eq!(script.fetches(), 2);
-    advance(1_002).await;
-    assert!(secret(&manager, &sender).await.is_err());
-    assert_eq!(script.fetches(), 3);
-    // Third: between 2 s and 4 s.
-    advance(1_999).await;
-    assert!(secret(&manager, &sender).await.is_err());
-    assert_eq!(script.fetches(), 3);
-    advance(2_002).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
-    assert_eq!(script.fetches(), 4);
+    // After each failure in a row the next request waits for the crate's backoff, full jitter
+    // under a ceiling of 1 s, then 2 s, then 4 s; meanwhile the failure is answered again.
+    for (failures, ceiling_ms) in [(1, 1_000), (2, 2_000), (3, 4_000)] {
+        assert!(secret(&manager).await.is_err());
+        assert_eq!(script.fetches(), failures, "no request during the backoff");
+        advance(ceiling_ms + 1).await;
+        let next = secret(&manager).await;
+        assert_eq!(script.fetches(), failures + 1, "a request once the ceiling has passed");
+        assert_eq!(next.is_ok(), failures == 3, "{next:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
 async fn retry_after_from_the_authorization_server_holds_the_next_request() {
     let script = Script::new([failure(unavailable(Some(Duration::from_secs(5))), 0), token("t1", 3600, 0)]);
     let manager = manager(&script);
-    let sender = sender(30);
-    assert!(secret(&manager, &sender).await.is_err());
+    assert!(secret(&manager).await.is_err());
     advance(4_999).await;
-    let held = secret(&manager, &sender).await.expect_err("held for Retry-After");
+    let held = secret(&manager).await.expect_err("held for Retry-After");
     assert_eq!(held.retry_after(), Some(Duration::from_secs(5)));
     assert_eq!(script.fetches(), 1);
     advance(2).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1"), "t1");
     assert_eq!(script.fetches(), 2);
 
     // A Retry-After of an hour holds no longer than the longest backoff.
     let script =
         Script::new([failure(unavailable(Some(Duration::from_secs(3600))), 0), token("t2", 3600, 0)]);
-    let manager = TokenManager::new(Box::new(Arc::clone(&script)));
-    assert!(secret(&manager, &sender).await.is_err());
-    tokio::time::sleep(FAILURE_BACKOFF_MAX).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t2"), "t2");
+    let manager = self::manager(&script);
+    assert!(secret(&manager).await.is_err());
+    tokio::time::sleep(FAILURE_BACKOFF.1).await;
+    assert_eq!(secret(&manager).await.expect("t2"), "t2");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_caller_that_gives_up_leaves_the_request_running_and_its_token_kept() {
     let script = Script::new([token("t1", 3600, 2_000)]);
     let manager = manager(&script);
-    let sender = sender(30);
-    let gave_up = tokio::time::timeout(Duration::from_millis(100), secret(&manager, &sender)).await;
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), secret(&manager)).await;
     assert!(gave_up.is_err(), "the caller's own timeout ran out");
     advance(2_000).await;
     let start = Instant::now();
-    assert_eq!(secret(&manager, &sender).await.expect("kept"), "t1");
+    assert_eq!(secret(&manager).await.expect("kept"), "t1");
     assert_eq!((script.fetches(), start.elapsed()), (1, Duration::ZERO));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
     let script = Script::new([token("t1", 1000, 0), token("t2", 3600, 60_000)]);
-    let manager = manager(&script);
-    let sender = sender(5);
-    assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
+    let manager = manager_waiting(&script, 5);
+    assert_eq!(secret(&manager).await.expect("t1"), "t1");
     // Due for refresh, the request hangs: after 5 s the caller gets t1, which still works.
     advance(950_000).await;
     let start = Instant::now();
-    assert_eq!(secret(&manager, &sender).await.expect("t1"), "t1");
+    assert_eq!(secret(&manager).await.expect("t1"), "t1");
     assert_eq!(start.elapsed(), Duration::from_secs(5));
     // Once t1 has expired, a caller still waiting gets a timeout (at 1009 s, before the
     // request under way answers at 1010 s).
     advance(49_000).await;
-    let error = secret(&manager, &sender).await.expect_err("no token left");
+    let error = secret(&manager).await.expect_err("no token left");
     assert!(error.is_timeout(), "{error:?}");
     // The request under way goes on, and its token serves the next caller.
     advance(1_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("t2"), "t2");
+    assert_eq!(secret(&manager).await.expect("t2"), "t2");
     assert_eq!(script.fetches(), 2);
 }
 
@@ -250,26 +241,21 @@ async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
 async fn a_stored_expiry_becomes_time_left_on_tokios_clock() {
     let wall = chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").expect("a date").to_utc();
     let script = Script::new([token("fresh", 3600, 0), token("fresh", 3600, 0)]);
-    let sender = sender(30);
     let stored = |seconds: i64| {
         let expires_at = wall + chrono::Duration::seconds(seconds);
-        TokenManager::with_token_at(
-            Box::new(Arc::clone(&script)),
-            AccessToken::new("stored"),
-            Some(expires_at),
-            wall,
-        )
+        let token = Some((AccessToken::new("stored"), Some(expires_at)));
+        TokenManager::new_at(source(&script), Duration::from_secs(30), token, wall)
     };
     // 1,000 s left: refreshed 100 s before the end, whatever the system clock says.
     let manager = stored(1000);
     advance(899_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("stored"), "stored");
+    assert_eq!(secret(&manager).await.expect("stored"), "stored");
     assert_eq!(script.fetches(), 0);
     advance(2_000).await;
-    assert_eq!(secret(&manager, &sender).await.expect("fresh"), "fresh");
+    assert_eq!(secret(&manager).await.expect("fresh"), "fresh");
     assert_eq!(script.fetches(), 1);
     // Already expired: replaced on first use.
     let manager = stored(-1);
-    assert_eq!(secret(&manager, &sender).await.expect("fresh"), "fresh");
+    assert_eq!(secret(&manager).await.expect("fresh"), "fresh");
     assert_eq!(script.fetches(), 2);
 }
