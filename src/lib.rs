@@ -187,7 +187,7 @@
 //! | read records | [`Company`], [`CompanyStatus`], [`Contact`] |
 //! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
 //! | handle errors | [`Error`] and its contexts: [`InvalidArgument`](crate::error::InvalidArgument), [`ApiError`](crate::error::ApiError), [`ErrorCode`](crate::error::ErrorCode), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError), [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`DeprecatedError`](crate::error::DeprecatedError), [`CursorRejected`](crate::error::CursorRejected), [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError), [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
-//! | know the limits | [`limits`]: [`BodyKind`](limits::BodyKind), [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
+//! | know the limits | [`limits`]: [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
 //! | test your code | the crate `business-records-reference-server` (a dev-dependency) |
 //!
 //! ## Public dependencies

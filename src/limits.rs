@@ -16,8 +16,6 @@
 //! | a token introspection response | 64 KiB | fixed |
 //! | a JWKS document | 1 MiB | fixed |
 
-use std::fmt;
-
 /// Largest page size the API accepts (API Part 8): [`List::limit`](crate::List::limit) takes
 /// 1 to this.
 pub const MAX_LIMIT: u32 = 100;
@@ -31,11 +29,9 @@ pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
 /// The default limit of a page body: 32 MiB (a page holds at most 100 records).
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 
-/// The kind of a response body, each with its own size limit (see the table in the
-/// [`limits`](crate::limits) module).
+/// The kind of a response body, each with its own size limit (the table above).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BodyKind {
+pub(crate) enum BodyKind {
     /// A page of a listing.
     Page,
     /// An error response.
@@ -52,7 +48,7 @@ pub enum BodyKind {
 
 impl BodyKind {
     /// The limit of this kind of body unless the client sets another, in bytes.
-    pub const fn default_limit(self) -> u64 {
+    pub(crate) const fn default_limit(self) -> u64 {
         match self {
             BodyKind::Page => DEFAULT_MAX_PAGE_BYTES,
             BodyKind::Error | BodyKind::Discovery => 256 * 1024,
@@ -62,7 +58,7 @@ impl BodyKind {
     }
 
     /// The kind's name, as in error messages.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             BodyKind::Page => "page",
             BodyKind::Error => "error",
@@ -71,12 +67,6 @@ impl BodyKind {
             BodyKind::Introspection => "introspection",
             BodyKind::Jwks => "jwks",
         }
-    }
-}
-
-impl fmt::Display for BodyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

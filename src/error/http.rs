@@ -264,9 +264,9 @@ impl ResponseTooLarge {
         &self.0.endpoint
     }
 
-    /// Which limit: page, error, token, discovery, introspection or JWKS.
-    pub fn body(&self) -> BodyKind {
-        self.0.body
+    /// Which body's limit: `page`, `error`, `token`, `discovery`, `introspection` or `jwks`.
+    pub fn body(&self) -> &'static str {
+        self.0.body.as_str()
     }
 
     /// The limit, in bytes.
@@ -280,7 +280,9 @@ impl fmt::Display for ResponseTooLarge {
         write!(
             f,
             "the response of {} is larger than the {} body limit of {} bytes",
-            self.0.endpoint, self.0.body, self.0.limit
+            self.0.endpoint,
+            self.0.body.as_str(),
+            self.0.limit
         )
     }
 }
