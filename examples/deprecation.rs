@@ -81,7 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 4. In CI, make deprecated responses errors.
     let strict = builder().deprecation_policy(DeprecationPolicy::Fail).build()?;
     match strict.companies().send().await {
-        Err(Error::Deprecated(refused)) => println!("fail policy: {}", refused.notice()),
+        Err(Error::Deprecated(refused)) => println!("fail policy: {refused}"),
         other => return Err(format!("expected a deprecation error, got {other:?}").into()),
     }
 

@@ -16,7 +16,7 @@ use url::Url;
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
-use crate::error::{ApiError, DeprecatedError, ErrorCode, Origin, SunsetError};
+use crate::error::{ApiError, ErrorCode, Origin, SunsetError};
 use crate::limits::{BodyKind, BodyLimit};
 use crate::pacing::Pacer;
 use crate::retry::{CallStats, is_throttle};
@@ -232,7 +232,7 @@ impl Pipeline {
         if let Some(notice) =
             deprecation.as_ref().filter(|_| self.settings.deprecation.policy() == DeprecationPolicy::Fail)
         {
-            return Err(Error::Deprecated(DeprecatedError::new(notice.clone())));
+            return Err(Error::Deprecated(Arc::new(notice.clone())));
         }
         Ok(Reply { body, deprecation })
     }
@@ -285,7 +285,7 @@ fn classify(error: ApiError, successor: Option<Url>) -> Error {
         let notice = error.deprecation();
         let sunset = notice.and_then(|n| n.sunset);
         let successor = notice.and_then(|n| n.successor.clone()).or(successor);
-        return Error::Sunset(SunsetError::new(sunset, successor, error));
+        return Error::Sunset(Arc::new(SunsetError { sunset, successor, response: error }));
     }
     Error::Api(error)
 }

@@ -322,7 +322,7 @@ impl<'p> Schedule<'p> {
     /// `error` as the call's outcome after `attempts` attempts: wrapped when it was retried.
     fn give_up(&self, error: Error, attempts: u32) -> Error {
         if attempts > 1 && self.policy.should_retry(&error) {
-            Error::RetriesExhausted(RetriesExhausted::new(attempts, error))
+            Error::RetriesExhausted(Arc::new(RetriesExhausted { attempts, last: error }))
         } else {
             error
         }

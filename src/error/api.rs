@@ -163,44 +163,37 @@ pub enum Origin {
 }
 
 /// The API version has reached its sunset: the context of [`Error::Sunset`](super::Error::Sunset).
-#[derive(Debug, Clone)]
-pub struct SunsetError(Arc<SunsetInner>);
-
 #[derive(Debug)]
-struct SunsetInner {
-    sunset: Option<DateTime<Utc>>,
-    successor: Option<Url>,
-    response: ApiError,
+pub struct SunsetError {
+    pub(crate) sunset: Option<DateTime<Utc>>,
+    pub(crate) successor: Option<Url>,
+    pub(crate) response: ApiError,
 }
 
 impl SunsetError {
-    pub(crate) fn new(sunset: Option<DateTime<Utc>>, successor: Option<Url>, response: ApiError) -> Self {
-        SunsetError(Arc::new(SunsetInner { sunset, successor, response }))
-    }
-
     /// When the version stopped working, if the server said.
     pub fn sunset(&self) -> Option<DateTime<Utc>> {
-        self.0.sunset
+        self.sunset
     }
 
     /// The replacement announced with `Link: <..>; rel="successor-version"`.
     pub fn successor(&self) -> Option<&Url> {
-        self.0.successor.as_ref()
+        self.successor.as_ref()
     }
 
     /// The full error response.
     pub fn response(&self) -> &ApiError {
-        &self.0.response
+        &self.response
     }
 }
 
 impl fmt::Display for SunsetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("api version has reached its sunset")?;
-        if let Some(date) = self.0.sunset {
+        if let Some(date) = self.sunset {
             write!(f, " on {}", date.format("%Y-%m-%d"))?;
         }
-        if let Some(next) = &self.0.successor {
+        if let Some(next) = &self.successor {
             write!(f, "; successor: {}", shown_url(next))?;
         }
         Ok(())
@@ -208,31 +201,6 @@ impl fmt::Display for SunsetError {
 }
 
 impl std::error::Error for SunsetError {}
-
-/// A response marked deprecated, refused under
-/// [`DeprecationPolicy::Fail`](crate::DeprecationPolicy::Fail): the context of
-/// [`Error::Deprecated`](super::Error::Deprecated).
-#[derive(Debug, Clone)]
-pub struct DeprecatedError(Arc<DeprecationNotice>);
-
-impl DeprecatedError {
-    pub(crate) fn new(notice: DeprecationNotice) -> Self {
-        DeprecatedError(Arc::new(notice))
-    }
-
-    /// The deprecation headers of the refused response.
-    pub fn notice(&self) -> &DeprecationNotice {
-        &self.0
-    }
-}
-
-impl fmt::Display for DeprecatedError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "deprecated endpoint refused by policy: {}", self.0)
-    }
-}
-
-impl std::error::Error for DeprecatedError {}
 
 /// The authorization server sent the user back with an error instead of a code: the context
 /// of [`Error::Authorization`](super::Error::Authorization).

@@ -244,88 +244,51 @@ impl std::error::Error for DecodeError {
 
 /// A response body larger than the limit for its kind: the context of
 /// [`Error::ResponseTooLarge`](super::Error::ResponseTooLarge).
-#[derive(Debug, Clone)]
-pub struct ResponseTooLarge(Arc<TooLargeInner>);
-
-#[derive(Debug)]
-struct TooLargeInner {
-    endpoint: String,
-    body: BodyKind,
-    limit: u64,
+#[derive(Debug, thiserror::Error)]
+#[error("the response of {endpoint} is larger than the {} body limit of {limit} bytes", .body.as_str())]
+pub struct ResponseTooLarge {
+    pub(crate) endpoint: String,
+    pub(crate) body: BodyKind,
+    pub(crate) limit: u64,
 }
 
 impl ResponseTooLarge {
-    pub(crate) fn new(endpoint: &str, body: BodyKind, limit: u64) -> Self {
-        ResponseTooLarge(Arc::new(TooLargeInner { endpoint: endpoint.to_owned(), body, limit }))
-    }
-
     /// The request path (no query string).
     pub fn endpoint(&self) -> &str {
-        &self.0.endpoint
+        &self.endpoint
     }
 
     /// Which body's limit: `page`, `error`, `token`, `discovery`, `introspection` or `jwks`.
     pub fn body(&self) -> &'static str {
-        self.0.body.as_str()
+        self.body.as_str()
     }
 
     /// The limit, in bytes.
     pub fn limit(&self) -> u64 {
-        self.0.limit
+        self.limit
     }
 }
-
-impl fmt::Display for ResponseTooLarge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the response of {} is larger than the {} body limit of {} bytes",
-            self.0.endpoint,
-            self.0.body.as_str(),
-            self.0.limit
-        )
-    }
-}
-
-impl std::error::Error for ResponseTooLarge {}
 
 /// A transient failure that persisted through every attempt of the retry policy: the context
 /// of [`Error::RetriesExhausted`](super::Error::RetriesExhausted). The last attempt's error is
 /// the [`source`](std::error::Error::source).
-#[derive(Debug, Clone)]
-pub struct RetriesExhausted(Arc<RetriesInner>);
-
-#[derive(Debug)]
-struct RetriesInner {
-    attempts: u32,
-    last: Error,
+#[derive(Debug, thiserror::Error)]
+#[error("gave up after {attempts} attempts")]
+pub struct RetriesExhausted {
+    pub(crate) attempts: u32,
+    #[source]
+    pub(crate) last: Error,
 }
 
 impl RetriesExhausted {
-    pub(crate) fn new(attempts: u32, last: Error) -> Self {
-        RetriesExhausted(Arc::new(RetriesInner { attempts, last }))
-    }
-
     /// Attempts made, the first one included.
     pub fn attempts(&self) -> u32 {
-        self.0.attempts
+        self.attempts
     }
 
     /// The last attempt's error; its status and `Retry-After` are reachable through
     /// [`Error::status`] and [`Error::retry_after`] on the outer error too.
     pub fn last(&self) -> &Error {
-        &self.0.last
-    }
-}
-
-impl fmt::Display for RetriesExhausted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "gave up after {} attempts", self.0.attempts)
-    }
-}
-
-impl std::error::Error for RetriesExhausted {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0.last)
+        &self.last
     }
 }

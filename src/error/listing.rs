@@ -1,29 +1,31 @@
 //! Errors of listings: broken pagination, rejected cursors, elements that are not records.
 
 use std::fmt;
-use std::sync::Arc;
 
 use super::{ApiError, ErrorCode};
 use crate::limits::MAX_CURSOR_BYTES;
 
 /// How a server broke the pagination contract.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PaginationError {
     /// `hasMore` was true but no `nextCursor` was given.
     #[non_exhaustive]
+    #[error("page {page} has `hasMore: true` but no `nextCursor`")]
     MissingCursor {
         /// Pages received so far in this listing, this one included.
         page: u64,
     },
     /// The server returned a cursor it had already returned in this listing.
     #[non_exhaustive]
+    #[error("page {page} repeats a cursor already seen in this listing")]
     RepeatedCursor {
         /// Pages received so far in this listing, this one included.
         page: u64,
     },
     /// Too many empty pages in a row with `hasMore` true.
     #[non_exhaustive]
+    #[error("{count} empty pages in a row with `hasMore: true`")]
     TooManyEmptyPages {
         /// How many empty pages came in a row.
         count: u32,
@@ -31,6 +33,7 @@ pub enum PaginationError {
     /// The server sent a `nextCursor` longer than
     /// [`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES).
     #[non_exhaustive]
+    #[error("page {page} has a `nextCursor` of {bytes} bytes, more than the {MAX_CURSOR_BYTES} allowed")]
     CursorTooLong {
         /// Pages received so far in this listing, this one included.
         page: u64,
@@ -39,74 +42,34 @@ pub enum PaginationError {
     },
 }
 
-impl fmt::Display for PaginationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PaginationError::MissingCursor { page } => {
-                write!(f, "page {page} has `hasMore: true` but no `nextCursor`")
-            }
-            PaginationError::RepeatedCursor { page } => {
-                write!(f, "page {page} repeats a cursor already seen in this listing")
-            }
-            PaginationError::TooManyEmptyPages { count } => {
-                write!(f, "{count} empty pages in a row with `hasMore: true`")
-            }
-            PaginationError::CursorTooLong { page, bytes } => {
-                write!(
-                    f,
-                    "page {page} has a `nextCursor` of {bytes} bytes, more than the {MAX_CURSOR_BYTES} allowed"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for PaginationError {}
-
 /// The cursor of a listing expired or was rejected: the context of
 /// [`Error::CursorRejected`](super::Error::CursorRejected).
-#[derive(Debug, Clone)]
-pub struct CursorRejected(Arc<CursorInner>);
-
-#[derive(Debug)]
-struct CursorInner {
-    code: ErrorCode,
-    delivered: u64,
-    response: ApiError,
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "cursor rejected by the server ({code}) after {delivered} items; restart the listing from the first page"
+)]
+pub struct CursorRejected {
+    pub(crate) code: ErrorCode,
+    pub(crate) delivered: u64,
+    pub(crate) response: ApiError,
 }
 
 impl CursorRejected {
-    pub(crate) fn new(code: ErrorCode, delivered: u64, response: ApiError) -> Self {
-        CursorRejected(Arc::new(CursorInner { code, delivered, response }))
-    }
-
     /// The server's code: `cursor_expired` or `invalid_cursor`.
     pub fn code(&self) -> &ErrorCode {
-        &self.0.code
+        &self.code
     }
 
     /// How many items this listing had delivered before the failure.
     pub fn items_delivered(&self) -> u64 {
-        self.0.delivered
+        self.delivered
     }
 
     /// The full error response.
     pub fn response(&self) -> &ApiError {
-        &self.0.response
+        &self.response
     }
 }
-
-impl fmt::Display for CursorRejected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "cursor rejected by the server ({}) after {} items; restart the listing from the first page",
-            self.0.code, self.0.delivered
-        )
-    }
-}
-
-impl std::error::Error for CursorRejected {}
 
 /// An element of a page's `data` that is not a record: not a JSON object, or an object without
 /// a field the model requires (a company's `id` or `name`): where it was, an excerpt and why.
@@ -135,35 +98,21 @@ impl fmt::Display for Undecodable {
 
 /// A listing ended on an element that is not a record: the context of
 /// [`Error::Undecodable`](super::Error::Undecodable).
-#[derive(Debug, Clone)]
-pub struct UndecodableError(Arc<UndecodableInner>);
-
-#[derive(Debug)]
-struct UndecodableInner {
-    endpoint: String,
-    item: Undecodable,
+#[derive(Debug, thiserror::Error)]
+#[error("{endpoint}: {item}")]
+pub struct UndecodableError {
+    pub(crate) endpoint: String,
+    pub(crate) item: Undecodable,
 }
 
 impl UndecodableError {
-    pub(crate) fn new(endpoint: &str, item: Undecodable) -> Self {
-        UndecodableError(Arc::new(UndecodableInner { endpoint: endpoint.to_owned(), item }))
-    }
-
     /// The request path (no query string).
     pub fn endpoint(&self) -> &str {
-        &self.0.endpoint
+        &self.endpoint
     }
 
     /// The element: page, position, raw JSON and why.
     pub fn item(&self) -> &Undecodable {
-        &self.0.item
+        &self.item
     }
 }
-
-impl fmt::Display for UndecodableError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.0.endpoint, self.0.item)
-    }
-}
-
-impl std::error::Error for UndecodableError {}

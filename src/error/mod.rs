@@ -20,11 +20,10 @@ mod auth;
 mod http;
 mod listing;
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use self::api::{ApiError, AuthorizationError, DeprecatedError, ErrorCode, Origin, SunsetError};
+pub use self::api::{ApiError, AuthorizationError, ErrorCode, Origin, SunsetError};
 pub use self::auth::{CallbackError, ReauthenticationRequired, TokenStoreError, VerifyError};
 pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
 pub use self::listing::{CursorRejected, PaginationError, Undecodable, UndecodableError};
@@ -61,7 +60,7 @@ use crate::deprecation::DeprecationNotice;
 pub enum Error {
     /// An argument given to a builder or constructor was rejected before any request was sent.
     #[error(transparent)]
-    InvalidArgument(InvalidArgument),
+    InvalidArgument(Arc<InvalidArgument>),
 
     /// The API or the authorization server answered with an error response;
     /// [`ApiError::origin`] says which.
@@ -92,17 +91,17 @@ pub enum Error {
 
     /// The API version has reached its sunset and no longer serves requests.
     #[error(transparent)]
-    Sunset(SunsetError),
+    Sunset(Arc<SunsetError>),
 
     /// A response was marked deprecated and the client runs with
     /// [`DeprecationPolicy::Fail`](crate::DeprecationPolicy::Fail).
-    #[error(transparent)]
-    Deprecated(DeprecatedError),
+    #[error("deprecated endpoint refused by policy: {0}")]
+    Deprecated(Arc<DeprecationNotice>),
 
     /// The cursor of a listing expired or was rejected; the listing must restart from the
     /// first page.
     #[error(transparent)]
-    CursorRejected(CursorRejected),
+    CursorRejected(Arc<CursorRejected>),
 
     /// The server broke the pagination contract (API Part 4.1).
     #[error("pagination protocol violation: {0}")]
@@ -120,16 +119,16 @@ pub enum Error {
     /// An element of a page is not a record, and the listing was told to fail on that with
     /// [`OnUndecodable::Fail`](crate::OnUndecodable::Fail).
     #[error(transparent)]
-    Undecodable(UndecodableError),
+    Undecodable(Arc<UndecodableError>),
 
     /// A response body was larger than the limit for its kind; reading stopped there.
     #[error(transparent)]
-    ResponseTooLarge(ResponseTooLarge),
+    ResponseTooLarge(Arc<ResponseTooLarge>),
 
     /// A transient failure persisted through every attempt of the retry policy; the last
     /// attempt's error is the [`source`](std::error::Error::source).
     #[error(transparent)]
-    RetriesExhausted(RetriesExhausted),
+    RetriesExhausted(Arc<RetriesExhausted>),
 
     /// A JWT failed verification; the [`VerifyError`] is the
     /// [`source`](std::error::Error::source).
@@ -164,7 +163,7 @@ impl From<PaginationError> for Error {
 impl Error {
     /// An [`Error::InvalidArgument`] naming `argument`.
     pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
-        Error::InvalidArgument(InvalidArgument(Arc::new(InvalidInner { argument, message: message.into() })))
+        Error::InvalidArgument(Arc::new(InvalidArgument { argument, message: message.into() }))
     }
 
     /// The HTTP status of the response behind this error, if there was one.
@@ -200,7 +199,7 @@ impl Error {
     /// The deprecation notice carried by the failed response, if any.
     pub fn deprecation(&self) -> Option<&DeprecationNotice> {
         match self {
-            Error::Deprecated(e) => Some(e.notice()),
+            Error::Deprecated(notice) => Some(notice),
             _ => self.response().and_then(ApiError::deprecation),
         }
     }
@@ -272,11 +271,9 @@ impl Error {
 
 /// An argument given to a builder or constructor that was rejected, before any request was
 /// sent: the context of [`Error::InvalidArgument`].
-#[derive(Debug, Clone)]
-pub struct InvalidArgument(Arc<InvalidInner>);
-
-#[derive(Debug)]
-struct InvalidInner {
+#[derive(Debug, thiserror::Error)]
+#[error("invalid argument `{argument}`: {message}")]
+pub struct InvalidArgument {
     argument: &'static str,
     message: String,
 }
@@ -284,22 +281,14 @@ struct InvalidInner {
 impl InvalidArgument {
     /// The argument's name, as in the method that took it (`limit`, `base_url`, ...).
     pub fn argument(&self) -> &'static str {
-        self.0.argument
+        self.argument
     }
 
     /// What was expected.
     pub fn message(&self) -> &str {
-        &self.0.message
+        &self.message
     }
 }
-
-impl fmt::Display for InvalidArgument {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid argument `{}`: {}", self.0.argument, self.0.message)
-    }
-}
-
-impl std::error::Error for InvalidArgument {}
 
 #[cfg(test)]
 mod tests;

@@ -30,18 +30,18 @@ fn display_of_the_variants() {
         "/v1/companies answered 401 (invalid_token): token expired"
     );
     assert_eq!(Error::Api(ApiError::new(502, None, "/v1/contacts")).to_string(), "/v1/contacts answered 502");
-    let sunset = SunsetError::new(
-        chrono::DateTime::from_timestamp(1_767_225_600, 0),
-        url::Url::parse("https://api.example.com/v2/companies").ok(),
-        ApiError::new(410, Some(ErrorCode::VersionSunset), "/v1/companies"),
-    );
+    let sunset = SunsetError {
+        sunset: chrono::DateTime::from_timestamp(1_767_225_600, 0),
+        successor: url::Url::parse("https://api.example.com/v2/companies").ok(),
+        response: ApiError::new(410, Some(ErrorCode::VersionSunset), "/v1/companies"),
+    };
     assert_eq!(
-        Error::Sunset(sunset).to_string(),
+        Error::Sunset(Arc::new(sunset)).to_string(),
         "api version has reached its sunset on 2026-01-01; successor: https://api.example.com/v2/companies"
     );
-    let cursor = CursorRejected::new(ErrorCode::CursorExpired, 10, api);
+    let cursor = CursorRejected { code: ErrorCode::CursorExpired, delivered: 10, response: api };
     assert_eq!(
-        Error::CursorRejected(cursor).to_string(),
+        Error::CursorRejected(Arc::new(cursor)).to_string(),
         "cursor rejected by the server (cursor_expired) after 10 items; restart the listing from the first page"
     );
     let redirect = Error::Http(HttpError::redirect("/oauth2/token", 307));
@@ -50,9 +50,13 @@ fn display_of_the_variants() {
         "request to /oauth2/token answered with a redirect, which is not followed (status 307)"
     );
     assert_eq!(redirect.status(), Some(307));
-    let too_large = ResponseTooLarge::new("/v1/companies", crate::limits::BodyKind::Page, 1024);
+    let too_large = ResponseTooLarge {
+        endpoint: "/v1/companies".into(),
+        body: crate::limits::BodyKind::Page,
+        limit: 1024,
+    };
     assert_eq!(
-        Error::ResponseTooLarge(too_large).to_string(),
+        Error::ResponseTooLarge(Arc::new(too_large)).to_string(),
         "the response of /v1/companies is larger than the page body limit of 1024 bytes"
     );
     let needs_sign_in = Error::ReauthenticationRequired(ReauthenticationRequired::new("no refresh token"));
@@ -70,7 +74,7 @@ fn causes_are_sources_and_messages_do_not_repeat_them() {
     assert!(source.downcast_ref::<serde_json::Error>().is_some(), "{source:?}");
     assert_eq!(source.to_string(), cause);
 
-    let exhausted = Error::RetriesExhausted(RetriesExhausted::new(3, decode.clone()));
+    let exhausted = Error::RetriesExhausted(Arc::new(RetriesExhausted { attempts: 3, last: decode.clone() }));
     assert_eq!(exhausted.to_string(), "gave up after 3 attempts");
     let last = exhausted.source().expect("the last error");
     assert_eq!(last.to_string(), decode.to_string());
@@ -104,10 +108,8 @@ fn io_error() -> std::io::Error {
 fn clones_share_their_context_and_keep_every_answer() {
     let api = ApiError::new(503, Some(ErrorCode::TemporarilyUnavailable), "/oauth2/token")
         .with_retry_after(Some(std::time::Duration::from_secs(2)));
-    let original = Error::RetriesExhausted(RetriesExhausted::new(
-        3,
-        Error::Api(api.with_origin(Origin::AuthorizationServer)),
-    ));
+    let last = Error::Api(api.with_origin(Origin::AuthorizationServer));
+    let original = Error::RetriesExhausted(Arc::new(RetriesExhausted { attempts: 3, last }));
     let copy = original.clone();
     assert_eq!(copy.status(), Some(503));
     assert_eq!(copy.code(), Some(&ErrorCode::TemporarilyUnavailable));

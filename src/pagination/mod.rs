@@ -19,6 +19,7 @@ mod pager;
 mod stream;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
@@ -124,7 +125,7 @@ pub(crate) fn cursor_rejected(error: Error, sent_cursor: bool, delivered: u64) -
     match error {
         Error::Api(response) if sent_cursor => match response.code() {
             Some(code @ (ErrorCode::CursorExpired | ErrorCode::InvalidCursor)) => {
-                Error::CursorRejected(CursorRejected::new(code.clone(), delivered, response))
+                Error::CursorRejected(Arc::new(CursorRejected { code: code.clone(), delivered, response }))
             }
             _ => Error::Api(response),
         },

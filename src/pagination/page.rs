@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -148,7 +149,11 @@ impl<T: DeserializeOwned> Page<T> {
         if let Some(first) = self.undecodable.first() {
             tracing::warn!(endpoint, more = self.undecodable_total - 1, "{first}");
             if on == OnUndecodable::Fail {
-                return Err(Error::Undecodable(UndecodableError::new(endpoint, first.clone())));
+                let item = first.clone();
+                return Err(Error::Undecodable(Arc::new(UndecodableError {
+                    endpoint: endpoint.to_owned(),
+                    item,
+                })));
             }
         }
         Ok(self)

@@ -1,6 +1,7 @@
 //! Reading response bodies under their limits, and decoding them.
 
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
 
 use crate::Error;
 use crate::error::{DecodeError, HttpError, ResponseTooLarge};
@@ -14,7 +15,10 @@ pub(crate) async fn read_body(
     mut response: reqwest::Response,
     limit: BodyLimit,
 ) -> Result<Vec<u8>, Error> {
-    let too_large = || Error::ResponseTooLarge(ResponseTooLarge::new(endpoint, limit.kind, limit.bytes));
+    let too_large = || {
+        let (endpoint, body, limit) = (endpoint.to_owned(), limit.kind, limit.bytes);
+        Error::ResponseTooLarge(Arc::new(ResponseTooLarge { endpoint, body, limit }))
+    };
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
         return Err(too_large());

@@ -288,8 +288,8 @@ async fn the_fail_policy_turns_deprecated_responses_into_errors() {
     let mut stream = client.companies().stream();
     let error = stream.try_next().await.expect_err("deprecated");
     let Error::Deprecated(notice) = &error else { panic!("expected Error::Deprecated, got {error:?}") };
-    assert_eq!(notice.notice().successor, Some(at_server(&server, "/v2/companies")));
-    assert_eq!(error.deprecation(), Some(notice.notice()));
+    assert_eq!(notice.successor, Some(at_server(&server, "/v2/companies")));
+    assert_eq!(error.deprecation(), Some(&**notice));
     assert!(!error.is_retryable());
     assert!(
         error.to_string().starts_with("deprecated endpoint refused by policy: GET /v1/companies"),
