@@ -10,6 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::AuthorizationRequest;
+use super::authorization_code::CallbackParams;
 use super::pkce::constant_time_eq;
 use crate::Error;
 use crate::error::CallbackError;
@@ -194,34 +195,32 @@ fn listener_error(action: &'static str, error: std::io::Error) -> Error {
 /// carrying `state` once when it is given, else any with `code`, `state` or `error`.
 async fn serve(mut stream: TcpStream, port: u16, state: Option<&str>) -> Option<String> {
     let head = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await.ok()??;
-    let request_line = head.lines().next()?;
-    let mut parts = request_line.split(' ');
-    let (method, target) = (parts.next()?, parts.next()?);
-    if method != "GET" {
-        respond(&mut stream, "405 Method Not Allowed", "method not allowed").await;
-        return None;
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if path != CALLBACK_PATH {
-        respond(&mut stream, "404 Not Found", "not found").await;
-        return None;
-    }
-    let params: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
-    let has = |name: &str| params.iter().any(|(n, _)| n == name);
-    let ours = match state {
-        Some(expected) => match params.iter().filter(|(n, _)| n == "state").collect::<Vec<_>>()[..] {
-            [(_, state)] => constant_time_eq(state.as_bytes(), expected.as_bytes()),
-            _ => false,
-        },
-        None => has("code") || has("state") || has("error"),
+    let mut request_line = head.split(' ');
+    let (method, target) = (request_line.next()?, request_line.next()?);
+    let ours = |params: &CallbackParams| match state {
+        Some(expected) => {
+            params.state.as_ref().is_some_and(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
+        }
+        None => params.code.is_some() || params.state.is_some() || params.error.is_some(),
     };
-    if !ours {
-        respond(&mut stream, "400 Bad Request", "not the callback of the pending sign-in").await;
-        return None;
-    }
-    let page = if has("error") || !has("code") { FAILED_PAGE } else { DONE_PAGE };
-    respond(&mut stream, "200 OK", page).await;
-    Some(format!("http://127.0.0.1:{port}{target}"))
+    let (status, body) = if method != "GET" {
+        ("405 Method Not Allowed", "method not allowed")
+    } else if target.split('?').next() != Some(CALLBACK_PATH) {
+        ("404 Not Found", "not found")
+    } else {
+        match CallbackParams::parse(target) {
+            Ok(params) if ours(&params) => {
+                let page =
+                    if params.error.is_some() || params.code.is_none() { FAILED_PAGE } else { DONE_PAGE };
+                respond(&mut stream, "200 OK", page).await;
+                return Some(format!("http://127.0.0.1:{port}{target}"));
+            }
+            // A callback with a repeated parameter is no one's.
+            _ => ("400 Bad Request", "not the callback of the pending sign-in"),
+        }
+    };
+    respond(&mut stream, status, body).await;
+    None
 }
 
 /// Reads up to the blank line that ends the request head.

@@ -2,9 +2,10 @@
 //! parameters and, for [`authorize_url_with`](AuthorizationCodeFlow::authorize_url_with), the
 //! caller's extra ones.
 
-use oauth2::{CsrfToken, Scope};
+use oauth2::{CsrfToken, PkceCodeChallenge, Scope};
 
-use super::super::pkce::{Pkce, random_value};
+use super::super::PkceVerifier;
+use super::super::pkce::{VERIFIER_BYTES, random_value};
 use super::{AuthorizationCodeFlow, AuthorizationRequest};
 use crate::Error;
 
@@ -50,7 +51,7 @@ impl AuthorizationCodeFlow {
         K: Into<String>,
         V: Into<String>,
     {
-        self.redirect()?;
+        self.can_sign_in()?;
         let params: Vec<(String, String)> = params.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         for (name, _) in &params {
             if name.trim().is_empty() {
@@ -69,14 +70,13 @@ impl AuthorizationCodeFlow {
     /// A fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`, and the URL with
     /// every parameter of API Part 4.2 and `extra`.
     pub(super) fn authorization_request(&self, extra: &[(String, String)]) -> AuthorizationRequest {
-        let pkce = Pkce::generate();
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256_len(VERIFIER_BYTES);
         let state = random_value();
         let nonce = self.wants_id_token().then(random_value);
-        let client = self.oauth_client();
-        let mut request = client
+        let mut request = (self.config.client)
             .authorize_url(|| CsrfToken::new(state.clone()))
             .add_scopes(self.config.scopes.iter().cloned().map(Scope::new))
-            .set_pkce_challenge(pkce.challenge);
+            .set_pkce_challenge(challenge);
         if let Some(nonce) = &nonce {
             request = request.add_extra_param("nonce", nonce.clone());
         }
@@ -84,7 +84,7 @@ impl AuthorizationCodeFlow {
             request = request.add_extra_param(name.clone(), value.clone());
         }
         // Without a redirect URI (a flow that only refreshes) there is nothing to open.
-        let url = self.config.redirect_uri.as_ref().map_or_else(String::new, |_| request.url().0.into());
-        AuthorizationRequest { url, state, verifier: pkce.verifier, nonce }
+        let url = self.can_sign_in().map_or_else(|_| String::new(), |()| request.url().0.into());
+        AuthorizationRequest { url, state, verifier: PkceVerifier::new(verifier.into_secret()), nonce }
     }
 }

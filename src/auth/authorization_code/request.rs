@@ -57,31 +57,28 @@ impl fmt::Debug for AuthorizationRequest {
 
 /// The parameters of a callback this flow reads.
 #[derive(Debug, Default)]
-pub(super) struct CallbackParams {
-    pub(super) code: Option<String>,
-    pub(super) state: Option<String>,
-    pub(super) iss: Option<String>,
-    pub(super) error: Option<String>,
-    pub(super) error_description: Option<String>,
+pub(in crate::auth) struct CallbackParams {
+    pub(in crate::auth) code: Option<String>,
+    pub(in crate::auth) state: Option<String>,
+    pub(in crate::auth) iss: Option<String>,
+    pub(in crate::auth) error: Option<String>,
+    pub(in crate::auth) error_description: Option<String>,
 }
 
 impl CallbackParams {
     /// Reads the callback in any form a web framework or a listener hands over: an absolute
-    /// URL, an origin-form path with its query (`/callback?code=..`), or the query alone, with
-    /// or without its `?`. Values are decoded leniently: characters a browser leaves unencoded
-    /// (`:` and `/` in `iss`) are taken as they are, and a fragment is ignored.
-    pub(super) fn parse(callback: &str) -> Result<Self, CallbackError> {
+    /// URL (`https://app.example.com/cb?..`, `com.example.app:/cb?..`), an origin-form path with
+    /// its query (`/callback?code=..`), or the query alone, with or without its `?`. Values are
+    /// decoded leniently: characters a browser leaves unencoded (`:` and `/` in `iss`, `?` in a
+    /// value) are taken as they are, and a fragment is ignored.
+    pub(in crate::auth) fn parse(callback: &str) -> Result<Self, CallbackError> {
         let callback = callback.trim();
-        let query = if let Some(query) = callback.strip_prefix('?') {
-            query
-        } else if callback.starts_with('/') {
-            callback.split_once('?').map_or("", |(_, query)| query)
-        } else if let Some(query) = absolute_url_query(callback) {
-            query
-        } else if callback.contains('=') && !callback.contains(char::is_whitespace) {
-            callback
-        } else {
-            return Err(CallbackError::Malformed);
+        let query = match callback.split_once('?') {
+            // What comes before the first `?` is a URL or a path, unless it holds a `name=`.
+            Some((before, query)) if !before.contains('=') => query,
+            None if callback.starts_with('/') || Url::parse(callback).is_ok() => "",
+            _ if callback.contains('=') && !callback.contains(char::is_whitespace) => callback,
+            _ => return Err(CallbackError::Malformed),
         };
         let query = query.split_once('#').map_or(query, |(query, _)| query);
         let mut params = CallbackParams::default();
@@ -102,52 +99,26 @@ impl CallbackParams {
     }
 }
 
-/// The query of `callback` when it is an absolute URL (`https://app.example.com/cb?..`,
-/// `com.example.app:/cb?..`): a scheme, then `:`. A bare query whose first value holds a `:`
-/// (`state=a&iss=https://..`) is not one: its "scheme" would hold `=`.
-fn absolute_url_query(callback: &str) -> Option<&str> {
-    let (scheme, _) = callback.split_once(':')?;
-    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    if !is_scheme || Url::parse(callback).is_err() {
-        return None;
-    }
-    Some(callback.split_once('?').map_or("", |(_, query)| query))
-}
-
 /// A redirect URI: absolute, no fragment, plain http only on loopback, and a private-use scheme
 /// only as a reverse domain name, which has a period (RFC 8252 sections 7.1 and 8.3).
 pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid(
-            "redirect_uri",
-            format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)),
-        )
-    })?;
+    let refuse = |message: String| Err(Error::invalid("redirect_uri", message));
+    let url = match Url::parse(raw.trim()) {
+        Ok(url) => url,
+        Err(e) => return refuse(format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw))),
+    };
     urls::refuse_user_information("redirect_uri", &url)?;
-    if url.fragment().is_some() {
-        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
-    }
     match url.scheme() {
-        "https" => {}
-        "http" if urls::is_loopback(&url) => {}
-        "http" => {
-            return Err(Error::invalid(
-                "redirect_uri",
-                "expected https, a loopback http URL or an app's own scheme",
-            ));
+        _ if url.fragment().is_some() => refuse("expected a URL without a fragment".into()),
+        "http" if !urls::is_loopback(&url) => {
+            refuse("expected https, a loopback http URL or an app's own scheme".into())
         }
-        scheme if !scheme.contains('.') => {
-            return Err(Error::invalid(
-                "redirect_uri",
-                format!(
-                    "expected a private-use scheme that is a reverse domain name with a period, such as \
-                     com.example.app (RFC 8252 section 7.1), got {scheme:?}"
-                ),
-            ));
-        }
-        _ => {}
+        scheme if !scheme.contains('.') && !matches!(scheme, "https" | "http") => refuse(format!(
+            "expected a private-use scheme that is a reverse domain name with a period, such as \
+             com.example.app (RFC 8252 section 7.1), got {scheme:?}"
+        )),
+        // As given, not as `url` prints it: the authorization server compares the strings.
+        _ => RedirectUrl::new(raw.trim().to_owned())
+            .or_else(|e| refuse(format!("expected an absolute URL ({e})"))),
     }
-    RedirectUrl::new(raw.trim().to_owned())
-        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
 }
