@@ -1,7 +1,6 @@
 //! User sign-in: the authorization-code flow with PKCE (API Parts 4.2, 5.2 and 5.3;
 //! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
 
-mod authorize;
 mod id_token;
 mod pending;
 mod request;
@@ -165,14 +164,19 @@ impl AuthorizationCodeFlow {
         Self::at(auth_url.as_ref(), client_id.into(), None)
     }
 
-    /// The flow with the API's endpoints below `auth_url`.
+    /// The flow with the API's endpoints below `auth_url`, and `auth_url` as the issuer.
     fn at(auth_url: &str, client_id: String, redirect_uri: Option<RedirectUrl>) -> Result<Self, Error> {
         let base = urls::parse_service_url("auth_url", auth_url)?;
-        let issuer = auth_url.trim().trim_end_matches('/').to_owned();
-        let [authorize, token, jwks, revoke] =
-            ["oauth2/authorize", "oauth2/token", ".well-known/jwks.json", "oauth2/revoke"]
-                .map(|path| urls::join_path(&base, path));
-        Self::with_endpoints(issuer, client_id, redirect_uri, [authorize, token, jwks], Some(revoke))
+        let endpoint = |path| Some(urls::join_path(&base, path));
+        let metadata = AuthServerMetadata {
+            issuer: auth_url.trim().trim_end_matches('/').to_owned(),
+            authorization_endpoint: endpoint("oauth2/authorize"),
+            token_endpoint: endpoint("oauth2/token"),
+            jwks_uri: endpoint(".well-known/jwks.json"),
+            revocation_endpoint: endpoint("oauth2/revoke"),
+            ..AuthServerMetadata::default()
+        };
+        Self::with_metadata(&metadata, client_id, redirect_uri)
     }
 
     /// The flow with the endpoints and issuer of a discovery document (see
@@ -192,39 +196,28 @@ impl AuthorizationCodeFlow {
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         metadata.check_endpoints()?;
-        let endpoint = |url: &Option<Url>, name: &str| url.clone().ok_or_else(|| missing_endpoint(name));
-        let endpoints = [
-            endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?,
-            endpoint(&metadata.token_endpoint, "token_endpoint")?,
-            endpoint(&metadata.jwks_uri, "jwks_uri")?,
-        ];
-        let redirect_uri = Some(parse_redirect_uri(redirect_uri.as_ref())?);
-        let revocation_url = metadata.revocation_endpoint.clone();
-        let flow = Self::with_endpoints(
-            metadata.issuer.clone(),
-            client_id.into(),
-            redirect_uri,
-            endpoints,
-            revocation_url,
-        )?;
-        Ok(flow.require_iss_parameter(metadata.authorization_response_iss_parameter_supported))
+        let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
+        Self::with_metadata(metadata, client_id.into(), Some(redirect_uri))
     }
 
-    fn with_endpoints(
-        issuer: String,
+    /// The flow with the endpoints and issuer of `metadata`, its endpoints checked.
+    fn with_metadata(
+        metadata: &AuthServerMetadata,
         client_id: String,
         redirect_uri: Option<RedirectUrl>,
-        [authorize, token, jwks]: [Url; 3],
-        revocation_url: Option<Url>,
     ) -> Result<Self, Error> {
+        let endpoint = |url: &Option<Url>, name: &str| url.clone().ok_or_else(|| missing_endpoint(name));
+        let authorize =
+            AuthUrl::from_url(endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?);
+        let token = TokenUrl::from_url(endpoint(&metadata.token_endpoint, "token_endpoint")?);
+        let jwks = endpoint(&metadata.jwks_uri, "jwks_uri")?;
         if client_id.trim().is_empty() {
             return Err(Error::invalid("client_id", "expected a non-empty client id"));
         }
-        let id_verifier = TokenVerifier::new(jwks.as_str(), issuer.as_str(), client_id.as_str())?
+        let id_verifier = TokenVerifier::new(jwks.as_str(), metadata.issuer.as_str(), client_id.as_str())?
             .leeway(DEFAULT_ID_TOKEN_LEEWAY);
-        let client = oauth2::Client::new(ClientId::new(client_id))
-            .set_auth_uri(AuthUrl::from_url(authorize))
-            .set_token_uri(TokenUrl::from_url(token));
+        let client =
+            oauth2::Client::new(ClientId::new(client_id)).set_auth_uri(authorize).set_token_uri(token);
         let client = match redirect_uri {
             Some(redirect_uri) => client.set_redirect_uri(redirect_uri),
             None => client,
@@ -232,26 +225,29 @@ impl AuthorizationCodeFlow {
         Ok(AuthorizationCodeFlow {
             config: Arc::new(FlowConfig {
                 client,
-                issuer,
+                issuer: metadata.issuer.clone(),
                 scopes: vec!["openid".to_owned()],
                 trusted_audiences: Vec::new(),
-                require_iss: false,
+                require_iss: metadata.authorization_response_iss_parameter_supported,
                 sender: HttpSender::shared_default()?,
                 invalid: None,
                 id_verifier,
                 sealer: None,
                 pending_max_age: DEFAULT_PENDING_MAX_AGE,
-                revocation_url,
+                revocation_url: metadata.revocation_endpoint.clone(),
             }),
         })
     }
 
-    /// The flow with `change` made to its settings; an error it returns is kept and reported
-    /// before any request.
-    fn set(mut self, change: impl FnOnce(&mut FlowConfig) -> Result<(), Error>) -> Self {
+    /// The flow with `change` made to its settings with `value`, or, for an invalid setting,
+    /// the error kept and reported before any request.
+    fn set<T>(mut self, value: Result<T, Error>, change: impl FnOnce(&mut FlowConfig, T)) -> Self {
         let config = Arc::make_mut(&mut self.config);
-        if let Err(error) = change(config) {
-            config.invalid.get_or_insert(error);
+        match value {
+            Ok(value) => change(config, value),
+            Err(error) => {
+                config.invalid.get_or_insert(error);
+            }
         }
         self
     }
@@ -261,26 +257,18 @@ impl AuthorizationCodeFlow {
     ///
     /// An invalid scope is reported by [`exchange`](Self::exchange) and by
     /// [`ClientBuilder::build`](crate::ClientBuilder::build).
-    pub fn scopes<I, S>(self, scopes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn scopes(self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
-        self.set(|c| {
-            c.scopes = scopes;
-            c.scopes.iter().try_for_each(|scope| urls::check_scope(scope))
-        })
+        let checked = scopes.iter().try_for_each(|scope| urls::check_scope(scope));
+        self.set(checked.map(|()| scopes), |c, scopes| c.scopes = scopes)
     }
 
     /// The issuer the callback's `iss` and the ID token's `iss` must equal, when it is not
     /// `auth_url` as given (for example with a trailing slash).
     pub fn issuer(self, issuer: impl Into<String>) -> Self {
-        let issuer = issuer.into();
-        self.set(|c| {
+        self.set(Ok(issuer.into()), |c, issuer| {
             c.id_verifier = c.id_verifier.clone().with_issuer(&issuer);
             c.issuer = issuer;
-            Ok(())
         })
     }
 
@@ -288,10 +276,7 @@ impl AuthorizationCodeFlow {
     /// little apart from the authorization server's does not fail a sign-in or a refresh.
     /// Default: 60 seconds; at most a day (a longer one counts as a day).
     pub fn id_token_leeway(self, leeway: Duration) -> Self {
-        self.set(|c| {
-            c.id_verifier = c.id_verifier.clone().leeway(leeway);
-            Ok(())
-        })
+        self.set(Ok(leeway), |c, leeway| c.id_verifier = c.id_verifier.clone().leeway(leeway))
     }
 
     /// Audiences besides the client id that an ID token may list in `aud`. An ID token listing
@@ -308,19 +293,12 @@ impl AuthorizationCodeFlow {
     ///     .trusted_audiences(["my-app-backend"]);
     /// # let _ = flow; Ok::<(), business_records::Error>(())
     /// ```
-    pub fn trusted_audiences<I, S>(self, audiences: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn trusted_audiences(self, audiences: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let audiences: Vec<String> = audiences.into_iter().map(Into::into).collect();
-        self.set(|c| {
-            c.trusted_audiences = audiences;
-            if c.trusted_audiences.iter().any(|audience| audience.trim().is_empty()) {
-                return Err(Error::invalid("trusted_audiences", "expected non-empty audiences"));
-            }
-            Ok(())
-        })
+        let checked = Some(audiences).filter(|all| all.iter().all(|audience| !audience.trim().is_empty()));
+        let checked =
+            checked.ok_or_else(|| Error::invalid("trusted_audiences", "expected non-empty audiences"));
+        self.set(checked, |c, audiences| c.trusted_audiences = audiences)
     }
 
     /// Minimum pause between two JWKS fetches made because an ID token named a key id the
@@ -328,10 +306,7 @@ impl AuthorizationCodeFlow {
     /// keys at once, and further unknown key ids make it fetch again at most once per
     /// `interval` (see [`TokenVerifier::refetch_interval`]). Default: 5 seconds.
     pub fn jwks_refetch_interval(self, interval: Duration) -> Self {
-        self.set(|c| {
-            c.id_verifier = c.id_verifier.clone().refetch_interval(interval);
-            Ok(())
-        })
+        self.set(Ok(interval), |c, interval| c.id_verifier = c.id_verifier.clone().refetch_interval(interval))
     }
 
     /// Whether a callback must carry `iss` (RFC 9207): with `true`, one without it is refused
@@ -349,19 +324,15 @@ impl AuthorizationCodeFlow {
     /// # let _ = flow; Ok::<(), business_records::Error>(())
     /// ```
     pub fn require_iss_parameter(self, required: bool) -> Self {
-        self.set(|c| {
-            c.require_iss = required;
-            Ok(())
-        })
+        self.set(Ok(required), |c, required| c.require_iss = required)
     }
 
     /// The same flow with every request sent through `sender` (a client's), the ID tokens'
     /// keys still shared with this flow's clones.
     pub(crate) fn with_sender(self, sender: HttpSender) -> Self {
-        self.set(|c| {
+        self.set(Ok(sender), |c, sender| {
             c.id_verifier = c.id_verifier.clone().with_sender(sender.clone());
             c.sender = sender;
-            Ok(())
         })
     }
 
@@ -378,13 +349,12 @@ impl AuthorizationCodeFlow {
 
     /// Refuses to sign in without a redirect URI.
     fn can_sign_in(&self) -> Result<(), Error> {
-        match self.config.client.redirect_uri() {
-            Some(_) => Ok(()),
-            None => Err(Error::invalid(
-                "redirect_uri",
-                "a flow made with `for_refresh` only refreshes; use `new` to sign in",
-            )),
-        }
+        let refresh_only = "a flow made with `for_refresh` only refreshes; use `new` to sign in";
+        self.config
+            .client
+            .redirect_uri()
+            .map(drop)
+            .ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
     }
 
     /// The issuer tokens and callbacks must name.
@@ -393,10 +363,7 @@ impl AuthorizationCodeFlow {
     }
 
     pub(crate) fn check(&self) -> Result<(), Error> {
-        match &self.config.invalid {
-            Some(error) => Err(error.clone()),
-            None => Ok(()),
-        }
+        self.config.invalid.clone().map_or(Ok(()), Err)
     }
 
     fn wants_id_token(&self) -> bool {

@@ -2,8 +2,11 @@
 //! `127.0.0.1` that receives the authorization callback.
 
 use std::net::Ipv4Addr;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::future::{self, Either};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
@@ -154,34 +157,28 @@ impl LoopbackRedirect {
     /// Serves connections until the callback `serve` accepts arrives, or the timeout.
     async fn wait(self, state: Option<Arc<str>>) -> Result<String, Error> {
         let (found, mut callbacks) = mpsc::channel::<String>(1);
-        let port = self.port;
-        let listener = self.listener;
-        let accept = tokio::spawn(async move {
-            // Ends only on an accept error: the task is aborted once a callback arrives.
+        // Ends only on an accept error: it is dropped once a callback arrives.
+        let accept = async {
             loop {
-                let stream = match listener.accept().await {
+                let stream = match self.listener.accept().await {
                     Ok((stream, _)) => stream,
                     Err(e) => return listener_error("accept a connection", e),
                 };
-                let found = found.clone();
-                let state = state.clone();
+                let (found, state, port) = (found.clone(), state.clone(), self.port);
                 tokio::spawn(async move {
                     if let Some(url) = serve(stream, port, state.as_deref()).await {
                         let _ = found.send(url).await;
                     }
                 });
             }
-        });
-        let waited = tokio::time::timeout(self.timeout, callbacks.recv()).await;
-        accept.abort();
-        match waited {
-            Ok(Some(url)) => {
+        };
+        // `found` lives as long as this call: `recv` gives a callback, never `None`.
+        match tokio::time::timeout(self.timeout, future::select(pin!(accept), pin!(callbacks.recv()))).await {
+            Ok(Either::Left((error, _))) => Err(error),
+            Ok(Either::Right((url, _))) => {
                 tracing::debug!("authorization callback received");
-                Ok(url)
+                url.ok_or_else(|| CallbackError::Listener { action: "keep listening", source: None }.into())
             }
-            Ok(None) => Err(accept.await.unwrap_or_else(|_| {
-                CallbackError::Listener { action: "keep listening", source: None }.into()
-            })),
             Err(_) => Err(CallbackError::Timeout(self.timeout).into()),
         }
     }

@@ -36,23 +36,17 @@ impl AuthorizationCodeFlow {
     /// naming `sealing_secret`.
     pub fn sealing_secret(self, secret: impl AsRef<[u8]>) -> Self {
         let sealer = Sealer::from_secret("sealing_secret", secret.as_ref(), PENDING_PURPOSE);
-        self.set(|c| {
-            c.sealer = Some(Arc::new(sealer?));
-            Ok(())
-        })
+        self.set(sealer, |c, sealer| c.sealer = Some(Arc::new(sealer)))
     }
 
     /// How long after [`seal_pending`](Self::seal_pending) a pending sign-in can still be
     /// opened; an older one is [`CallbackError::SealedSignInExpired`](crate::error::CallbackError::SealedSignInExpired).
     /// Default: 10 minutes.
     pub fn pending_max_age(self, max_age: Duration) -> Self {
-        self.set(|c| {
-            if max_age.is_zero() {
-                return Err(Error::invalid("pending_max_age", "expected a duration above zero"));
-            }
-            c.pending_max_age = max_age;
-            Ok(())
-        })
+        let checked = Some(max_age).filter(|max_age| !max_age.is_zero());
+        let checked =
+            checked.ok_or_else(|| Error::invalid("pending_max_age", "expected a duration above zero"));
+        self.set(checked, |c, max_age| c.pending_max_age = max_age)
     }
 
     /// The pending sign-in `request` sealed into a cookie-safe string (base64url, about 270
@@ -146,12 +140,8 @@ impl AuthorizationCodeFlow {
     }
 
     fn sealer(&self) -> Result<&Sealer, Error> {
-        self.config.sealer.as_deref().ok_or_else(|| {
-            Error::invalid(
-                "sealing_secret",
-                "required to seal or open a pending sign-in: call `sealing_secret(..)`",
-            )
-        })
+        let missing = "required to seal or open a pending sign-in: call `sealing_secret(..)`";
+        self.config.sealer.as_deref().ok_or_else(|| Error::invalid("sealing_secret", missing))
     }
 
     /// The additional data every sealed value of this flow is bound to.

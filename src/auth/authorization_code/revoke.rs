@@ -19,10 +19,7 @@ impl AuthorizationCodeFlow {
     /// naming `revocation_url`.
     pub fn revocation_url(self, url: impl AsRef<str>) -> Self {
         let url = urls::parse_service_url("revocation_url", url.as_ref());
-        self.set(|c| {
-            c.revocation_url = Some(url?);
-            Ok(())
-        })
+        self.set(url, |c, url| c.revocation_url = Some(url))
     }
 
     /// Where sign-out revokes tokens, if anywhere.

@@ -24,6 +24,7 @@
 //!   `initial` doubling up to `max`); verifications that need keys meanwhile fail at once with
 //!   the last error.
 
+use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
@@ -120,6 +121,12 @@ struct FetchState {
 pub(super) struct KeyCache {
     keys: RwLock<KeySet>,
     fetch: tokio::sync::Mutex<FetchState>,
+}
+
+impl fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyCache").field("keys", &self.len()).finish_non_exhaustive()
+    }
 }
 
 impl KeyCache {

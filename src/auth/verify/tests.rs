@@ -89,7 +89,7 @@ fn claims_times_are_read_within_bounds() {
 
 #[test]
 fn verifier_is_send_sync_clone_debug() {
-    fn check<T: Send + Sync + Clone + fmt::Debug>() {}
+    fn check<T: Send + Sync + Clone + std::fmt::Debug>() {}
     check::<TokenVerifier>();
     let v = TokenVerifier::from_jwks(r#"{"keys":[]}"#, "i", "a").unwrap();
     assert_send(v.verify("a.b.c"));
