@@ -448,10 +448,8 @@ impl AuthorizationCodeFlow {
             return Err(CallbackError::StateMismatch.into());
         }
         if let Some(code) = &params.error {
-            return Err(Error::Authorization(AuthorizationError::new(
-                ErrorCode::parse(code),
-                params.error_description.as_deref().map(crate::text::server_text),
-            )));
+            let description = params.error_description.as_deref().map(crate::text::server_text);
+            return Err(Error::Authorization(AuthorizationError::new(ErrorCode::parse(code), description)));
         }
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }

@@ -113,10 +113,11 @@ impl LoopbackRedirect {
     /// returns its full URL (`http://127.0.0.1:<port>/callback?code=...&state=...`), ready for
     /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange).
     ///
-    /// Only a request to the callback path carrying `request`'s `state` (once, compared in
-    /// constant time) ends the wait, with a code or with `error=` (the user declined). Any other
-    /// request there (a callback forged by another local process, a stale browser tab) is
-    /// answered with a 400 and the wait goes on, up to the [`timeout`](Self::timeout).
+    /// Only a request to the callback path carrying `request`'s `state` (compared in constant
+    /// time) and no parameter of a callback twice ends the wait, with a code or with `error=`
+    /// (the user declined). Any other request there (a callback forged by another local
+    /// process, a stale browser tab) is answered with a 400 and the wait goes on, up to the
+    /// [`timeout`](Self::timeout).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), business_records::Error> {
@@ -140,8 +141,8 @@ impl LoopbackRedirect {
     }
 
     /// Waits for the first request to the callback path that carries `code`, `state` or
-    /// `error`, and returns its full URL; a request to the callback path with none of them is
-    /// answered with a 400 and does not end the wait.
+    /// `error`, and returns its full URL; a request to the callback path with none of them, or
+    /// with one of them twice, is answered with a 400 and does not end the wait.
     ///
     /// Any local process can end this wait with a made-up callback, and the real one then
     /// finds no listener; [`wait_for_callback_of`](Self::wait_for_callback_of) waits for the
@@ -269,6 +270,7 @@ mod tests {
 
         assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
         assert!(get(port, "/callback").await.starts_with("HTTP/1.1 400"));
+        assert!(get(port, "/callback?code=a&code=b").await.starts_with("HTTP/1.1 400"), "a repeated code");
         // A connection that never sends anything does not hold the listener up.
         let _silent = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await.expect("connect");
         let page = get(port, "/callback?code=c1&state=s1").await;

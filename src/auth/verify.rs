@@ -45,12 +45,13 @@ use crate::limits::BodyKind;
 use crate::urls;
 use crate::wire::HttpSender;
 
-/// Default age after which the JWKS is fetched again.
-const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
-/// Default minimum pause between two JWKS fetches triggered by unknown key ids.
-const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(5);
-/// Default first and largest backoff after a failed JWKS fetch.
-const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+/// When keys are fetched again unless set otherwise: after an hour, for unknown key ids at most
+/// every 5 seconds, and after a failure with a backoff from 1 second up to a minute.
+const DEFAULT_FETCH: FetchPolicy = FetchPolicy {
+    max_age: Duration::from_secs(3600),
+    refetch_interval: Duration::from_secs(5),
+    backoff: (Duration::from_secs(1), Duration::from_secs(60)),
+};
 /// The longest clock-skew allowance: a longer one would take the time it allows past the
 /// epoch (and `jsonwebtoken`'s arithmetic with it).
 const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -185,12 +186,7 @@ impl TokenVerifier {
         validation.set_audience(&[audience]);
         validation.leeway = 0;
         validation.validate_nbf = true;
-        let fetch = FetchPolicy {
-            max_age: DEFAULT_MAX_AGE,
-            refetch_interval: DEFAULT_REFETCH_INTERVAL,
-            backoff: DEFAULT_BACKOFF,
-        };
-        let config = Arc::new(Config { source, validation, fetch });
+        let config = Arc::new(Config { source, validation, fetch: DEFAULT_FETCH });
         Ok(Self { config, keys: Arc::new(KeyCache::new(keys)) })
     }
 

@@ -41,36 +41,31 @@ impl AuthorizationCodeFlow {
         Ok(claims)
     }
 
-    /// The checks of an ID token's claims beyond those of the verifier.
+    /// The checks of an ID token's claims beyond those of the verifier; the first that fails.
     fn check_id_claims(&self, claims: &Claims, nonce: Option<&str>) -> Result<(), VerifyError> {
-        let missing = |claim: &str| VerifyError::MissingClaim { claim: claim.to_owned() };
-        if claims.sub.as_deref().is_none_or(str::is_empty) {
-            return Err(missing("sub"));
-        }
-        if claims.iat.is_none() {
-            return Err(missing("iat"));
-        }
+        let missing = |claim: &str| Err(VerifyError::MissingClaim { claim: claim.to_owned() });
         let client_id = self.client_id();
         let trusted =
-            |audience: &String| audience == client_id || self.config.trusted_audiences.contains(audience);
-        if let Some(untrusted) = claims.aud.iter().find(|audience| !trusted(audience)) {
-            return Err(VerifyError::UntrustedAudience { audience: quoted(untrusted) });
+            |audience: &&String| *audience == client_id || self.config.trusted_audiences.contains(audience);
+        let azp = claims.extra.get("azp");
+        let got = claims.extra.get("nonce").and_then(Value::as_str);
+        let nonce_matches =
+            |expected: &str| got.is_some_and(|got| constant_time_eq(got.as_bytes(), expected.as_bytes()));
+        if claims.sub.as_deref().is_none_or(str::is_empty) {
+            missing("sub")
+        } else if claims.iat.is_none() {
+            missing("iat")
+        } else if let Some(untrusted) = claims.aud.iter().find(|audience| !trusted(audience)) {
+            Err(VerifyError::UntrustedAudience { audience: quoted(untrusted) })
+        } else if azp.is_some_and(|azp| azp.as_str() != Some(client_id)) {
+            Err(VerifyError::InvalidAuthorizedParty)
+        } else if azp.is_none() && claims.aud.iter().any(|audience| *audience != claims.aud[0]) {
+            missing("azp")
+        } else if !nonce.is_none_or(nonce_matches) {
+            Err(VerifyError::InvalidNonce)
+        } else {
+            Ok(())
         }
-        match claims.extra.get("azp") {
-            Some(Value::String(azp)) if azp == client_id => {}
-            Some(_) => return Err(VerifyError::InvalidAuthorizedParty),
-            None if claims.aud.iter().any(|audience| *audience != claims.aud[0]) => {
-                return Err(missing("azp"));
-            }
-            None => {}
-        }
-        if let Some(expected) = nonce {
-            let got = claims.extra.get("nonce").and_then(Value::as_str);
-            if !got.is_some_and(|got| constant_time_eq(got.as_bytes(), expected.as_bytes())) {
-                return Err(VerifyError::InvalidNonce);
-            }
-        }
-        Ok(())
     }
 }
 

@@ -7,6 +7,7 @@ use url::Url;
 use super::super::TokenSet;
 use super::super::oauth::OAuthHttp;
 use super::AuthorizationCodeFlow;
+use crate::error::ErrorCode;
 use crate::{Error, urls};
 
 impl AuthorizationCodeFlow {
@@ -68,16 +69,15 @@ impl AuthorizationCodeFlow {
             .header(ACCEPT, "application/json")
             .body(body.into_bytes())
             .map_err(|_| Error::invalid("revocation_url", "expected an absolute URL"))?;
+        // The token is unusable all the same (RFC 7009 section 2.2, and servers that answer so for
+        // a token they no longer know or for self-contained access tokens).
+        let gone = |code: &ErrorCode| match code.as_str() {
+            "invalid_token" | "invalid_grant" => true,
+            "unsupported_token_type" => hint == "access_token",
+            _ => false,
+        };
         match OAuthHttp::token(&self.config.sender).send(request).await {
-            // The token is unusable all the same (RFC 7009 section 2.2, and servers that answer
-            // so for a token they no longer know or for self-contained access tokens).
-            Err(Error::Api(refused))
-                if matches!(
-                    (refused.code().map(|code| code.as_str()), hint),
-                    (Some("invalid_token" | "invalid_grant"), _)
-                        | (Some("unsupported_token_type"), "access_token")
-                ) =>
-            {
+            Err(Error::Api(refused)) if refused.code().is_some_and(gone) => {
                 tracing::debug!(hint, code = ?refused.code(), "token revocation: nothing left to revoke");
                 Ok(())
             }
