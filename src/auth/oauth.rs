@@ -58,12 +58,7 @@ impl<'s> OAuthHttp<'s> {
 
     /// For token introspection.
     pub(crate) fn introspection(sender: &'s HttpSender) -> Self {
-        OAuthHttp {
-            sender,
-            body: BodyKind::Introspection,
-            authorization: None,
-            numbers: INTROSPECTION_NUMBERS,
-        }
+        OAuthHttp { body: BodyKind::Introspection, numbers: INTROSPECTION_NUMBERS, ..Self::token(sender) }
     }
 
     /// With `header` (when set) as every request's `Authorization`.
