@@ -1,5 +1,6 @@
 //! A pending sign-in sealed for a cookie: any instance of a web app that holds the same
-//! secret opens it and finishes the sign-in, with nothing kept on the server.
+//! secret opens it and finishes the sign-in, with nothing kept on the server. The flow's
+//! sealing secret and the sealed value's maximum age are set here.
 //!
 //! The value is `base64url(flow tag || sealed)`. The flow tag (8 bytes of SHA-256 over the
 //! client id and the redirect URI) tells a value of another flow from a damaged one; `sealed`

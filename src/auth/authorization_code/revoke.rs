@@ -1,4 +1,4 @@
-//! Sign-out: token revocation (RFC 7009) at the authorization server, as a public client
+//! Sign-out: the revocation endpoint, and token revocation (RFC 7009) there as a public client
 //! (`client_id` in the body, no secret).
 
 use http::header::{ACCEPT, CONTENT_TYPE};
