@@ -157,12 +157,6 @@ impl RetryPolicy {
         self.max_delay
     }
 
-    /// This policy's waits, [`backoff`] from `initial_delay` to `max_delay`, without end: for
-    /// waiters that never give up (a verifier's key fetches).
-    pub(crate) fn backoff(&self) -> impl Iterator<Item = Duration> + Send + Sync + use<> {
-        backoff(self.initial_delay, self.max_delay)
-    }
-
     /// Runs `send` (given the attempt's number, 1 for the first) until it succeeds, fails for
     /// good, or this policy gives up. Each attempt first waits for `pacer`'s budget, for at most
     /// `max_delay` and, after a failure, no longer than what is left of `max_elapsed`. A call

@@ -1,45 +1,42 @@
 //! User sign-in: the authorization-code flow with PKCE (API Parts 4.2, 5.2 and 5.3;
 //! RFC 6749 section 4.1, RFC 7636, RFC 9207 and OpenID Connect Core section 3.1).
 
-mod authorize;
 mod id_token;
 mod pending;
 mod request;
 mod revoke;
-mod web;
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use oauth2::{AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, TokenResponse, TokenUrl};
 use url::Url;
 
-use self::id_token::{check_audience, check_same_user};
+use self::id_token::check_same_user;
 pub use self::request::AuthorizationRequest;
-use self::request::{CallbackParams, parse_redirect_uri};
+pub(super) use self::request::CallbackParams;
+use self::request::parse_redirect_uri;
 use super::discovery::{AuthServerMetadata, missing_endpoint};
 pub(crate) use super::oauth::Refreshed;
 use super::oauth::{OAuthClient, OAuthHttp, token_error, token_set};
 use super::pkce::constant_time_eq;
+use super::seal::Sealer;
 use super::{TokenSet, TokenVerifier};
 use crate::bounds::clamp_lifetime;
-use crate::error::ErrorCode;
-use crate::error::{AuthorizationError, CallbackError, DecodeError, ReauthenticationRequired};
+use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode, ReauthenticationRequired};
+use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
 use crate::{Error, urls};
 
-/// Where the API puts the endpoints, below `{auth_url}`.
-pub(crate) const AUTHORIZE_PATH: &str = "oauth2/authorize";
-pub(crate) const TOKEN_PATH: &str = "oauth2/token";
-pub(crate) const JWKS_PATH: &str = ".well-known/jwks.json";
-
-/// Scopes requested when [`AuthorizationCodeFlow::scopes`] is not called.
-const DEFAULT_SCOPES: &[&str] = &["openid"];
 /// Clock-skew allowance of ID-token checks unless set otherwise.
 const DEFAULT_ID_TOKEN_LEEWAY: Duration = Duration::from_secs(60);
+/// How long a sealed pending sign-in can be opened unless set otherwise: 10 minutes.
+const DEFAULT_PENDING_MAX_AGE: Duration = Duration::from_secs(600);
 
+/// The `oauth2` client of a flow: its client id, authorization and token endpoints, and
+/// redirect URI.
 type CodeClient = OAuthClient<EndpointSet, EndpointNotSet, EndpointSet>;
 
 /// The authorization-code flow with PKCE, for desktop, mobile and web apps whose users sign
@@ -69,30 +66,26 @@ pub struct AuthorizationCodeFlow {
 
 #[derive(Clone)]
 struct FlowConfig {
+    /// The client id, the endpoints, and the redirect URI (none for a flow that only
+    /// refreshes, [`for_refresh`](AuthorizationCodeFlow::for_refresh)).
+    client: CodeClient,
     issuer: String,
-    client_id: String,
-    /// `None` for a flow that only refreshes ([`for_refresh`](AuthorizationCodeFlow::for_refresh)).
-    redirect_uri: Option<RedirectUrl>,
     scopes: Vec<String>,
-    authorize_url: Url,
-    token_url: Url,
-    jwks_url: Url,
-    /// Clock-skew allowance of ID-token checks.
-    id_token_leeway: Duration,
     /// Audiences besides the client id an ID token may list.
     trusted_audiences: Vec<String>,
-    /// Least time between two JWKS fetches for key ids the cached keys lack.
-    jwks_refetch_interval: Duration,
     /// A callback without `iss` is refused (RFC 9207).
     require_iss: bool,
     /// Sends every request of the flow: the crate's shared default, or a client's.
     sender: HttpSender,
     /// The first invalid setting, reported before any request.
     invalid: Option<Error>,
-    /// Checks ID tokens (`aud` = client id); made when first needed.
-    id_verifier: OnceLock<TokenVerifier>,
-    /// Sealed pending sign-ins and sign-out.
-    web: web::WebSettings,
+    /// Checks ID tokens' signatures, `iss`, `aud` (the client id) and times.
+    id_verifier: TokenVerifier,
+    /// Seals pending sign-ins; `None` until [`AuthorizationCodeFlow::sealing_secret`].
+    sealer: Option<Arc<Sealer>>,
+    pending_max_age: Duration,
+    /// Where sign-out revokes tokens (RFC 7009); `None` when the server offers none.
+    revocation_url: Option<Url>,
 }
 
 impl fmt::Debug for AuthorizationCodeFlow {
@@ -100,11 +93,11 @@ impl fmt::Debug for AuthorizationCodeFlow {
         let c = &self.config;
         f.debug_struct("AuthorizationCodeFlow")
             .field("issuer", &c.issuer)
-            .field("client_id", &c.client_id)
-            .field("redirect_uri", &crate::text::shown_raw_url(self.redirect_uri()))
+            .field("client_id", &self.client_id())
+            .field("redirect_uri", &shown_raw_url(self.redirect_uri()))
             .field("scopes", &c.scopes)
-            .field("authorize_url", &c.authorize_url.as_str())
-            .field("token_url", &c.token_url.as_str())
+            .field("authorize_url", &c.client.auth_uri().as_str())
+            .field("token_url", &c.client.token_uri().as_str())
             .finish_non_exhaustive()
     }
 }
@@ -171,17 +164,19 @@ impl AuthorizationCodeFlow {
         Self::at(auth_url.as_ref(), client_id.into(), None)
     }
 
-    /// The flow with the API's endpoints below `auth_url`.
+    /// The flow with the API's endpoints below `auth_url`, and `auth_url` as the issuer.
     fn at(auth_url: &str, client_id: String, redirect_uri: Option<RedirectUrl>) -> Result<Self, Error> {
         let base = urls::parse_service_url("auth_url", auth_url)?;
-        let issuer = auth_url.trim().trim_end_matches('/').to_owned();
-        let endpoints = (
-            urls::join_path(&base, AUTHORIZE_PATH),
-            urls::join_path(&base, TOKEN_PATH),
-            urls::join_path(&base, JWKS_PATH),
-        );
-        Self::with_endpoints(issuer, endpoints, client_id, redirect_uri)
-            .map(|flow| flow.with_revocation(Some(urls::join_path(&base, revoke::REVOCATION_PATH))))
+        let endpoint = |path| Some(urls::join_path(&base, path));
+        let metadata = AuthServerMetadata {
+            issuer: auth_url.trim().trim_end_matches('/').to_owned(),
+            authorization_endpoint: endpoint("oauth2/authorize"),
+            token_endpoint: endpoint("oauth2/token"),
+            jwks_uri: endpoint(".well-known/jwks.json"),
+            revocation_endpoint: endpoint("oauth2/revoke"),
+            ..AuthServerMetadata::default()
+        };
+        Self::with_metadata(&metadata, client_id, redirect_uri)
     }
 
     /// The flow with the endpoints and issuer of a discovery document (see
@@ -201,54 +196,60 @@ impl AuthorizationCodeFlow {
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         metadata.check_endpoints()?;
-        let endpoint = |url: &Option<Url>, name: &str| url.clone().ok_or_else(|| missing_endpoint(name));
-        let endpoints = (
-            endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?,
-            endpoint(&metadata.token_endpoint, "token_endpoint")?,
-            endpoint(&metadata.jwks_uri, "jwks_uri")?,
-        );
         let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
-        let flow =
-            Self::with_endpoints(metadata.issuer.clone(), endpoints, client_id.into(), Some(redirect_uri))?;
-        Ok(flow
-            .require_iss_parameter(metadata.authorization_response_iss_parameter_supported)
-            .with_revocation(metadata.revocation_endpoint.clone()))
+        Self::with_metadata(metadata, client_id.into(), Some(redirect_uri))
     }
 
-    fn with_endpoints(
-        issuer: String,
-        (authorize_url, token_url, jwks_url): (Url, Url, Url),
+    /// The flow with the endpoints and issuer of `metadata`, its endpoints checked.
+    fn with_metadata(
+        metadata: &AuthServerMetadata,
         client_id: String,
         redirect_uri: Option<RedirectUrl>,
     ) -> Result<Self, Error> {
+        let endpoint = |url: &Option<Url>, name: &str| url.clone().ok_or_else(|| missing_endpoint(name));
+        let authorize =
+            AuthUrl::from_url(endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?);
+        let token = TokenUrl::from_url(endpoint(&metadata.token_endpoint, "token_endpoint")?);
+        let jwks = endpoint(&metadata.jwks_uri, "jwks_uri")?;
         if client_id.trim().is_empty() {
             return Err(Error::invalid("client_id", "expected a non-empty client id"));
         }
+        let id_verifier = TokenVerifier::new(jwks.as_str(), metadata.issuer.as_str(), client_id.as_str())?
+            .leeway(DEFAULT_ID_TOKEN_LEEWAY);
+        let client =
+            oauth2::Client::new(ClientId::new(client_id)).set_auth_uri(authorize).set_token_uri(token);
+        let client = match redirect_uri {
+            Some(redirect_uri) => client.set_redirect_uri(redirect_uri),
+            None => client,
+        };
         Ok(AuthorizationCodeFlow {
             config: Arc::new(FlowConfig {
-                issuer,
-                client_id,
-                redirect_uri,
-                scopes: DEFAULT_SCOPES.iter().map(|s| (*s).to_owned()).collect(),
-                authorize_url,
-                token_url,
-                jwks_url,
-                id_token_leeway: DEFAULT_ID_TOKEN_LEEWAY,
+                client,
+                issuer: metadata.issuer.clone(),
+                scopes: vec!["openid".to_owned()],
                 trusted_audiences: Vec::new(),
-                jwks_refetch_interval: super::verify::DEFAULT_REFETCH_INTERVAL,
-                require_iss: false,
+                require_iss: metadata.authorization_response_iss_parameter_supported,
                 sender: HttpSender::shared_default()?,
                 invalid: None,
-                id_verifier: OnceLock::new(),
-                web: web::WebSettings::default(),
+                id_verifier,
+                sealer: None,
+                pending_max_age: DEFAULT_PENDING_MAX_AGE,
+                revocation_url: metadata.revocation_endpoint.clone(),
             }),
         })
     }
 
-    fn config_mut(&mut self) -> &mut FlowConfig {
+    /// The flow with `change` made to its settings with `value`, or, for an invalid setting,
+    /// the error kept and reported before any request.
+    fn set<T>(mut self, value: Result<T, Error>, change: impl FnOnce(&mut FlowConfig, T)) -> Self {
         let config = Arc::make_mut(&mut self.config);
-        config.id_verifier = OnceLock::new();
-        config
+        match value {
+            Ok(value) => change(config, value),
+            Err(error) => {
+                config.invalid.get_or_insert(error);
+            }
+        }
+        self
     }
 
     /// The scopes to request (space-free tokens such as `openid`, `profile`, `email`,
@@ -256,35 +257,26 @@ impl AuthorizationCodeFlow {
     ///
     /// An invalid scope is reported by [`exchange`](Self::exchange) and by
     /// [`ClientBuilder::build`](crate::ClientBuilder::build).
-    pub fn scopes<I, S>(mut self, scopes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn scopes(self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let scopes: Vec<String> = scopes.into_iter().map(Into::into).collect();
-        let config = self.config_mut();
-        for scope in &scopes {
-            if let Err(error) = urls::check_scope(scope) {
-                config.invalid.get_or_insert(error);
-            }
-        }
-        config.scopes = scopes;
-        self
+        let checked = scopes.iter().try_for_each(|scope| urls::check_scope(scope));
+        self.set(checked.map(|()| scopes), |c, scopes| c.scopes = scopes)
     }
 
     /// The issuer the callback's `iss` and the ID token's `iss` must equal, when it is not
     /// `auth_url` as given (for example with a trailing slash).
-    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
-        self.config_mut().issuer = issuer.into();
-        self
+    pub fn issuer(self, issuer: impl Into<String>) -> Self {
+        self.set(Ok(issuer.into()), |c, issuer| {
+            c.id_verifier = c.id_verifier.clone().with_issuer(&issuer);
+            c.issuer = issuer;
+        })
     }
 
     /// Clock-skew allowance of the ID-token checks of `exp`, `nbf` and `iat`, so a clock a
     /// little apart from the authorization server's does not fail a sign-in or a refresh.
     /// Default: 60 seconds; at most a day (a longer one counts as a day).
-    pub fn id_token_leeway(mut self, leeway: Duration) -> Self {
-        self.config_mut().id_token_leeway = leeway;
-        self
+    pub fn id_token_leeway(self, leeway: Duration) -> Self {
+        self.set(Ok(leeway), |c, leeway| c.id_verifier = c.id_verifier.clone().leeway(leeway))
     }
 
     /// Audiences besides the client id that an ID token may list in `aud`. An ID token listing
@@ -301,27 +293,20 @@ impl AuthorizationCodeFlow {
     ///     .trusted_audiences(["my-app-backend"]);
     /// # let _ = flow; Ok::<(), business_records::Error>(())
     /// ```
-    pub fn trusted_audiences<I, S>(mut self, audiences: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn trusted_audiences(self, audiences: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let audiences: Vec<String> = audiences.into_iter().map(Into::into).collect();
-        let config = self.config_mut();
-        if let Some(error) = audiences.iter().find_map(|a| check_audience(a).err()) {
-            config.invalid.get_or_insert(error);
-        }
-        config.trusted_audiences = audiences;
-        self
+        let checked = Some(audiences).filter(|all| all.iter().all(|audience| !audience.trim().is_empty()));
+        let checked =
+            checked.ok_or_else(|| Error::invalid("trusted_audiences", "expected non-empty audiences"));
+        self.set(checked, |c, audiences| c.trusted_audiences = audiences)
     }
 
     /// Minimum pause between two JWKS fetches made because an ID token named a key id the
     /// cached keys lack: the first ID token signed with a rotated key makes the flow fetch the
     /// keys at once, and further unknown key ids make it fetch again at most once per
     /// `interval` (see [`TokenVerifier::refetch_interval`]). Default: 5 seconds.
-    pub fn jwks_refetch_interval(mut self, interval: Duration) -> Self {
-        self.config_mut().jwks_refetch_interval = interval;
-        self
+    pub fn jwks_refetch_interval(self, interval: Duration) -> Self {
+        self.set(Ok(interval), |c, interval| c.id_verifier = c.id_verifier.clone().refetch_interval(interval))
     }
 
     /// Whether a callback must carry `iss` (RFC 9207): with `true`, one without it is refused
@@ -338,41 +323,38 @@ impl AuthorizationCodeFlow {
     ///     .require_iss_parameter(true);
     /// # let _ = flow; Ok::<(), business_records::Error>(())
     /// ```
-    pub fn require_iss_parameter(mut self, required: bool) -> Self {
-        self.config_mut().require_iss = required;
-        self
+    pub fn require_iss_parameter(self, required: bool) -> Self {
+        self.set(Ok(required), |c, required| c.require_iss = required)
     }
 
     /// The same flow with every request sent through `sender` (a client's), the ID tokens'
     /// keys still shared with this flow's clones.
-    pub(crate) fn with_sender(mut self, sender: HttpSender) -> Self {
-        let config = Arc::make_mut(&mut self.config);
-        if let Some(verifier) = config.id_verifier.take() {
-            config.id_verifier = OnceLock::from(verifier.with_sender(sender.clone()));
-        }
-        config.sender = sender;
-        self
+    pub(crate) fn with_sender(self, sender: HttpSender) -> Self {
+        self.set(Ok(sender), |c, sender| {
+            c.id_verifier = c.id_verifier.clone().with_sender(sender.clone());
+            c.sender = sender;
+        })
     }
 
     /// The client id.
     pub fn client_id(&self) -> &str {
-        &self.config.client_id
+        self.config.client.client_id().as_str()
     }
 
     /// The redirect URI sent in the authorization and token requests; empty for a flow made
     /// with [`for_refresh`](Self::for_refresh).
     pub fn redirect_uri(&self) -> &str {
-        self.config.redirect_uri.as_ref().map_or("", |uri| uri.as_str())
+        self.config.client.redirect_uri().map_or("", |uri| uri.as_str())
     }
 
-    /// The redirect URI, which signing in needs.
-    fn redirect(&self) -> Result<&RedirectUrl, Error> {
-        self.config.redirect_uri.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "redirect_uri",
-                "a flow made with `for_refresh` only refreshes; use `new` to sign in",
-            )
-        })
+    /// Refuses to sign in without a redirect URI.
+    fn can_sign_in(&self) -> Result<(), Error> {
+        let refresh_only = "a flow made with `for_refresh` only refreshes; use `new` to sign in";
+        self.config
+            .client
+            .redirect_uri()
+            .map(drop)
+            .ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
     }
 
     /// The issuer tokens and callbacks must name.
@@ -381,25 +363,16 @@ impl AuthorizationCodeFlow {
     }
 
     pub(crate) fn check(&self) -> Result<(), Error> {
-        match &self.config.invalid {
-            Some(error) => Err(error.clone()),
-            None => Ok(()),
-        }
+        self.config.invalid.clone().map_or(Ok(()), Err)
     }
 
     fn wants_id_token(&self) -> bool {
         self.config.scopes.iter().any(|s| s == "openid")
     }
 
-    fn oauth_client(&self) -> CodeClient {
-        let c = &self.config;
-        let client = oauth2::Client::new(ClientId::new(c.client_id.clone()))
-            .set_auth_uri(AuthUrl::from_url(c.authorize_url.clone()))
-            .set_token_uri(TokenUrl::from_url(c.token_url.clone()));
-        match &c.redirect_uri {
-            Some(redirect_uri) => client.set_redirect_uri(redirect_uri.clone()),
-            None => client,
-        }
+    /// The path of the token endpoint, which errors name.
+    fn token_path(&self) -> &str {
+        self.config.client.token_uri().url().path()
     }
 
     /// Starts a sign-in: a fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`,
@@ -430,26 +403,25 @@ impl AuthorizationCodeFlow {
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
-        self.redirect()?;
+        self.can_sign_in()?;
         let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
         let sent_at = Utc::now();
-        let response = self
-            .oauth_client()
+        let response = (self.config.client)
             .exchange_code(oauth2::AuthorizationCode::new(code.to_owned()))
             .set_pkce_verifier(oauth2::PkceCodeVerifier::new(request.verifier.secret().to_owned()))
             .request_async(&OAuthHttp::token(&self.config.sender))
             .await
-            .map_err(|e| token_error(self.config.token_url.path(), e))?;
-        let mut tokens = token_set(self.config.token_url.path(), &response, sent_at, &self.config.scopes)?;
+            .map_err(|e| token_error(self.token_path(), e))?;
+        let mut tokens = token_set(self.token_path(), &response, sent_at, &self.config.scopes)?;
         match &tokens.id_token {
             Some(id_token) => {
-                let claims = self.verify_id_token_nonce(id_token, request.nonce.as_deref()).await?;
+                let claims = self.verify_id(id_token, request.nonce.as_deref()).await?;
                 tokens.set_id_claims(Some(claims));
             }
             None if self.wants_id_token() => {
                 return Err(Error::Decode(DecodeError::invalid(
-                    self.config.token_url.path(),
+                    self.token_path(),
                     "the token response has no id_token although openid was requested",
                 )));
             }
@@ -476,10 +448,8 @@ impl AuthorizationCodeFlow {
             return Err(CallbackError::StateMismatch.into());
         }
         if let Some(code) = &params.error {
-            return Err(Error::Authorization(AuthorizationError::new(
-                ErrorCode::parse(code),
-                params.error_description.as_deref().map(crate::text::server_text),
-            )));
+            let description = params.error_description.as_deref().map(crate::text::server_text);
+            return Err(Error::Authorization(AuthorizationError::new(ErrorCode::parse(code), description)));
         }
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }
@@ -531,13 +501,12 @@ impl AuthorizationCodeFlow {
         ))?;
         let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
         let sent_at = Utc::now();
-        let response = self
-            .oauth_client()
+        let response = (self.config.client)
             .exchange_refresh_token(&refresh_token)
             .request_async(&OAuthHttp::token(&self.config.sender))
             .await
-            .map_err(|e| token_error(self.config.token_url.path(), e))?;
-        let mut next = token_set(self.config.token_url.path(), &response, sent_at, &tokens.scopes)?;
+            .map_err(|e| token_error(self.token_path(), e))?;
+        let mut next = token_set(self.token_path(), &response, sent_at, &tokens.scopes)?;
         if let Some(id_token) = &next.id_token {
             check_same_user(tokens, id_token)?;
         }

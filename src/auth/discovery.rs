@@ -18,11 +18,6 @@ use crate::text::{shown_raw_url, shown_url};
 use crate::wire::{HttpSender, decode};
 use crate::{Error, urls};
 
-/// Where the discovery document is, below `{auth_url}`.
-pub(crate) const DISCOVERY_PATH: &str = ".well-known/openid-configuration";
-/// Where the design puts the introspection endpoint, below `{auth_url}`.
-pub(crate) const INTROSPECTION_PATH: &str = "oauth2/introspect";
-
 /// An authorization server's metadata, from its OpenID discovery document.
 ///
 /// Every endpoint passes the client's one URL check, whether the document was fetched by
@@ -45,49 +40,38 @@ pub(crate) const INTROSPECTION_PATH: &str = "oauth2/introspect";
 /// let flow = AuthorizationCodeFlow::from_metadata(&metadata, "my-app", "http://127.0.0.1:8400/callback")?;
 /// # let _ = flow; Ok(()) }
 /// ```
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct AuthServerMetadata {
-    /// The issuer identifier: the `iss` of its tokens and callbacks.
+    /// The issuer identifier: the `iss` of its tokens and callbacks (empty when the document
+    /// names none, which [`discover`](Self::discover) refuses).
     pub issuer: String,
     /// Where users are sent to sign in.
-    #[serde(default)]
     pub authorization_endpoint: Option<Url>,
     /// Where tokens are issued.
-    #[serde(default)]
     pub token_endpoint: Option<Url>,
     /// The public signing keys.
-    #[serde(default)]
     pub jwks_uri: Option<Url>,
     /// Token introspection (RFC 7662).
-    #[serde(default)]
     pub introspection_endpoint: Option<Url>,
     /// Token revocation (RFC 7009).
-    #[serde(default)]
     pub revocation_endpoint: Option<Url>,
     /// The OpenID Connect userinfo endpoint.
-    #[serde(default)]
     pub userinfo_endpoint: Option<Url>,
     /// Scopes the server knows.
-    #[serde(default)]
     pub scopes_supported: Vec<String>,
     /// `response_type` values the server accepts.
-    #[serde(default)]
     pub response_types_supported: Vec<String>,
     /// Grant types the server accepts.
-    #[serde(default)]
     pub grant_types_supported: Vec<String>,
     /// PKCE methods the server accepts.
-    #[serde(default)]
     pub code_challenge_methods_supported: Vec<String>,
     /// Client authentication methods at the token endpoint.
-    #[serde(default)]
     pub token_endpoint_auth_methods_supported: Vec<String>,
     /// Signing algorithms of ID tokens.
-    #[serde(default)]
     pub id_token_signing_alg_values_supported: Vec<String>,
     /// Whether callbacks carry `iss` (RFC 9207).
-    #[serde(default)]
     pub authorization_response_iss_parameter_supported: bool,
     /// Every other member of the document.
     #[serde(flatten)]
@@ -109,7 +93,7 @@ impl AuthServerMetadata {
     /// The document at `{auth_url}/.well-known/openid-configuration`, through `sender`.
     pub(crate) async fn fetch(sender: &HttpSender, auth_url: &str) -> Result<Self, Error> {
         let base = urls::parse_service_url("auth_url", auth_url)?;
-        let url = urls::join_path(&base, DISCOVERY_PATH);
+        let url = urls::join_path(&base, ".well-known/openid-configuration");
         let endpoint = url.path().to_owned();
         let body = sender.get_document(url, BodyKind::Discovery).await?;
         let metadata: AuthServerMetadata = decode(&endpoint, &body)?;
@@ -117,13 +101,12 @@ impl AuthServerMetadata {
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));
         }
-        metadata.check_endpoints().map_err(|error| match error {
-            Error::InvalidArgument(refused) => {
-                invalid(format!("{}: {}", refused.argument(), refused.message()))
+        match metadata.check_endpoints() {
+            Err(Error::InvalidArgument(refused)) => {
+                Err(invalid(format!("{}: {}", refused.argument(), refused.message())))
             }
-            other => other,
-        })?;
-        Ok(metadata)
+            checked => checked.map(|()| metadata),
+        }
     }
 
     /// Every endpoint the document names through the one URL check
@@ -157,10 +140,9 @@ impl AuthServerMetadata {
     /// Whether the server accepts `grant_type` (an absent list means `authorization_code`
     /// and `implicit`, RFC 8414 section 2).
     pub fn supports_grant(&self, grant_type: &str) -> bool {
-        if self.grant_types_supported.is_empty() {
-            return matches!(grant_type, "authorization_code" | "implicit");
-        }
-        self.grant_types_supported.iter().any(|g| g == grant_type)
+        let listed = &self.grant_types_supported;
+        listed.iter().any(|g| g == grant_type)
+            || (listed.is_empty() && matches!(grant_type, "authorization_code" | "implicit"))
     }
 }
 
@@ -212,19 +194,11 @@ type IntrospectClient = OAuthClient<EndpointNotSet, EndpointSet, EndpointNotSet>
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct TokenIntrospector {
+    /// The client id, the client secret (its `Debug` redacted) and the endpoint.
     client: IntrospectClient,
     sender: HttpSender,
-}
-
-impl fmt::Debug for TokenIntrospector {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokenIntrospector")
-            .field("client_id", &self.client.client_id().as_str())
-            .field("endpoint", &self.client.introspection_url().as_str())
-            .finish_non_exhaustive()
-    }
 }
 
 impl TokenIntrospector {
@@ -239,12 +213,9 @@ impl TokenIntrospector {
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
     ) -> Result<Self, Error> {
-        let base = urls::parse_service_url("auth_url", auth_url.as_ref())?;
-        Self::with_endpoint(
-            urls::join_path(&base, INTROSPECTION_PATH),
-            client_id.into(),
-            client_secret.into(),
-        )
+        let endpoint =
+            urls::join_path(&urls::parse_service_url("auth_url", auth_url.as_ref())?, "oauth2/introspect");
+        Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
     }
 
     /// Introspection at the endpoint a discovery document names.
@@ -260,11 +231,9 @@ impl TokenIntrospector {
         client_secret: impl Into<String>,
     ) -> Result<Self, Error> {
         metadata.check_endpoints()?;
-        let endpoint = metadata
-            .introspection_endpoint
-            .clone()
-            .ok_or_else(|| missing_endpoint("introspection_endpoint"))?;
-        Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
+        let endpoint = metadata.introspection_endpoint.as_ref();
+        let endpoint = endpoint.ok_or_else(|| missing_endpoint("introspection_endpoint"))?;
+        Self::with_endpoint(endpoint.clone(), client_id.into(), client_secret.into())
     }
 
     fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
@@ -298,17 +267,15 @@ impl TokenIntrospector {
     /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
     /// An unknown or expired token is not an error: it is `active: false`.
     pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
-        let endpoint = self.client.introspection_url().url().path().to_owned();
+        let endpoint = self.client.introspection_url().url().path();
         let token = oauth2::AccessToken::new(token.to_owned());
-        let response = self
-            .client
-            .introspect(&token)
-            .request_async(&OAuthHttp::introspection(&self.sender))
-            .await
-            .map_err(|e| token_error(&endpoint, e))?;
+        let answer =
+            self.client.introspect(&token).request_async(&OAuthHttp::introspection(&self.sender)).await;
+        let response = answer.map_err(|e| token_error(endpoint, e))?;
+        let scopes = response.scopes().map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect());
         Ok(Introspection {
             active: response.active(),
-            scopes: response.scopes().map(|s| s.iter().map(|s| s.to_string()).collect()).unwrap_or_default(),
+            scopes: scopes.unwrap_or_default(),
             client_id: response.client_id().map(|c| c.to_string()),
             username: response.username().map(str::to_owned),
             token_type: response.token_type().map(|t| t.as_ref().to_owned()),

@@ -2,14 +2,18 @@
 //! `127.0.0.1` that receives the authorization callback.
 
 use std::net::Ipv4Addr;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::future::{self, Either};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use super::AuthorizationRequest;
+use super::authorization_code::CallbackParams;
 use super::pkce::constant_time_eq;
 use crate::Error;
 use crate::error::CallbackError;
@@ -109,10 +113,11 @@ impl LoopbackRedirect {
     /// returns its full URL (`http://127.0.0.1:<port>/callback?code=...&state=...`), ready for
     /// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange).
     ///
-    /// Only a request to the callback path carrying `request`'s `state` (once, compared in
-    /// constant time) ends the wait, with a code or with `error=` (the user declined). Any other
-    /// request there (a callback forged by another local process, a stale browser tab) is
-    /// answered with a 400 and the wait goes on, up to the [`timeout`](Self::timeout).
+    /// Only a request to the callback path carrying `request`'s `state` (compared in constant
+    /// time) and no parameter of a callback twice ends the wait, with a code or with `error=`
+    /// (the user declined). Any other request there (a callback forged by another local
+    /// process, a stale browser tab) is answered with a 400 and the wait goes on, up to the
+    /// [`timeout`](Self::timeout).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), business_records::Error> {
@@ -136,8 +141,8 @@ impl LoopbackRedirect {
     }
 
     /// Waits for the first request to the callback path that carries `code`, `state` or
-    /// `error`, and returns its full URL; a request to the callback path with none of them is
-    /// answered with a 400 and does not end the wait.
+    /// `error`, and returns its full URL; a request to the callback path with none of them, or
+    /// with one of them twice, is answered with a 400 and does not end the wait.
     ///
     /// Any local process can end this wait with a made-up callback, and the real one then
     /// finds no listener; [`wait_for_callback_of`](Self::wait_for_callback_of) waits for the
@@ -153,34 +158,28 @@ impl LoopbackRedirect {
     /// Serves connections until the callback `serve` accepts arrives, or the timeout.
     async fn wait(self, state: Option<Arc<str>>) -> Result<String, Error> {
         let (found, mut callbacks) = mpsc::channel::<String>(1);
-        let port = self.port;
-        let listener = self.listener;
-        let accept = tokio::spawn(async move {
-            // Ends only on an accept error: the task is aborted once a callback arrives.
+        // Ends only on an accept error: it is dropped once a callback arrives.
+        let accept = async {
             loop {
-                let stream = match listener.accept().await {
+                let stream = match self.listener.accept().await {
                     Ok((stream, _)) => stream,
                     Err(e) => return listener_error("accept a connection", e),
                 };
-                let found = found.clone();
-                let state = state.clone();
+                let (found, state, port) = (found.clone(), state.clone(), self.port);
                 tokio::spawn(async move {
                     if let Some(url) = serve(stream, port, state.as_deref()).await {
                         let _ = found.send(url).await;
                     }
                 });
             }
-        });
-        let waited = tokio::time::timeout(self.timeout, callbacks.recv()).await;
-        accept.abort();
-        match waited {
-            Ok(Some(url)) => {
+        };
+        // `found` lives as long as this call: `recv` gives a callback, never `None`.
+        match tokio::time::timeout(self.timeout, future::select(pin!(accept), pin!(callbacks.recv()))).await {
+            Ok(Either::Left((error, _))) => Err(error),
+            Ok(Either::Right((url, _))) => {
                 tracing::debug!("authorization callback received");
-                Ok(url)
+                url.ok_or_else(|| CallbackError::Listener { action: "keep listening", source: None }.into())
             }
-            Ok(None) => Err(accept.await.unwrap_or_else(|_| {
-                CallbackError::Listener { action: "keep listening", source: None }.into()
-            })),
             Err(_) => Err(CallbackError::Timeout(self.timeout).into()),
         }
     }
@@ -194,34 +193,32 @@ fn listener_error(action: &'static str, error: std::io::Error) -> Error {
 /// carrying `state` once when it is given, else any with `code`, `state` or `error`.
 async fn serve(mut stream: TcpStream, port: u16, state: Option<&str>) -> Option<String> {
     let head = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await.ok()??;
-    let request_line = head.lines().next()?;
-    let mut parts = request_line.split(' ');
-    let (method, target) = (parts.next()?, parts.next()?);
-    if method != "GET" {
-        respond(&mut stream, "405 Method Not Allowed", "method not allowed").await;
-        return None;
-    }
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    if path != CALLBACK_PATH {
-        respond(&mut stream, "404 Not Found", "not found").await;
-        return None;
-    }
-    let params: Vec<(String, String)> = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
-    let has = |name: &str| params.iter().any(|(n, _)| n == name);
-    let ours = match state {
-        Some(expected) => match params.iter().filter(|(n, _)| n == "state").collect::<Vec<_>>()[..] {
-            [(_, state)] => constant_time_eq(state.as_bytes(), expected.as_bytes()),
-            _ => false,
-        },
-        None => has("code") || has("state") || has("error"),
+    let mut request_line = head.split(' ');
+    let (method, target) = (request_line.next()?, request_line.next()?);
+    let ours = |params: &CallbackParams| match state {
+        Some(expected) => {
+            params.state.as_ref().is_some_and(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
+        }
+        None => params.code.is_some() || params.state.is_some() || params.error.is_some(),
     };
-    if !ours {
-        respond(&mut stream, "400 Bad Request", "not the callback of the pending sign-in").await;
-        return None;
-    }
-    let page = if has("error") || !has("code") { FAILED_PAGE } else { DONE_PAGE };
-    respond(&mut stream, "200 OK", page).await;
-    Some(format!("http://127.0.0.1:{port}{target}"))
+    let (status, body) = if method != "GET" {
+        ("405 Method Not Allowed", "method not allowed")
+    } else if target.split('?').next() != Some(CALLBACK_PATH) {
+        ("404 Not Found", "not found")
+    } else {
+        match CallbackParams::parse(target) {
+            Ok(params) if ours(&params) => {
+                let page =
+                    if params.error.is_some() || params.code.is_none() { FAILED_PAGE } else { DONE_PAGE };
+                respond(&mut stream, "200 OK", page).await;
+                return Some(format!("http://127.0.0.1:{port}{target}"));
+            }
+            // A callback with a repeated parameter is no one's.
+            _ => ("400 Bad Request", "not the callback of the pending sign-in"),
+        }
+    };
+    respond(&mut stream, status, body).await;
+    None
 }
 
 /// Reads up to the blank line that ends the request head.
@@ -273,6 +270,7 @@ mod tests {
 
         assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
         assert!(get(port, "/callback").await.starts_with("HTTP/1.1 400"));
+        assert!(get(port, "/callback?code=a&code=b").await.starts_with("HTTP/1.1 400"), "a repeated code");
         // A connection that never sends anything does not hold the listener up.
         let _silent = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).await.expect("connect");
         let page = get(port, "/callback?code=c1&state=s1").await;

@@ -58,12 +58,7 @@ impl<'s> OAuthHttp<'s> {
 
     /// For token introspection.
     pub(crate) fn introspection(sender: &'s HttpSender) -> Self {
-        OAuthHttp {
-            sender,
-            body: BodyKind::Introspection,
-            authorization: None,
-            numbers: INTROSPECTION_NUMBERS,
-        }
+        OAuthHttp { body: BodyKind::Introspection, numbers: INTROSPECTION_NUMBERS, ..Self::token(sender) }
     }
 
     /// With `header` (when set) as every request's `Authorization`.
@@ -86,12 +81,10 @@ impl<'s> OAuthHttp<'s> {
                 let request = reqwest::Request::try_from(request)
                     .map_err(|e| Error::Http(HttpError::from_reqwest(path, e)))?;
                 let response = self.sender.exchange(request, number, expect, no_head).await?;
-                let mut answer = http::Response::builder().status(response.status);
-                if let Some(headers) = answer.headers_mut() {
-                    *headers = response.headers;
-                }
-                let body = bound_json_fields(response.body, self.numbers);
-                answer.body(body).map_err(|e| Error::Decode(DecodeError::new(path, e)))
+                let mut answer = http::Response::new(bound_json_fields(response.body, self.numbers));
+                *answer.status_mut() = response.status;
+                *answer.headers_mut() = response.headers;
+                Ok(answer)
             }
         };
         self.sender.retry_policy().run(&Pacer::off(), true, None, attempt).await
@@ -117,12 +110,10 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
     match err {
         RequestTokenError::Request(inner) => inner,
         RequestTokenError::ServerResponse(body) => {
-            let status = match body.error().as_ref() {
-                "invalid_client" => 401,
-                _ => 400,
-            };
+            let code = body.error().as_ref();
+            let status = if code == "invalid_client" { 401 } else { 400 };
             Error::Api(
-                ApiError::new(status, Some(ErrorCode::parse(body.error().as_ref())), endpoint)
+                ApiError::new(status, Some(ErrorCode::parse(code)), endpoint)
                     .with_origin(Origin::AuthorizationServer)
                     .with_description(body.error_description().map(|d| crate::text::server_text(d))),
             )
@@ -183,15 +174,11 @@ pub(crate) fn token_set(
     }
     tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
     tokens.id_token = response.extra_fields().id_token.clone();
-    tokens.expires_at = response
-        .expires_in()
-        .map(clamp_lifetime)
-        .and_then(|lifetime| chrono::Duration::from_std(lifetime).ok())
-        .and_then(|lifetime| sent_at.checked_add_signed(lifetime));
+    let lifetime =
+        response.expires_in().and_then(|lifetime| chrono::Duration::from_std(clamp_lifetime(lifetime)).ok());
+    tokens.expires_at = lifetime.and_then(|lifetime| sent_at.checked_add_signed(lifetime));
     // RFC 6749 section 5.1: no `scope` in the response means the requested ones were granted.
-    tokens.scopes = match response.scopes() {
-        Some(scopes) => scopes.iter().map(|s| s.to_string()).collect(),
-        None => requested.to_vec(),
-    };
+    let granted = response.scopes().map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect());
+    tokens.scopes = granted.unwrap_or_else(|| requested.to_vec());
     Ok(tokens)
 }

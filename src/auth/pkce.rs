@@ -1,13 +1,12 @@
 //! PKCE (RFC 7636, API Part 5.2), random `state` and `nonce` values, and constant-time
 //! comparison.
 
-use oauth2::{CsrfToken, PkceCodeChallenge};
+use oauth2::CsrfToken;
 
-use super::PkceVerifier;
-
-/// Random bytes behind a generated verifier: 48 bytes are 64 base64url characters, well inside
-/// the 43 to 128 the API allows.
-const VERIFIER_BYTES: u32 = 48;
+/// Random bytes behind a generated verifier (`oauth2`'s, from the operating system's CSPRNG
+/// through `rand`'s `ThreadRng`): 48 bytes are 64 base64url characters, well inside the 43 to
+/// 128 the API allows.
+pub(crate) const VERIFIER_BYTES: u32 = 48;
 /// Random bytes behind `state` and `nonce`: 256 bits, twice the 128 the design asks for.
 const STATE_BYTES: u32 = 32;
 
@@ -17,21 +16,6 @@ pub(crate) const MIN_VERIFIER_LEN: usize = 43;
 /// Longest verifier RFC 7636 allows.
 #[cfg(test)]
 pub(crate) const MAX_VERIFIER_LEN: usize = 128;
-
-/// A fresh verifier and its S256 challenge.
-pub(crate) struct Pkce {
-    pub(crate) verifier: PkceVerifier,
-    pub(crate) challenge: PkceCodeChallenge,
-}
-
-impl Pkce {
-    /// A verifier from the operating system's CSPRNG (through `oauth2`, which uses `rand`'s
-    /// `ThreadRng`), base64url without padding, and its S256 challenge.
-    pub(crate) fn generate() -> Self {
-        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256_len(VERIFIER_BYTES);
-        Pkce { verifier: PkceVerifier::new(verifier.secret().clone()), challenge }
-    }
-}
 
 /// True when `verifier` has 43 to 128 characters of the unreserved set
 /// (`A-Z a-z 0-9 - . _ ~`, RFC 7636 section 4.1).
@@ -49,12 +33,12 @@ pub(crate) fn s256_challenge(verifier: &str) -> Option<String> {
         return None;
     }
     let verifier = oauth2::PkceCodeVerifier::new(verifier.to_owned());
-    Some(PkceCodeChallenge::from_code_verifier_sha256(&verifier).as_str().to_owned())
+    Some(oauth2::PkceCodeChallenge::from_code_verifier_sha256(&verifier).as_str().to_owned())
 }
 
 /// A random value for `state` or `nonce`: 256 bits from the CSPRNG, base64url.
 pub(crate) fn random_value() -> String {
-    CsrfToken::new_random_len(STATE_BYTES).secret().clone()
+    CsrfToken::new_random_len(STATE_BYTES).into_secret()
 }
 
 /// Compares two byte strings in time that depends on their lengths only, not on where they
@@ -65,19 +49,21 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use oauth2::PkceCodeChallenge;
+
     use super::*;
 
     #[test]
     fn generated_verifiers_are_long_unreserved_and_distinct() {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..200 {
-            let pkce = Pkce::generate();
-            let verifier = pkce.verifier.secret();
+            let (challenge, verifier) = PkceCodeChallenge::new_random_sha256_len(VERIFIER_BYTES);
+            let verifier = verifier.secret();
             assert!(is_valid_verifier(verifier), "{} characters", verifier.len());
             assert_eq!(verifier.len(), 64);
             assert!(verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-            assert_eq!(pkce.challenge.method().as_str(), "S256");
-            assert_eq!(s256_challenge(verifier).as_deref(), Some(pkce.challenge.as_str()));
+            assert_eq!(challenge.method().as_str(), "S256");
+            assert_eq!(s256_challenge(verifier).as_deref(), Some(challenge.as_str()));
             assert!(seen.insert(verifier.to_owned()), "a verifier repeated");
         }
     }

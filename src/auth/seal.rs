@@ -22,25 +22,17 @@ const KEY_ID_LEN: usize = 16;
 /// `RedisTokenCache::user_secret`): as many bytes as the 256-bit key derived from it.
 pub(crate) const MIN_SECRET_BYTES: usize = 32;
 
-/// A sealing key and the id that goes into key names.
+/// A sealing key and the id that goes into key names (the first [`KEY_ID_LEN`] bytes: an
+/// HKDF output's prefix is the same whatever length is asked of it).
 pub(crate) struct Sealer {
     key: LessSafeKey,
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
-    key_id: [u8; KEY_ID_LEN],
+    key_id: [u8; 32],
 }
 
 impl fmt::Debug for Sealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Sealer([redacted])")
-    }
-}
-
-/// An output length for HKDF.
-struct Len(usize);
-
-impl hkdf::KeyType for Len {
-    fn len(&self) -> usize {
-        self.0
     }
 }
 
@@ -50,8 +42,8 @@ impl Sealer {
     pub(crate) fn derive(secret: &[u8], purpose: &str) -> Option<Self> {
         let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, SALT).extract(secret);
         let key: UnboundKey = prk.expand(&[b"aead ", purpose.as_bytes()], &AES_256_GCM).ok()?.into();
-        let mut key_id = [0u8; KEY_ID_LEN];
-        prk.expand(&[b"key id ", purpose.as_bytes()], Len(KEY_ID_LEN)).ok()?.fill(&mut key_id).ok()?;
+        let mut key_id = [0u8; 32];
+        prk.expand(&[b"key id ", purpose.as_bytes()], hkdf::HKDF_SHA256).ok()?.fill(&mut key_id).ok()?;
         Some(Sealer { key: LessSafeKey::new(key), key_id })
     }
 
@@ -73,35 +65,22 @@ impl Sealer {
     /// read back, and processes with different secrets never share an entry.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn key_name(&self, prefix: &str, kind: &str, parts: &[&str]) -> String {
-        key_name(prefix, kind, &self.key_id, parts)
+        key_name(prefix, kind, &self.key_id[..KEY_ID_LEN], parts)
     }
 
     /// `VERSION || nonce || ciphertext || tag`, bound to `aad` (the Redis key).
     pub(crate) fn seal(&self, aad: &str, plaintext: &[u8]) -> Option<Vec<u8>> {
         let nonce: [u8; NONCE_LEN] = random_bytes()?;
-        let mut sealed = Vec::with_capacity(1 + NONCE_LEN + plaintext.len() + AES_256_GCM.tag_len());
-        sealed.push(VERSION);
-        sealed.extend_from_slice(&nonce);
         let mut body = plaintext.to_vec();
-        self.key
-            .seal_in_place_append_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad.as_bytes()),
-                &mut body,
-            )
-            .ok()?;
-        sealed.extend_from_slice(&body);
-        Some(sealed)
+        let aad = Aad::from(aad.as_bytes());
+        self.key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), aad, &mut body).ok()?;
+        Some([&[VERSION][..], &nonce, &body].concat())
     }
 
     /// The plaintext, or `None` when `sealed` was not sealed under this key for `aad` (another
     /// secret, another key, or tampered with).
     pub(crate) fn open(&self, aad: &str, sealed: &[u8]) -> Option<Vec<u8>> {
-        let (&version, rest) = sealed.split_first()?;
-        if version != VERSION || rest.len() < NONCE_LEN {
-            return None;
-        }
-        let (nonce, body) = rest.split_at(NONCE_LEN);
+        let (nonce, body) = sealed.strip_prefix(&[VERSION])?.split_at_checked(NONCE_LEN)?;
         let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
         let mut body = body.to_vec();
         let plaintext = self.key.open_in_place(nonce, Aad::from(aad.as_bytes()), &mut body).ok()?;
@@ -164,6 +143,21 @@ mod tests {
             }
         }
         assert!(Sealer::from_secret("user_secret", &[7u8; 32], "user").is_ok());
+    }
+
+    #[test]
+    fn key_ids_are_what_a_16_byte_hkdf_output_was() {
+        // Redis key names made before the key id was cut from a longer output stay the same.
+        struct Len(usize);
+        impl hkdf::KeyType for Len {
+            fn len(&self) -> usize {
+                self.0
+            }
+        }
+        let prk = hkdf::Salt::new(hkdf::HKDF_SHA256, SALT).extract(b"secret");
+        let mut short = [0u8; KEY_ID_LEN];
+        prk.expand(&[b"key id ", b"user"], Len(KEY_ID_LEN)).unwrap().fill(&mut short).unwrap();
+        assert_eq!(Sealer::derive(b"secret", "user").expect("derive").key_id[..KEY_ID_LEN], short);
     }
 
     #[test]

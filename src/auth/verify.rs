@@ -24,36 +24,41 @@
 //! ```
 
 mod claims;
-mod header;
-mod jwks;
 mod key_cache;
 
-use std::fmt;
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
+use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use url::Url;
 
 pub use self::claims::Claims;
-use self::header::{map_jwt_error, parse_header};
-pub(crate) use self::header::{untrusted_audience, unverified_claims};
-use self::jwks::{Jwks, JwksEndpoint, fetch_jwks, parse_jwks};
-use self::key_cache::{FetchPolicy, KeyCache};
-use crate::error::{Error, VerifyError};
+use self::key_cache::{FetchPolicy, Jwks, KeyCache};
+use crate::error::{DecodeError, Error, VerifyError};
+use crate::limits::BodyKind;
+use crate::urls;
 use crate::wire::HttpSender;
-use crate::{RetryPolicy, urls};
 
-/// Default minimum pause between two JWKS fetches triggered by unknown key ids.
-pub(crate) const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(5);
-/// Default age after which the JWKS is fetched again.
-const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
-/// Default first and largest backoff after a failed JWKS fetch.
-const DEFAULT_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+/// When keys are fetched again unless set otherwise: after an hour, for unknown key ids at most
+/// every 5 seconds, and after a failure with a backoff from 1 second up to a minute.
+const DEFAULT_FETCH: FetchPolicy = FetchPolicy {
+    max_age: Duration::from_secs(3600),
+    refetch_interval: Duration::from_secs(5),
+    backoff: (Duration::from_secs(1), Duration::from_secs(60)),
+};
 /// The longest clock-skew allowance: a longer one would take the time it allows past the
 /// epoch (and `jsonwebtoken`'s arithmetic with it).
 const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
+/// Longest token accepted; anything larger is rejected before any parsing.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Longest key id, algorithm or audience quoted back in an error.
+const MAX_QUOTED: usize = 64;
 
 /// Installs the crate's JWT crypto backend once per process.
 ///
@@ -62,7 +67,7 @@ const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
 /// itself and would panic at the first signature operation. Installing the
 /// provider explicitly avoids that; if another provider is already installed,
 /// it is kept.
-pub(crate) fn ensure_crypto_provider() {
+fn ensure_crypto_provider() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
@@ -93,34 +98,19 @@ pub(crate) fn ensure_crypto_provider() {
 ///
 /// JWKS requests go through the crate's HTTP layer: one `tracing` span each, the crate's
 /// `User-Agent`, a 30 second timeout, and no redirects followed (see [`http`](Self::http)).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct TokenVerifier {
     config: Arc<Config>,
     keys: Arc<KeyCache>,
 }
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 struct Config {
-    source: Option<JwksEndpoint>,
-    issuer: String,
-    audience: String,
-    leeway: Duration,
+    /// Where keys come from; `None` for a fixed set.
+    source: Option<(Url, HttpSender)>,
+    /// The signature algorithm, `iss`, `aud`, the claims required and the leeway.
+    validation: Validation,
     fetch: FetchPolicy,
-}
-
-impl fmt::Debug for TokenVerifier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let jwks_url = self.config.source.as_ref().map(|s| s.url.as_str());
-        f.debug_struct("TokenVerifier")
-            .field("jwks_url", &jwks_url)
-            .field("issuer", &self.config.issuer)
-            .field("audience", &self.config.audience)
-            .field("leeway", &self.config.leeway)
-            .field("max_age", &self.config.fetch.max_age)
-            .field("refetch_interval", &self.config.fetch.refetch_interval)
-            .field("cached_keys", &self.keys.len())
-            .finish()
-    }
 }
 
 impl TokenVerifier {
@@ -154,8 +144,8 @@ impl TokenVerifier {
         audience: impl Into<String>,
     ) -> Result<Self, Error> {
         let url = urls::parse_service_url("jwks_url", jwks_url.as_ref())?;
-        let sender = HttpSender::shared_default()?;
-        Self::with_source(Some(JwksEndpoint { url, sender }), Jwks::default(), issuer, audience)
+        let source = Some((url, HttpSender::shared_default()?));
+        Self::with_source(source, Jwks::default(), issuer.into(), audience.into())
     }
 
     /// A verifier with a fixed key set that never fetches.
@@ -172,19 +162,17 @@ impl TokenVerifier {
         issuer: impl Into<String>,
         audience: impl Into<String>,
     ) -> Result<Self, Error> {
-        let keys = parse_jwks(jwks_json.as_bytes())
+        let keys = Jwks::parse(jwks_json.as_bytes())
             .map_err(|e| Error::invalid("jwks_json", format!("expected a JWKS document ({e})")))?;
-        Self::with_source(None, keys, issuer, audience)
+        Self::with_source(None, keys, issuer.into(), audience.into())
     }
 
     fn with_source(
-        source: Option<JwksEndpoint>,
+        source: Option<(Url, HttpSender)>,
         keys: Jwks,
-        issuer: impl Into<String>,
-        audience: impl Into<String>,
+        issuer: String,
+        audience: String,
     ) -> Result<Self, Error> {
-        let issuer = issuer.into();
-        let audience = audience.into();
         if issuer.is_empty() {
             return Err(Error::invalid("issuer", "expected a non-empty issuer"));
         }
@@ -192,21 +180,14 @@ impl TokenVerifier {
             return Err(Error::invalid("audience", "expected a non-empty audience"));
         }
         ensure_crypto_provider();
-        let (initial, max) = DEFAULT_BACKOFF;
-        Ok(Self {
-            config: Arc::new(Config {
-                source,
-                issuer,
-                audience,
-                leeway: Duration::ZERO,
-                fetch: FetchPolicy {
-                    max_age: DEFAULT_MAX_AGE,
-                    refetch_interval: DEFAULT_REFETCH_INTERVAL,
-                    backoff: backoff_policy(initial, max),
-                },
-            }),
-            keys: Arc::new(KeyCache::new(keys)),
-        })
+        let mut validation = Validation::new(Algorithm::RS256);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
+        validation.leeway = 0;
+        validation.validate_nbf = true;
+        let config = Arc::new(Config { source, validation, fetch: DEFAULT_FETCH });
+        Ok(Self { config, keys: Arc::new(KeyCache::new(keys)) })
     }
 
     /// Sends the JWKS requests through `http` (proxies, root certificates, a pool of your
@@ -233,9 +214,15 @@ impl TokenVerifier {
 
     /// Sends JWKS requests through `sender` (a flow's own, for ID tokens).
     pub(crate) fn with_sender(mut self, sender: HttpSender) -> Self {
-        if let Some(source) = &mut Arc::make_mut(&mut self.config).source {
-            source.sender = sender;
+        if let Some((_, own)) = &mut Arc::make_mut(&mut self.config).source {
+            *own = sender;
         }
+        self
+    }
+
+    /// The same verifier for tokens of `issuer` (a flow's ID tokens), its keys shared.
+    pub(crate) fn with_issuer(mut self, issuer: &str) -> Self {
+        Arc::make_mut(&mut self.config).validation.set_issuer(&[issuer]);
         self
     }
 
@@ -245,7 +232,7 @@ impl TokenVerifier {
     /// [`id_token_leeway`](super::AuthorizationCodeFlow::id_token_leeway).)
     #[must_use]
     pub fn leeway(mut self, leeway: Duration) -> Self {
-        Arc::make_mut(&mut self.config).leeway = leeway.min(MAX_LEEWAY);
+        Arc::make_mut(&mut self.config).validation.leeway = leeway.min(MAX_LEEWAY).as_secs();
         self
     }
 
@@ -295,12 +282,12 @@ impl TokenVerifier {
         self
     }
 
-    /// The backoff after a failed JWKS fetch: the next fetch waits `initial`, doubling after
-    /// each further failure up to `max`, each wait drawn between half and all of that (jitter).
-    /// Default: 1 second, up to 60 seconds.
+    /// The backoff after a failed JWKS fetch: the next fetch waits up to `initial`, the ceiling
+    /// doubling after each further failure up to `max`, each wait drawn between zero and the
+    /// ceiling (full jitter, the crate's one backoff). Default: 1 second, up to 60 seconds.
     #[must_use]
     pub fn fetch_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        Arc::make_mut(&mut self.config).fetch.backoff = backoff_policy(initial, max.max(initial));
+        Arc::make_mut(&mut self.config).fetch.backoff = (initial, max.max(initial));
         self
     }
 
@@ -314,10 +301,15 @@ impl TokenVerifier {
     /// The [`VerifyError`] describing the first check that failed.
     pub async fn verify(&self, token: &str) -> Result<Claims, VerifyError> {
         let kid = parse_header(token)?;
-        let kid = kid.as_deref();
         let key = match &self.config.source {
-            Some(source) => self.keys.key(kid, &self.config.fetch, || fetch_jwks(source)).await?,
-            None => self.keys.cached(kid)?,
+            Some((url, sender)) => {
+                let fetch = || async {
+                    let body = sender.get_document(url.clone(), BodyKind::Jwks).await?;
+                    Jwks::parse(&body).map_err(|e| Error::Decode(DecodeError::new(url.path(), e)))
+                };
+                self.keys.key(kid.as_deref(), &self.config.fetch, fetch).await?
+            }
+            None => self.keys.cached(kid.as_deref())?,
         };
         self.verify_with_key(token, &key)
     }
@@ -330,27 +322,19 @@ impl TokenVerifier {
     /// [`VerifyError::UnknownKey`] if the `kid` is not cached.
     pub fn verify_cached(&self, token: &str) -> Result<Claims, VerifyError> {
         let kid = parse_header(token)?;
-        let key = self.keys.cached(kid.as_deref())?;
-        self.verify_with_key(token, &key)
+        self.verify_with_key(token, &*self.keys.cached(kid.as_deref())?)
     }
 
     fn verify_with_key(&self, token: &str, key: &DecodingKey) -> Result<Claims, VerifyError> {
-        let mut validation = Validation::new(Algorithm::RS256);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        validation.set_issuer(&[&self.config.issuer]);
-        validation.set_audience(&[&self.config.audience]);
-        validation.leeway = self.config.leeway.as_secs();
-        validation.validate_exp = true;
-        validation.validate_nbf = true;
-        validation.validate_aud = true;
-
-        let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, key, &validation)
-            .map_err(map_jwt_error)?;
+        let validation = &self.config.validation;
+        // Decoded as a map first: `jsonwebtoken` names a missing claim only once it has the claims.
+        let claims =
+            jsonwebtoken::decode::<Map<String, Value>>(token, key, validation).map_err(map_jwt_error)?;
         let claims: Claims =
-            serde_json::from_value(Value::Object(data.claims)).map_err(|_| VerifyError::Malformed)?;
-        // `exp` must be strictly in the future (jsonwebtoken accepts `exp == now`).
+            serde_json::from_value(Value::Object(claims.claims)).map_err(|_| VerifyError::Malformed)?;
         let now = Utc::now().timestamp();
-        let leeway = i64::try_from(self.config.leeway.as_secs()).unwrap_or(i64::MAX);
+        let leeway = i64::try_from(validation.leeway).unwrap_or(i64::MAX);
+        // `exp` must be strictly in the future (jsonwebtoken accepts `exp == now`).
         if claims.exp.saturating_add(leeway) <= now {
             return Err(VerifyError::Expired);
         }
@@ -362,9 +346,52 @@ impl TokenVerifier {
     }
 }
 
-/// The backoff schedule of failed JWKS fetches: the verifier never stops trying.
-fn backoff_policy(initial: Duration, max: Duration) -> RetryPolicy {
-    RetryPolicy::default().initial_delay(initial).max_delay(max).max_attempts(u32::MAX)
+fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
+    match err.into_kind() {
+        ErrorKind::InvalidSignature => VerifyError::InvalidSignature,
+        ErrorKind::ExpiredSignature => VerifyError::Expired,
+        ErrorKind::ImmatureSignature => VerifyError::NotYetValid,
+        ErrorKind::InvalidIssuer => VerifyError::InvalidIssuer,
+        ErrorKind::InvalidAudience => VerifyError::InvalidAudience,
+        ErrorKind::MissingRequiredClaim(claim) => VerifyError::MissingClaim { claim },
+        ErrorKind::InvalidAlgorithm | ErrorKind::UnsupportedAlgorithm => {
+            VerifyError::UnsupportedAlgorithm { alg: "unknown".into() }
+        }
+        _ => VerifyError::Malformed,
+    }
+}
+
+/// A key id, algorithm or audience from a token, shortened and cleaned for an error.
+pub(crate) fn quoted(s: &str) -> String {
+    crate::text::server_text(&s.chars().take(MAX_QUOTED).collect::<String>())
+}
+
+/// Checks the token's shape and header, before any key is chosen: a compact JWS no larger than
+/// [`MAX_TOKEN_BYTES`] signed with RS256, without critical header extensions (none are
+/// understood, RFC 7515 section 4.1.11). Returns its `kid`, `None` when it has none (then the
+/// key set's only signing key applies, OpenID Connect Core section 10.1).
+fn parse_header(token: &str) -> Result<Option<String>, VerifyError> {
+    #[derive(Deserialize)]
+    struct Header {
+        alg: String,
+        kid: Option<String>,
+        crit: Option<Value>,
+    }
+    if token.len() > MAX_TOKEN_BYTES {
+        return Err(VerifyError::Malformed);
+    }
+    let segments: Vec<&str> = token.splitn(4, '.').collect();
+    let [header, payload, signature] = segments[..] else { return Err(VerifyError::Malformed) };
+    let json = URL_SAFE_NO_PAD.decode(header).map_err(|_| VerifyError::Malformed)?;
+    let header: Header = serde_json::from_slice(&json).map_err(|_| VerifyError::Malformed)?;
+    if header.alg != "RS256" {
+        return Err(VerifyError::UnsupportedAlgorithm { alg: quoted(&header.alg) });
+    }
+    // An empty signature is `alg: none`'s, which a token claiming RS256 cannot have.
+    if header.crit.is_some() || payload.is_empty() || signature.is_empty() {
+        return Err(VerifyError::Malformed);
+    }
+    Ok(header.kid.filter(|kid| !kid.is_empty()))
 }
 
 #[cfg(test)]

@@ -86,7 +86,9 @@ fn debug_of_every_secret_type_is_redacted() {
     let backend: Auth = Auth::client_credentials("https://auth.example.com", "id", "s-secret").into();
     let client =
         Client::builder().base_url("https://api.example.com").auth(auth.clone()).build().expect("client");
-    let debug = format!("{tokens:?} {request:?} {auth:?} {backend:?} {flow:?} {client:?}");
+    let introspector =
+        TokenIntrospector::new("https://auth.example.com", "api", "s-secret").expect("introspector");
+    let debug = format!("{tokens:?} {request:?} {auth:?} {backend:?} {flow:?} {client:?} {introspector:?}");
     for secret in ["s-access", "s-refresh", "s-secret", request.pkce_verifier().secret(), request.state()] {
         assert!(!debug.contains(secret), "{secret} in {debug}");
     }

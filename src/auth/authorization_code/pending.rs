@@ -1,5 +1,6 @@
 //! A pending sign-in sealed for a cookie: any instance of a web app that holds the same
-//! secret opens it and finishes the sign-in, with nothing kept on the server.
+//! secret opens it and finishes the sign-in, with nothing kept on the server. The flow's
+//! sealing secret and the sealed value's maximum age are set here.
 //!
 //! The value is `base64url(flow tag || sealed)`. The flow tag (8 bytes of SHA-256 over the
 //! client id and the redirect URI) tells a value of another flow from a damaged one; `sealed`
@@ -7,20 +8,48 @@
 //! `state`, PKCE verifier and `nonce`, with the purpose, client id and redirect URI as
 //! additional data. The authorize URL is not kept: it is not needed to finish.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use aws_lc_rs::digest;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
 
+use super::super::seal::Sealer;
 use super::super::{PkceVerifier, TokenSet};
-use super::web::PENDING_PURPOSE;
 use super::{AuthorizationCodeFlow, AuthorizationRequest};
 use crate::Error;
 use crate::error::CallbackError;
 
+/// What the sealing key is for (HKDF info): keys for other uses of the same secret differ.
+const PENDING_PURPOSE: &str = "pending sign-in";
 const TAG_LEN: usize = 8;
 
 impl AuthorizationCodeFlow {
+    /// The secret pending sign-ins are sealed with (AES-256-GCM under a key derived from it
+    /// with HKDF-SHA256): at least 32 bytes, random, the same on every instance of the app, and
+    /// kept out of source control. See [`seal_pending`](Self::seal_pending). Default: none.
+    ///
+    /// A shorter secret is reported by [`seal_pending`](Self::seal_pending),
+    /// [`open_pending`](Self::open_pending), [`exchange`](Self::exchange) and
+    /// [`ClientBuilder::build`](crate::ClientBuilder::build) as [`Error::InvalidArgument`]
+    /// naming `sealing_secret`.
+    pub fn sealing_secret(self, secret: impl AsRef<[u8]>) -> Self {
+        let sealer = Sealer::from_secret("sealing_secret", secret.as_ref(), PENDING_PURPOSE);
+        self.set(sealer, |c, sealer| c.sealer = Some(Arc::new(sealer)))
+    }
+
+    /// How long after [`seal_pending`](Self::seal_pending) a pending sign-in can still be
+    /// opened; an older one is [`CallbackError::SealedSignInExpired`](crate::error::CallbackError::SealedSignInExpired).
+    /// Default: 10 minutes.
+    pub fn pending_max_age(self, max_age: Duration) -> Self {
+        let checked = Some(max_age).filter(|max_age| !max_age.is_zero());
+        let checked =
+            checked.ok_or_else(|| Error::invalid("pending_max_age", "expected a duration above zero"));
+        self.set(checked, |c, max_age| c.pending_max_age = max_age)
+    }
+
     /// The pending sign-in `request` sealed into a cookie-safe string (base64url, about 270
     /// characters), to keep in the user's browser until the callback: the app needs no
     /// server-side state, and any instance with the same
@@ -50,16 +79,14 @@ impl AuthorizationCodeFlow {
     /// or the operating system's random source fails.
     pub fn seal_pending(&self, request: &AuthorizationRequest) -> Result<String, Error> {
         self.check()?;
-        let sealer = self.config.web.sealer.as_ref().ok_or_else(no_secret)?;
+        let sealer = self.sealer()?;
         let pending =
             (Utc::now().timestamp_millis(), &request.state, request.verifier.secret(), &request.nonce);
         let plain = serde_json::to_vec(&pending).map_err(|e| Error::invalid("request", e.to_string()))?;
         let sealed = sealer
             .seal(&self.binding(), &plain)
             .ok_or_else(|| Error::invalid("sealing_secret", "the operating system's random source failed"))?;
-        let mut value = self.flow_tag().to_vec();
-        value.extend_from_slice(&sealed);
-        Ok(URL_SAFE_NO_PAD.encode(value))
+        Ok(URL_SAFE_NO_PAD.encode([self.flow_tag(), sealed].concat()))
     }
 
     /// Opens a value of [`seal_pending`](Self::seal_pending). The request it gives back has no
@@ -75,19 +102,16 @@ impl AuthorizationCodeFlow {
     /// naming `sealing_secret` when none was set.
     pub fn open_pending(&self, sealed: &str) -> Result<AuthorizationRequest, Error> {
         self.check()?;
-        let sealer = self.config.web.sealer.as_ref().ok_or_else(no_secret)?;
+        let sealer = self.sealer()?;
         let value = URL_SAFE_NO_PAD.decode(sealed.trim()).map_err(|_| CallbackError::SealedSignInTampered)?;
-        if value.len() < TAG_LEN {
-            return Err(CallbackError::SealedSignInTampered.into());
-        }
-        let (tag, sealed) = value.split_at(TAG_LEN);
-        if tag != self.flow_tag() {
+        let (tag, sealed) = value.split_at_checked(TAG_LEN).ok_or(CallbackError::SealedSignInTampered)?;
+        if self.flow_tag() != tag {
             return Err(CallbackError::SealedSignInForeign.into());
         }
         let plain = sealer.open(&self.binding(), sealed).ok_or(CallbackError::SealedSignInTampered)?;
         let (created_ms, state, verifier, nonce): (i64, String, String, Option<String>) =
             serde_json::from_slice(&plain).map_err(|_| CallbackError::SealedSignInTampered)?;
-        let max_age = self.config.web.pending_max_age;
+        let max_age = self.config.pending_max_age;
         let age_ms = Utc::now().timestamp_millis().saturating_sub(created_ms);
         if u128::try_from(age_ms).unwrap_or(0) > max_age.as_millis() {
             return Err(CallbackError::SealedSignInExpired(max_age).into());
@@ -116,20 +140,18 @@ impl AuthorizationCodeFlow {
         self.exchange(request, callback).await
     }
 
+    fn sealer(&self) -> Result<&Sealer, Error> {
+        let missing = "required to seal or open a pending sign-in: call `sealing_secret(..)`";
+        self.config.sealer.as_deref().ok_or_else(|| Error::invalid("sealing_secret", missing))
+    }
+
     /// The additional data every sealed value of this flow is bound to.
     fn binding(&self) -> String {
-        format!("{PENDING_PURPOSE}\n{}\n{}", self.config.client_id, self.redirect_uri())
+        format!("{PENDING_PURPOSE}\n{}\n{}", self.client_id(), self.redirect_uri())
     }
 
     /// Says which flow sealed a value (public data: the client id and redirect URI).
-    fn flow_tag(&self) -> [u8; TAG_LEN] {
-        let digest = digest::digest(&digest::SHA256, self.binding().as_bytes());
-        let mut tag = [0u8; TAG_LEN];
-        tag.copy_from_slice(&digest.as_ref()[..TAG_LEN]);
-        tag
+    fn flow_tag(&self) -> Vec<u8> {
+        digest::digest(&digest::SHA256, self.binding().as_bytes()).as_ref()[..TAG_LEN].to_vec()
     }
-}
-
-fn no_secret() -> Error {
-    Error::invalid("sealing_secret", "required to seal or open a pending sign-in: call `sealing_secret(..)`")
 }

@@ -1,20 +1,23 @@
-//! One sign-in round trip: the request the user's browser opens, and the parameters of the
-//! callback that comes back.
+//! One sign-in round trip: the request the user's browser opens, with the flow's own
+//! parameters and, for [`authorize_url_with`](AuthorizationCodeFlow::authorize_url_with), the
+//! caller's extra ones; and the parameters of the callback that comes back.
 
 use std::fmt;
 
-use oauth2::RedirectUrl;
+use oauth2::{CsrfToken, PkceCodeChallenge, RedirectUrl, Scope};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::super::PkceVerifier;
+use super::super::pkce::{VERIFIER_BYTES, random_value};
+use super::AuthorizationCodeFlow;
 use crate::error::CallbackError;
 use crate::text::shown_raw_url;
 use crate::{Error, urls};
 
 /// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
-/// [`AuthorizationCodeFlow::exchange`](super::AuthorizationCodeFlow::exchange) checks the callback against. Made by
-/// [`AuthorizationCodeFlow::authorize_url`](super::AuthorizationCodeFlow::authorize_url).
+/// [`AuthorizationCodeFlow::exchange`] checks the callback against. Made by
+/// [`AuthorizationCodeFlow::authorize_url`].
 ///
 /// `Debug` shows only the authorization endpoint; the verifier never prints.
 #[derive(Clone, Serialize, Deserialize)]
@@ -55,33 +58,97 @@ impl fmt::Debug for AuthorizationRequest {
     }
 }
 
+/// Parameters the flow sets itself, which extra parameters may not replace: those of spec
+/// Part 4.2, the OpenID `nonce`, and the request objects that would carry replacements
+/// (RFC 9101).
+const OWNED: &str = "response_type client_id redirect_uri scope state nonce code_challenge \
+                     code_challenge_method code_verifier request request_uri";
+
+impl AuthorizationCodeFlow {
+    /// [`authorize_url`](Self::authorize_url) with extra parameters of the authorization
+    /// request, such as `prompt`, `login_hint`, `ui_locales`, `max_age` or `acr_values`
+    /// (OpenID Connect Core section 3.1.2.1). A parameter the flow sets itself is refused.
+    ///
+    /// ```
+    /// use business_records::auth::AuthorizationCodeFlow;
+    /// let flow = AuthorizationCodeFlow::new("https://auth.example.com", "my-web-app", "https://app.example.com/callback")?;
+    /// let request = flow.authorize_url_with([("prompt", "login"), ("login_hint", "alice@example.com")])?;
+    /// assert!(request.url().contains("login_hint=alice%40example.com"));
+    /// assert!(flow.authorize_url_with([("state", "mine")]).is_err());
+    /// # Ok::<(), business_records::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming `params` for an empty name or one the flow owns
+    /// (`response_type`, `client_id`, `redirect_uri`, `scope`, `state`, `nonce`,
+    /// `code_challenge`, `code_challenge_method`, `code_verifier`, `request`, `request_uri`).
+    pub fn authorize_url_with(
+        &self,
+        params: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
+    ) -> Result<AuthorizationRequest, Error> {
+        self.can_sign_in()?;
+        let params: Vec<(String, String)> = params.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        for (name, _) in &params {
+            if name.trim().is_empty() {
+                return Err(Error::invalid("params", "expected non-empty parameter names"));
+            }
+            if OWNED.split_whitespace().any(|owned| owned.eq_ignore_ascii_case(name.trim())) {
+                return Err(Error::invalid(
+                    "params",
+                    format!("`{name}` is set by the flow itself; expected other parameters"),
+                ));
+            }
+        }
+        Ok(self.authorization_request(&params))
+    }
+
+    /// A fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`, and the URL with
+    /// every parameter of API Part 4.2 and `extra`.
+    pub(super) fn authorization_request(&self, extra: &[(String, String)]) -> AuthorizationRequest {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256_len(VERIFIER_BYTES);
+        let state = random_value();
+        let nonce = self.wants_id_token().then(random_value);
+        let mut request = (self.config.client)
+            .authorize_url(|| CsrfToken::new(state.clone()))
+            .add_scopes(self.config.scopes.iter().cloned().map(Scope::new))
+            .set_pkce_challenge(challenge);
+        if let Some(nonce) = &nonce {
+            request = request.add_extra_param("nonce", nonce.clone());
+        }
+        for (name, value) in extra {
+            request = request.add_extra_param(name.clone(), value.clone());
+        }
+        // Without a redirect URI (a flow that only refreshes) there is nothing to open.
+        let url = self.can_sign_in().map_or_else(|_| String::new(), |()| request.url().0.into());
+        AuthorizationRequest { url, state, verifier: PkceVerifier::new(verifier.into_secret()), nonce }
+    }
+}
+
 /// The parameters of a callback this flow reads.
 #[derive(Debug, Default)]
-pub(super) struct CallbackParams {
-    pub(super) code: Option<String>,
-    pub(super) state: Option<String>,
-    pub(super) iss: Option<String>,
-    pub(super) error: Option<String>,
-    pub(super) error_description: Option<String>,
+pub(in crate::auth) struct CallbackParams {
+    pub(in crate::auth) code: Option<String>,
+    pub(in crate::auth) state: Option<String>,
+    pub(in crate::auth) iss: Option<String>,
+    pub(in crate::auth) error: Option<String>,
+    pub(in crate::auth) error_description: Option<String>,
 }
 
 impl CallbackParams {
     /// Reads the callback in any form a web framework or a listener hands over: an absolute
-    /// URL, an origin-form path with its query (`/callback?code=..`), or the query alone, with
-    /// or without its `?`. Values are decoded leniently: characters a browser leaves unencoded
-    /// (`:` and `/` in `iss`) are taken as they are, and a fragment is ignored.
-    pub(super) fn parse(callback: &str) -> Result<Self, CallbackError> {
+    /// URL (`https://app.example.com/cb?..`, `com.example.app:/cb?..`), an origin-form path with
+    /// its query (`/callback?code=..`), or the query alone, with or without its `?`. Values are
+    /// decoded leniently: characters a browser leaves unencoded (`:` and `/` in `iss`, `?` in a
+    /// value) are taken as they are, and a fragment is ignored.
+    pub(in crate::auth) fn parse(callback: &str) -> Result<Self, CallbackError> {
         let callback = callback.trim();
-        let query = if let Some(query) = callback.strip_prefix('?') {
-            query
-        } else if callback.starts_with('/') {
-            callback.split_once('?').map_or("", |(_, query)| query)
-        } else if let Some(query) = absolute_url_query(callback) {
-            query
-        } else if callback.contains('=') && !callback.contains(char::is_whitespace) {
-            callback
-        } else {
-            return Err(CallbackError::Malformed);
+        let query = match callback.split_once('?') {
+            // What comes before the first `?` is a URL or a path, unless it holds a `name=`.
+            Some((before, query)) if !before.contains('=') => query,
+            None if callback.starts_with('/') || Url::parse(callback).is_ok() => "",
+            _ if callback.contains('=') && !callback.contains(char::is_whitespace) => callback,
+            _ => return Err(CallbackError::Malformed),
         };
         let query = query.split_once('#').map_or(query, |(query, _)| query);
         let mut params = CallbackParams::default();
@@ -102,52 +169,26 @@ impl CallbackParams {
     }
 }
 
-/// The query of `callback` when it is an absolute URL (`https://app.example.com/cb?..`,
-/// `com.example.app:/cb?..`): a scheme, then `:`. A bare query whose first value holds a `:`
-/// (`state=a&iss=https://..`) is not one: its "scheme" would hold `=`.
-fn absolute_url_query(callback: &str) -> Option<&str> {
-    let (scheme, _) = callback.split_once(':')?;
-    let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    if !is_scheme || Url::parse(callback).is_err() {
-        return None;
-    }
-    Some(callback.split_once('?').map_or("", |(_, query)| query))
-}
-
 /// A redirect URI: absolute, no fragment, plain http only on loopback, and a private-use scheme
 /// only as a reverse domain name, which has a period (RFC 8252 sections 7.1 and 8.3).
 pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid(
-            "redirect_uri",
-            format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)),
-        )
-    })?;
+    let refuse = |message: String| Err(Error::invalid("redirect_uri", message));
+    let url = match Url::parse(raw.trim()) {
+        Ok(url) => url,
+        Err(e) => return refuse(format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw))),
+    };
     urls::refuse_user_information("redirect_uri", &url)?;
-    if url.fragment().is_some() {
-        return Err(Error::invalid("redirect_uri", "expected a URL without a fragment"));
-    }
     match url.scheme() {
-        "https" => {}
-        "http" if urls::is_loopback(&url) => {}
-        "http" => {
-            return Err(Error::invalid(
-                "redirect_uri",
-                "expected https, a loopback http URL or an app's own scheme",
-            ));
+        _ if url.fragment().is_some() => refuse("expected a URL without a fragment".into()),
+        "http" if !urls::is_loopback(&url) => {
+            refuse("expected https, a loopback http URL or an app's own scheme".into())
         }
-        scheme if !scheme.contains('.') => {
-            return Err(Error::invalid(
-                "redirect_uri",
-                format!(
-                    "expected a private-use scheme that is a reverse domain name with a period, such as \
-                     com.example.app (RFC 8252 section 7.1), got {scheme:?}"
-                ),
-            ));
-        }
-        _ => {}
+        scheme if !scheme.contains('.') && !matches!(scheme, "https" | "http") => refuse(format!(
+            "expected a private-use scheme that is a reverse domain name with a period, such as \
+             com.example.app (RFC 8252 section 7.1), got {scheme:?}"
+        )),
+        // As given, not as `url` prints it: the authorization server compares the strings.
+        _ => RedirectUrl::new(raw.trim().to_owned())
+            .or_else(|e| refuse(format!("expected an absolute URL ({e})"))),
     }
-    RedirectUrl::new(raw.trim().to_owned())
-        .map_err(|e| Error::invalid("redirect_uri", format!("expected an absolute URL ({e})")))
 }

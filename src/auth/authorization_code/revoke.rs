@@ -1,17 +1,33 @@
-//! Sign-out: token revocation (RFC 7009) at the authorization server, as a public client
+//! Sign-out: the revocation endpoint, and token revocation (RFC 7009) there as a public client
 //! (`client_id` in the body, no secret).
 
-use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE};
+use url::Url;
 
 use super::super::TokenSet;
+use super::super::oauth::OAuthHttp;
 use super::AuthorizationCodeFlow;
-use crate::Error;
-use crate::auth::oauth::OAuthHttp;
-
-/// Where the design puts the revocation endpoint, below `{auth_url}`.
-pub(crate) const REVOCATION_PATH: &str = "oauth2/revoke";
+use crate::error::ErrorCode;
+use crate::{Error, urls};
 
 impl AuthorizationCodeFlow {
+    /// The revocation endpoint (RFC 7009) that [`revoke`](Self::revoke) and
+    /// [`Client::sign_out`](crate::Client::sign_out) use. Default: `{auth_url}/oauth2/revoke`
+    /// for [`new`](Self::new), the discovery document's `revocation_endpoint` for
+    /// [`from_metadata`](Self::from_metadata).
+    ///
+    /// An invalid URL (not https, off loopback) is reported as [`Error::InvalidArgument`]
+    /// naming `revocation_url`.
+    pub fn revocation_url(self, url: impl AsRef<str>) -> Self {
+        let url = urls::parse_service_url("revocation_url", url.as_ref());
+        self.set(url, |c, url| c.revocation_url = Some(url))
+    }
+
+    /// Where sign-out revokes tokens, if anywhere.
+    pub fn revocation_endpoint(&self) -> Option<&Url> {
+        self.config.revocation_url.as_ref()
+    }
+
     /// Revokes the user's tokens (RFC 7009): the refresh token first, which ends the grant,
     /// then the access token, each with its `token_type_hint`, at the
     /// [`revocation_endpoint`](Self::revocation_endpoint). A [`Client`](crate::Client) signs its
@@ -31,7 +47,7 @@ impl AuthorizationCodeFlow {
     /// [`Error::Http`] when it cannot be reached.
     pub async fn revoke(&self, tokens: &TokenSet) -> Result<(), Error> {
         self.check()?;
-        let url = self.config.web.revocation_url.as_ref().ok_or_else(|| {
+        let url = self.config.revocation_url.as_ref().ok_or_else(|| {
             Error::invalid(
                 "revocation_url",
                 "sign-out needs the authorization server's revocation endpoint (RFC 7009): the \
@@ -44,35 +60,28 @@ impl AuthorizationCodeFlow {
         self.revoke_one(url, tokens.access_token.secret(), "access_token").await
     }
 
-    async fn revoke_one(&self, url: &url::Url, token: &str, hint: &str) -> Result<(), Error> {
+    async fn revoke_one(&self, url: &Url, token: &str, hint: &str) -> Result<(), Error> {
         let body = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("token", token)
-            .append_pair("token_type_hint", hint)
-            .append_pair("client_id", &self.config.client_id)
+            .extend_pairs([("token", token), ("token_type_hint", hint), ("client_id", self.client_id())])
             .finish();
-        let mut request = http::Request::new(body.into_bytes());
-        *request.method_mut() = http::Method::POST;
-        *request.uri_mut() =
-            url.as_str().parse().map_err(|_| Error::invalid("revocation_url", "expected an absolute URL"))?;
-        let headers = request.headers_mut();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let request = http::Request::post(url.as_str())
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(ACCEPT, "application/json")
+            .body(body.into_bytes())
+            .map_err(|_| Error::invalid("revocation_url", "expected an absolute URL"))?;
+        // The token is unusable all the same (RFC 7009 section 2.2, and servers that answer so for
+        // a token they no longer know or for self-contained access tokens).
+        let gone = |code: &ErrorCode| match code.as_str() {
+            "invalid_token" | "invalid_grant" => true,
+            "unsupported_token_type" => hint == "access_token",
+            _ => false,
+        };
         match OAuthHttp::token(&self.config.sender).send(request).await {
-            Ok(_) => Ok(()),
-            Err(Error::Api(refused)) if already_gone(refused.code().map(|c| c.as_str()), hint) => {
+            Err(Error::Api(refused)) if refused.code().is_some_and(gone) => {
                 tracing::debug!(hint, code = ?refused.code(), "token revocation: nothing left to revoke");
                 Ok(())
             }
-            Err(error) => Err(error),
+            outcome => outcome.map(drop),
         }
-    }
-}
-
-/// Whether a refusal with `code` still leaves the token unusable.
-fn already_gone(code: Option<&str>, hint: &str) -> bool {
-    match code {
-        Some("invalid_token" | "invalid_grant") => true,
-        Some("unsupported_token_type") => hint == "access_token",
-        _ => false,
     }
 }

@@ -268,3 +268,24 @@ fn a_server_that_advertises_rfc_9207_gets_callbacks_without_iss_refused() {
     assert_eq!(callback_error(without_iss(true)), format!("{:?}", CallbackError::MissingIssuer));
     assert_eq!(without_iss(false).expect("not advertised: accepted"), "c");
 }
+
+#[test]
+fn callbacks_are_read_in_every_form_a_framework_or_listener_hands_over() {
+    for (callback, code) in [
+        ("https://app.example.com/cb?code=c1&state=s", "c1"),
+        ("com.example.app:/cb?code=c2&state=s#fragment", "c2"),
+        ("/callback?code=c3&state=s", "c3"),
+        ("?code=c4&state=s", "c4"),
+        // A bare query whose values hold what a browser leaves unencoded, `?` included.
+        ("code=c5&state=s&iss=https://auth.example.com/a?b", "c5"),
+    ] {
+        let params = CallbackParams::parse(callback).expect(callback);
+        assert_eq!(params.code.as_deref(), Some(code), "{callback}");
+    }
+    let bare = CallbackParams::parse("code=c5&state=s&iss=https://auth.example.com/a?b").expect("bare");
+    assert_eq!(bare.iss.as_deref(), Some("https://auth.example.com/a?b"));
+    for without_query in ["/callback", "https://app.example.com/cb"] {
+        assert!(CallbackParams::parse(without_query).expect(without_query).state.is_none());
+    }
+    assert!(matches!(CallbackParams::parse("not a callback"), Err(CallbackError::Malformed)));
+}

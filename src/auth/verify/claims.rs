@@ -1,8 +1,11 @@
 //! The claims of a verified access token.
 
 use chrono::{DateTime, Utc};
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+use crate::bounds::{numeric_date, optional_numeric_date};
 
 /// The validated claims of an access token.
 ///
@@ -20,15 +23,11 @@ pub struct Claims {
     pub aud: Vec<String>,
     /// Expiry, seconds since the Unix epoch. A fraction is rounded down, and a time past the
     /// year 9999 counts as its end.
-    #[serde(deserialize_with = "crate::bounds::numeric_date")]
+    #[serde(deserialize_with = "numeric_date")]
     pub exp: i64,
     /// Issue time, seconds since the Unix epoch, read as `exp` is; absent when it is not a
     /// number of seconds since 1970.
-    #[serde(
-        default,
-        deserialize_with = "crate::bounds::optional_numeric_date",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "optional_numeric_date", skip_serializing_if = "Option::is_none")]
     pub iat: Option<i64>,
     /// Space-separated granted scopes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,14 +71,8 @@ impl Claims {
 }
 
 fn string_or_seq<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
+    match Value::deserialize(deserializer)? {
+        Value::String(one) => Ok(vec![one]),
+        many => serde_json::from_value(many).map_err(D::Error::custom),
     }
-    Ok(match OneOrMany::deserialize(deserializer)? {
-        OneOrMany::One(s) => vec![s],
-        OneOrMany::Many(v) => v,
-    })
 }

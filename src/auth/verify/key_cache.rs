@@ -1,6 +1,12 @@
-//! The verifier's key cache: the JWKS as last fetched, fetched again once it is older than the
-//! maximum age or when a token names a key id it lacks, and after a failed fetch tried again
-//! with exponential backoff.
+//! The verifier's keys: the signature keys of the JWKS as last fetched, fetched again once they
+//! are older than the maximum age or when a token names a key id they lack, and after a failed
+//! fetch tried again with exponential backoff.
+//!
+//! A key verifies RS256 signatures when it is an RSA key whose `use` (if any) is `sig`, whose
+//! `key_ops` (if any) include `verify`, and whose `alg` (if any) is `RS256`; every other key is
+//! left out, so an encryption key or a key registered for another algorithm never verifies a
+//! signature. Keys without `kid` are kept: a token without `kid` is verified with the set's one
+//! signing key, and refused when the set holds several (OpenID Connect Core section 10.1).
 //!
 //! Rules, each one a test:
 //! - A key younger than the maximum age is used without I/O.
@@ -14,20 +20,71 @@
 //!   publishes is no longer trusted. While one task refetches, others keep using the cached
 //!   key instead of waiting. When the refetch fails, the cached keys stay in use (nothing
 //!   shows they were withdrawn) and the fetch is tried again after the backoff.
-//! - After a failed fetch, the next one waits `initial * 2^(n-1)` (capped), drawn between half
-//!   and all of it; verifications that need keys meanwhile fail at once with the last error.
+//! - After a failed fetch, the next one waits for the crate's jittered backoff (a ceiling from
+//!   `initial` doubling up to `max`); verifications that need keys meanwhile fail at once with
+//!   the last error.
 
+use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use jsonwebtoken::DecodingKey;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyAlgorithm, KeyOperations, PublicKeyUse};
+use serde::Deserialize;
+use serde_json::Value;
 use tokio::time::Instant;
 
-use super::VerifyError;
-use super::jwks::{Jwks, missing_key};
-use crate::RetryPolicy;
+use super::{VerifyError, quoted};
+use crate::bounds::later;
 use crate::error::Error;
+
+/// The RS256 signature keys of a JWKS document, with their `kid`.
+#[derive(Clone, Default)]
+pub(super) struct Jwks(Vec<(Option<String>, Arc<DecodingKey>)>);
+
+impl Jwks {
+    /// Reads a JWKS document, keeping the keys that verify RS256 signatures (see the module docs).
+    pub(super) fn parse(json: &[u8]) -> Result<Self, serde_json::Error> {
+        #[derive(Deserialize)]
+        struct Document {
+            keys: Vec<Value>,
+        }
+        let mut jwks = Jwks::default();
+        for jwk in serde_json::from_slice::<Document>(json)?.keys {
+            let Ok(Jwk { common, algorithm: AlgorithmParameters::RSA(rsa) }) = serde_json::from_value(jwk)
+            else {
+                continue;
+            };
+            let verifies = common.public_key_use.is_none_or(|u| u == PublicKeyUse::Signature)
+                && common.key_operations.is_none_or(|ops| ops.contains(&KeyOperations::Verify))
+                && common.key_algorithm.is_none_or(|alg| alg == KeyAlgorithm::RS256);
+            if let (true, Ok(key)) = (verifies, DecodingKey::from_rsa_components(&rsa.n, &rsa.e)) {
+                jwks.0.push((common.key_id.filter(|kid| !kid.is_empty()), Arc::new(key)));
+            }
+        }
+        Ok(jwks)
+    }
+
+    /// The key for a token whose header names `kid`: that key, or for a token without `kid`
+    /// the set's only key. `Ok(None)` when no key has that id (or the set is empty);
+    /// [`VerifyError::MissingKeyId`] when a token without `kid` could match several keys.
+    fn select(&self, kid: Option<&str>) -> Result<Option<Arc<DecodingKey>>, VerifyError> {
+        let mut matching = self.0.iter().filter(|(id, _)| kid.is_none() || id.as_deref() == kid);
+        match (matching.next(), matching.next()) {
+            (Some(_), Some(_)) if kid.is_none() => Err(VerifyError::MissingKeyId),
+            (found, _) => Ok(found.map(|(_, key)| Arc::clone(key))),
+        }
+    }
+
+    /// [`select`](Self::select), with a missing key as an error.
+    fn require(&self, kid: Option<&str>) -> Result<Arc<DecodingKey>, VerifyError> {
+        self.select(kid)?.ok_or_else(|| match kid {
+            Some(kid) => VerifyError::UnknownKey { kid: quoted(kid) },
+            None => VerifyError::MissingKeyId,
+        })
+    }
+}
 
 /// When keys are fetched again.
 #[derive(Debug, Clone)]
@@ -36,12 +93,13 @@ pub(super) struct FetchPolicy {
     pub(super) max_age: Duration,
     /// Least time between two fetches for key ids the young keys lack.
     pub(super) refetch_interval: Duration,
-    /// Backoff after failed fetches (its initial and maximum delay; it never gives up).
-    pub(super) backoff: RetryPolicy,
+    /// The first and the largest backoff after failed fetches (it never gives up).
+    pub(super) backoff: (Duration, Duration),
 }
 
 /// The cached keys, when they were fetched (`None` for a fixed set, which never ages, or before
 /// the first fetch), and how many fetches brought keys.
+#[derive(Default)]
 struct KeySet {
     jwks: Jwks,
     fetched_at: Option<Instant>,
@@ -53,13 +111,9 @@ struct KeySet {
 struct FetchState {
     /// When a key id the young keys lacked last made a fetch.
     last_refetch: Option<Instant>,
-    /// Failed fetches in a row.
-    failures: u32,
-    /// No fetch before this instant (after a failure).
-    retry_at: Option<Instant>,
-    /// Why the last fetch failed.
-    last_error: Option<Error>,
-    /// The coming backoffs, from the policy's schedule.
+    /// After a failed fetch: no fetch before this instant, and why it failed.
+    failed: Option<(Instant, Error)>,
+    /// The coming backoffs of failures in a row.
     backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
 }
 
@@ -69,13 +123,17 @@ pub(super) struct KeyCache {
     fetch: tokio::sync::Mutex<FetchState>,
 }
 
+impl fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyCache").field("keys", &self.len()).finish_non_exhaustive()
+    }
+}
+
 impl KeyCache {
     /// A cache holding `jwks`, which never age.
     pub(super) fn new(jwks: Jwks) -> Self {
-        KeyCache {
-            keys: RwLock::new(KeySet { jwks, fetched_at: None, generation: 0 }),
-            fetch: tokio::sync::Mutex::new(FetchState::default()),
-        }
+        let keys = RwLock::new(KeySet { jwks, ..KeySet::default() });
+        KeyCache { keys, fetch: tokio::sync::Mutex::default() }
     }
 
     fn read(&self) -> RwLockReadGuard<'_, KeySet> {
@@ -89,17 +147,7 @@ impl KeyCache {
 
     /// Number of cached keys, if the cache is not being written.
     pub(super) fn len(&self) -> Option<usize> {
-        self.keys.try_read().map(|k| k.jwks.len()).ok()
-    }
-
-    /// The key for `kid` if the keys are younger than `max_age`; `None` when they are older or
-    /// hold no such key.
-    fn fresh(&self, kid: Option<&str>, max_age: Duration) -> Option<Result<Arc<DecodingKey>, VerifyError>> {
-        let set = self.read();
-        if set.fetched_at.is_some_and(|at| at.elapsed() >= max_age) {
-            return None;
-        }
-        set.jwks.select(kid).transpose()
+        self.keys.try_read().map(|k| k.jwks.0.len()).ok()
     }
 
     /// The key for `kid`, calling `fetch_jwks` when the rules above say so.
@@ -113,12 +161,14 @@ impl KeyCache {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Jwks, Error>>,
     {
-        if let Some(found) = self.fresh(kid, policy.max_age) {
-            return found;
-        }
         let (stale, seen) = {
             let set = self.read();
-            (set.jwks.select(kid).ok().flatten(), set.generation)
+            let fresh = set.fetched_at.is_none_or(|at| at.elapsed() < policy.max_age);
+            match set.jwks.select(kid) {
+                Ok(Some(key)) if fresh => return Ok(key),
+                Err(error) if fresh => return Err(error),
+                found => (found.ok().flatten(), set.generation),
+            }
         };
         let mut fetch = match &stale {
             // Another task is refetching: the cached key serves meanwhile.
@@ -128,52 +178,44 @@ impl KeyCache {
             },
             None => self.fetch.lock().await,
         };
-        if let Some(found) = self.fresh(kid, policy.max_age) {
-            return found;
-        }
-        // Single flight: keys fetched while this caller waited are the newest there are.
-        if self.read().generation != seen {
-            return self.cached(kid);
-        }
         let now = Instant::now();
-        if let (Some(at), Some(last)) = (fetch.retry_at, &fetch.last_error)
-            && now < at
+        let young = {
+            let set = self.read();
+            // Single flight: keys fetched while this caller waited are the newest there are.
+            if set.generation != seen {
+                return set.jwks.require(kid);
+            }
+            set.fetched_at.is_some_and(|at| now.duration_since(at) < policy.max_age)
+        };
+        if let Some((retry_at, error)) = &fetch.failed
+            && now < *retry_at
         {
-            return stale.ok_or_else(|| VerifyError::Jwks(last.clone()));
+            return stale.ok_or_else(|| VerifyError::Jwks(error.clone()));
         }
-        let young = self.read().fetched_at.is_some_and(|at| now.duration_since(at) < policy.max_age);
         if young {
             // The token names a key the young keys lack: a rotation, or a made-up id.
             if fetch.last_refetch.is_some_and(|at| now.duration_since(at) < policy.refetch_interval) {
-                return Err(missing_key(kid));
+                return self.cached(kid);
             }
             fetch.last_refetch = Some(now);
         }
         match fetch_jwks().await {
             Ok(jwks) => {
                 *fetch = FetchState { last_refetch: fetch.last_refetch, ..FetchState::default() };
-                {
-                    let mut set = self.keys.write().unwrap_or_else(|e| e.into_inner());
-                    set.jwks = jwks;
-                    set.fetched_at = Some(Instant::now());
-                    set.generation = set.generation.wrapping_add(1);
-                }
-                drop(fetch);
-                self.cached(kid)
+                let mut set = self.keys.write().unwrap_or_else(|e| e.into_inner());
+                *set = KeySet {
+                    jwks,
+                    fetched_at: Some(Instant::now()),
+                    generation: set.generation.wrapping_add(1),
+                };
+                set.jwks.require(kid)
             }
-            Err(err) => {
-                let delay = fetch.failed(&err, &policy.backoff);
-                tracing::warn!(
-                    error = %err,
-                    failures = fetch.failures,
-                    retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                    "jwks fetch failed"
-                );
-                match stale {
-                    // Nothing shows the key was withdrawn: it stays in use until a fetch succeeds.
-                    Some(key) => Ok(key),
-                    None => Err(VerifyError::Jwks(err)),
-                }
+            Err(error) => {
+                let delay = fetch.failed(&error, policy.backoff);
+                let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+                tracing::warn!(error = %error, retry_in_ms, "jwks fetch failed");
+                // Nothing shows a cached key was withdrawn: it stays in use until a fetch succeeds.
+                stale.ok_or(VerifyError::Jwks(error))
             }
         }
     }
@@ -181,15 +223,10 @@ impl KeyCache {
 
 impl FetchState {
     /// Records a failed fetch; returns the wait before the next one.
-    fn failed(&mut self, err: &Error, backoff: &RetryPolicy) -> Duration {
-        self.failures = self.failures.saturating_add(1);
-        let delay = self
-            .backoff
-            .get_or_insert_with(|| Box::new(backoff.backoff()))
-            .next()
-            .unwrap_or_else(|| backoff.longest_delay());
-        self.retry_at = Instant::now().checked_add(delay);
-        self.last_error = Some(err.clone());
+    fn failed(&mut self, error: &Error, (initial, max): (Duration, Duration)) -> Duration {
+        let backoff = self.backoff.get_or_insert_with(|| Box::new(crate::retry::backoff(initial, max)));
+        let delay = backoff.next().unwrap_or(max);
+        self.failed = Some((later(Instant::now(), delay), error.clone()));
         delay
     }
 }

@@ -1,6 +1,5 @@
 //! Unit tests of token verification that need no server.
 
-use super::header::b64url_decode;
 use super::*;
 
 fn assert_send<T: Send>(_: T) {}
@@ -12,20 +11,6 @@ fn b64url_encode(bytes: &[u8]) -> String {
 
 fn token_with_header(header: &str) -> String {
     format!("{}.e30.c2ln", b64url_encode(header.as_bytes()))
-}
-
-#[test]
-fn base64url_without_padding() {
-    // RFC 4648 section 10 vectors, unpadded, and the URL-safe alphabet (`-`, `_`).
-    for (text, bytes) in
-        [("", &b""[..]), ("Zg", b"f"), ("Zm8", b"fo"), ("Zm9v", b"foo"), ("Zm9vYmE", b"fooba")]
-    {
-        assert_eq!(b64url_decode(text).as_deref(), Some(bytes), "{text}");
-    }
-    assert_eq!(b64url_decode("__4-").as_deref(), Some(&[0xff, 0xfe, 0x3e][..]));
-    assert!(b64url_decode("a").is_none());
-    assert!(b64url_decode("ab+c").is_none());
-    assert!(b64url_decode("ab=").is_none());
 }
 
 #[test]
@@ -81,17 +66,6 @@ fn a_document_that_is_not_a_jwks_is_named() {
 }
 
 #[test]
-fn unverified_claims_are_read_from_a_well_formed_token_only() {
-    let payload = b64url_encode(br#"{"sub":"u1","aud":["a"]}"#);
-    let token = format!("{}.{payload}.c2ln", b64url_encode(br#"{"alg":"RS256"}"#));
-    let claims = unverified_claims(&token).expect("a payload");
-    assert_eq!(claims.get("sub"), Some(&Value::from("u1")));
-    for broken in ["a.b", "a..c", &format!("x.{}.c", b64url_encode(b"[1]")), &format!("{token}.d")] {
-        assert!(unverified_claims(broken).is_none(), "{broken}");
-    }
-}
-
-#[test]
 fn claims_accept_string_or_array_audience() {
     let one: Claims =
         serde_json::from_str(r#"{"iss":"i","aud":"a","exp":1,"scope":"x  y","k":true}"#).unwrap();
@@ -115,7 +89,7 @@ fn claims_times_are_read_within_bounds() {
 
 #[test]
 fn verifier_is_send_sync_clone_debug() {
-    fn check<T: Send + Sync + Clone + fmt::Debug>() {}
+    fn check<T: Send + Sync + Clone + std::fmt::Debug>() {}
     check::<TokenVerifier>();
     let v = TokenVerifier::from_jwks(r#"{"keys":[]}"#, "i", "a").unwrap();
     assert_send(v.verify("a.b.c"));

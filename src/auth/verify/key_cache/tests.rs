@@ -5,7 +5,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
-use crate::auth::verify::jwks::parse_jwks;
 use crate::error::{ApiError, Origin};
 
 const INTERVAL: Duration = Duration::from_secs(5);
@@ -17,10 +16,7 @@ fn policy() -> FetchPolicy {
     FetchPolicy {
         max_age: MAX_AGE,
         refetch_interval: INTERVAL,
-        backoff: RetryPolicy::default()
-            .initial_delay(Duration::from_secs(1))
-            .max_delay(Duration::from_secs(1))
-            .max_attempts(u32::MAX),
+        backoff: (Duration::from_secs(1), Duration::from_secs(1)),
     }
 }
 
@@ -62,7 +58,7 @@ impl Endpoint {
             .iter()
             .map(|kid| format!(r#"{{"kty":"RSA","kid":"{kid}","n":"AQAB","e":"AQAB"}}"#))
             .collect();
-        Ok(parse_jwks(format!(r#"{{"keys":[{}]}}"#, keys.join(",")).as_bytes()).unwrap())
+        Ok(Jwks::parse(format!(r#"{{"keys":[{}]}}"#, keys.join(",")).as_bytes()).unwrap())
     }
 }
 
@@ -193,18 +189,67 @@ async fn a_failed_fetch_backs_off_and_stale_keys_serve_meanwhile() {
 
 #[test]
 fn backoff_follows_the_policy_schedule() {
-    let policy = RetryPolicy::default()
-        .initial_delay(Duration::from_millis(100))
-        .max_delay(Duration::from_millis(350))
-        .max_attempts(u32::MAX);
     let mut state = FetchState::default();
     let err = Error::Api(ApiError::new(503, None, "/jwks").with_origin(Origin::AuthorizationServer));
     for ceiling in [100, 200, 350, 350] {
-        let delay = state.failed(&err, &policy);
+        let delay = state.failed(&err, (Duration::from_millis(100), Duration::from_millis(350)));
         let ceiling = Duration::from_millis(ceiling);
         assert!(delay <= ceiling, "{delay:?} for {ceiling:?}");
     }
-    assert_eq!(state.failures, 4);
-    assert_eq!(state.last_error.as_ref().and_then(Error::status), Some(503));
-    assert!(state.retry_at.is_some());
+    let (retry_at, last_error) = state.failed.expect("a failure is kept");
+    assert_eq!(last_error.status(), Some(503));
+    assert!(retry_at <= Instant::now() + Duration::from_millis(350));
+}
+
+const N: &str = "AQAB";
+
+fn kids(jwks: &Jwks) -> Vec<Option<&str>> {
+    jwks.0.iter().map(|(kid, _)| kid.as_deref()).collect()
+}
+
+#[test]
+fn only_rsa_signature_keys_for_rs256_are_kept() {
+    let json = format!(
+        r#"{{"keys":[
+        {{"kty":"EC","kid":"ec","crv":"P-256","x":"AA","y":"AA"}},
+        {{"kty":"RSA","kid":"enc","use":"enc","n":"{N}","e":"AQAB"}},
+        {{"kty":"RSA","kid":"wrap","key_ops":["wrapKey"],"n":"{N}","e":"AQAB"}},
+        {{"kty":"RSA","kid":"rs512","alg":"RS512","n":"{N}","e":"AQAB"}},
+        {{"kty":"RSA","kid":"no-n","e":"AQAB"}},
+        {{"kty":"RSA","n":"{N}","e":"AQAB"}},
+        {{"kty":"RSA","kid":"ops","key_ops":["verify"],"n":"{N}","e":"AQAB"}},
+        {{"kty":"RSA","kid":"ok","alg":"RS256","use":"sig","n":"{N}","e":"AQAB"}}
+    ]}}"#
+    );
+    let jwks = Jwks::parse(json.as_bytes()).unwrap();
+    assert_eq!(kids(&jwks), [None, Some("ops"), Some("ok")], "the key without kid is kept");
+    assert!(Jwks::parse(b"[]").is_err());
+}
+
+#[test]
+fn a_token_without_kid_takes_the_only_key_and_is_refused_among_several_keys() {
+    let one =
+        Jwks::parse(format!(r#"{{"keys":[{{"kty":"RSA","n":"{N}","e":"AQAB"}}]}}"#).as_bytes()).unwrap();
+    assert!(one.require(None).is_ok());
+    assert!(matches!(one.require(Some("k")), Err(VerifyError::UnknownKey { kid }) if kid == "k"));
+
+    let with_kid =
+        Jwks::parse(format!(r#"{{"keys":[{{"kty":"RSA","kid":"k","n":"{N}","e":"AQAB"}}]}}"#).as_bytes())
+            .unwrap();
+    assert!(with_kid.require(None).is_ok(), "a single key with a kid serves a token without one");
+    assert!(with_kid.require(Some("k")).is_ok());
+
+    let two = Jwks::parse(
+        format!(
+            r#"{{"keys":[{{"kty":"RSA","kid":"a","n":"{N}","e":"AQAB"}},{{"kty":"RSA","kid":"b","n":"{N}","e":"AQAB"}}]}}"#
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    assert!(matches!(two.require(None), Err(VerifyError::MissingKeyId)));
+    assert!(two.require(Some("b")).is_ok());
+
+    let none = Jwks::default();
+    assert!(matches!(none.select(None), Ok(None)));
+    assert!(matches!(none.require(None), Err(VerifyError::MissingKeyId)));
 }
