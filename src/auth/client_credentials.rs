@@ -1,17 +1,18 @@
 //! The client credentials grant (API Parts 4.2 and 5.4), sent through the `oauth2` crate.
 
+use std::sync::Arc;
+
 use http::HeaderValue;
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
 
 use super::oauth::{OAuthClient, OAuthHttp, Refreshed, token_error, token_set};
-use super::source::{Grant, Source};
-use super::token_manager::TokenManager;
-use super::{ClientSecret, TokenSet};
+use super::token_manager::Grant;
+use super::{ClientSecret, TokenStore};
 use crate::Error;
 use crate::bounds::clamp_lifetime;
 use crate::text::shown_raw_url;
 use crate::urls;
-use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
+use crate::wire::HttpSender;
 
 /// Settings for the client credentials grant; made by
 /// [`Auth::client_credentials`](crate::Auth::client_credentials).
@@ -137,33 +138,15 @@ impl ClientCredentials {
         &self.client_id
     }
 
-    /// The token manager of a client with these settings, its token requests through `sender`
-    /// (the client's); behind the shared cache, the token is kept in it. The client builder
-    /// calls this from `build()`.
-    pub(crate) fn into_token_manager(self, sender: &HttpSender) -> Result<TokenManager, Error> {
-        #[cfg(feature = "redis")]
-        let shared = self.shared.clone().map(|cache| (cache, self.client_secret.clone()));
-        let grant = self.into_grant(sender.clone())?;
-        #[cfg(feature = "redis")]
-        let store = shared.map(|(cache, secret)| {
-            let identity = [grant.client.token_uri().as_str(), grant.client.client_id().as_str()];
-            cache.client_credentials_store(identity, &grant.scopes, &secret)
-        });
-        #[cfg(not(feature = "redis"))]
-        let store = None;
-        let source =
-            Source::new(Grant::ClientCredentials(Box::new(grant)), store, TokenSet::new(String::new()));
-        Ok(TokenManager::new(source, sender.timeout().unwrap_or(DEFAULT_TIMEOUT), None))
-    }
-
-    /// The grant with every setting checked, its requests through `sender`.
-    pub(crate) fn into_grant(self, sender: HttpSender) -> Result<ClientCredentialsGrant, Error> {
+    /// The grant with every setting checked, its requests through `sender`, and the store that
+    /// shares its token with other processes (the shared cache, when set).
+    pub(crate) fn into_grant(
+        self,
+        sender: &HttpSender,
+    ) -> Result<(Grant, Option<Arc<dyn TokenStore>>), Error> {
         let token_url = match &self.token_url {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
-            None => {
-                let base = urls::parse_service_url("auth_url", &self.auth_url)?;
-                urls::join_path(&base, "oauth2/token")
-            }
+            None => urls::join_path(&urls::parse_service_url("auth_url", &self.auth_url)?, "oauth2/token"),
         };
         check_client(&self.client_id, &self.client_secret)?;
         for scope in &self.scopes {
@@ -173,13 +156,25 @@ impl ClientCredentials {
             ClientAuthMethod::LiteralBasic => Some(literal_basic(&self.client_id, &self.client_secret)?),
             ClientAuthMethod::Basic | ClientAuthMethod::Body => None,
         };
+        #[cfg(feature = "redis")]
+        let store = self.shared.map(|cache| {
+            cache.client_credentials_store(
+                [token_url.as_str(), &self.client_id],
+                &self.scopes,
+                &self.client_secret,
+            )
+        });
+        #[cfg(not(feature = "redis"))]
+        let store = None;
         let auth_type =
             if self.method == ClientAuthMethod::Body { AuthType::RequestBody } else { AuthType::BasicAuth };
         let client = oauth2::Client::new(oauth2::ClientId::new(self.client_id))
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(auth_type);
-        Ok(ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender })
+        let grant =
+            ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: sender.clone() };
+        Ok((Grant::ClientCredentials(Box::new(grant)), store))
     }
 }
 
@@ -218,16 +213,6 @@ fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<Header
         .map_err(|_| Error::invalid("client_secret", "expected characters allowed in a header"))?;
     value.set_sensitive(true);
     Ok(value)
-}
-
-impl std::fmt::Debug for ClientCredentialsGrant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentialsGrant")
-            .field("client_id", &self.client.client_id().as_str())
-            .field("token_url", &self.client.token_uri().as_str())
-            .field("scopes", &self.scopes)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ClientCredentialsGrant {
@@ -283,8 +268,8 @@ mod tests {
             ),
         ];
         for (flow, argument) in cases {
-            match flow.into_grant(HttpSender::with_client(reqwest::Client::new())) {
-                Err(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
+            match flow.into_grant(&HttpSender::with_client(reqwest::Client::new())).err() {
+                Some(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use super::TokenSet;
+use super::{TokenSet, TokenStoreError};
 use crate::bounds::later;
 use crate::retry::backoff;
 
@@ -34,6 +34,30 @@ where
         }
         tokio::time::sleep(pauses.next().unwrap_or(LOCK_POLL.1)).await;
     }
+}
+
+/// The turn of a store shared by processes: a set another process saved since (what `read`
+/// finds, `None` for anything else) that still works needs no lock, its holder may be long
+/// gone; otherwise the turn holds the lock `lock` takes (without it, the refresh goes on as a
+/// single process's would) and what `read` finds under it.
+pub(crate) async fn shared_turn<R>(
+    lock: impl Future<Output = Option<RefreshLock>>,
+    read: impl Fn() -> R,
+) -> RefreshTurn
+where
+    R: Future<Output = Result<Option<TokenSet>, TokenStoreError>>,
+{
+    if let Ok(Some(newer)) = read().await
+        && !newer.is_expired()
+    {
+        return RefreshTurn::proceed().with_newer(newer);
+    }
+    let Some(lock) = lock.await else { return RefreshTurn::proceed() };
+    let newer = read().await.unwrap_or_else(|error| {
+        tracing::debug!(error = %error, "the stored tokens are unreadable; refreshing with the current ones");
+        None
+    });
+    RefreshTurn { newer, lock: Some(lock) }
 }
 
 /// What a store says when the client is about to refresh a user's tokens; returned by

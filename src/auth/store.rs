@@ -1,19 +1,19 @@
 //! A signed-in user's tokens ([`TokenSet`]) and where they are kept between runs
 //! ([`TokenStore`]).
 
-use std::fmt;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::token_manager::IssuedToken;
 use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn, TokenStoreError};
 
 mod file;
-pub use file::FileTokenStore;
+pub use file::{DirectoryTokenStore, FileTokenStore};
 
 /// The tokens of a signed-in user: what the authorization-code exchange and every refresh
 /// return, and what a [`TokenStore`] keeps.
@@ -27,7 +27,7 @@ pub use file::FileTokenStore;
 /// assert!(tokens.refresh_token.is_some());
 /// assert!(!format!("{tokens:?}").contains("r1"));
 /// ```
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TokenSet {
     /// The bearer token sent to the API.
@@ -149,28 +149,14 @@ impl TokenSet {
         }
     }
 
-    /// The access token with the time it has left, as the token cache takes it.
-    pub(crate) fn issued(&self) -> IssuedToken {
-        let now = Utc::now();
-        let expires_in = self.expires_at.map(|at| (at - now).to_std().unwrap_or_default());
-        IssuedToken { access_token: self.access_token.clone(), expires_in }
+    /// The time the access token has left (none when it has expired).
+    pub(crate) fn expires_in(&self) -> Option<Duration> {
+        self.expires_at.map(|at| (at - Utc::now()).to_std().unwrap_or_default())
     }
 
     /// True when the access token has expired (a set without expiry never does).
     pub fn is_expired(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= Utc::now())
-    }
-}
-
-impl fmt::Debug for TokenSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokenSet")
-            .field("access_token", &self.access_token)
-            .field("refresh_token", &self.refresh_token)
-            .field("id_token", &self.id_token)
-            .field("expires_at", &self.expires_at)
-            .field("scopes", &self.scopes)
-            .finish_non_exhaustive()
     }
 }
 
@@ -246,6 +232,37 @@ impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
     }
 }
 
+/// Token stores for many users, kept by one object: [`for_user`](Self::for_user) gives the
+/// store of the user the app knows as `user_key` (a user id, a session id), to hand to
+/// [`UserAuth::store`](super::UserAuth::store): in memory ([`MemoryKeyedStore`]), in a
+/// directory of files ([`DirectoryTokenStore`]) or in Redis (`RedisTokenCache`, feature `redis`).
+///
+/// ```no_run
+/// # async fn run(app: business_records::Client, flow: business_records::auth::AuthorizationCodeFlow)
+/// #     -> Result<(), Box<dyn std::error::Error>> {
+/// use business_records::Auth;
+/// use business_records::auth::{DirectoryTokenStore, KeyedTokenStore, TokenStore};
+///
+/// let stores = DirectoryTokenStore::new("/var/lib/my-app/tokens");
+/// // A request of the user with session id `sid`, on any instance that shares the directory:
+/// let store = stores.for_user("sid-4f1c");
+/// if let Some(tokens) = store.load().await? {
+///     let user = app.with_auth(Auth::user(flow.clone(), tokens).store(store))?;
+///     # let _ = user;
+/// }
+/// # Ok(()) }
+/// ```
+pub trait KeyedTokenStore: Send + Sync + 'static {
+    /// The store of the user known as `user_key`; stores for the same key share what they keep.
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore>;
+}
+
+impl<T: KeyedTokenStore + ?Sized> KeyedTokenStore for Arc<T> {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
+        (**self).for_user(user_key)
+    }
+}
+
 /// Keeps the tokens in memory, for tests and for processes that sign in on every start.
 ///
 /// Clones share the stored set.
@@ -261,13 +278,10 @@ impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTokenStore {
-    inner: Arc<MemoryInner>,
-}
-
-#[derive(Debug, Default)]
-struct MemoryInner {
-    tokens: Mutex<Option<TokenSet>>,
-    saves: AtomicUsize,
+    /// The entry `key` of `users`: a store of its own, or one user's of a [`MemoryKeyedStore`].
+    users: MemoryKeyedStore,
+    key: String,
+    saves: Arc<AtomicUsize>,
 }
 
 impl MemoryTokenStore {
@@ -278,12 +292,12 @@ impl MemoryTokenStore {
 
     /// The stored set, without waiting.
     pub fn get(&self) -> Option<TokenSet> {
-        self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.users.get(&self.key)
     }
 
     /// How many times [`save`](TokenStore::save) was called.
     pub fn saves(&self) -> usize {
-        self.inner.saves.load(Ordering::SeqCst)
+        self.saves.load(Ordering::SeqCst)
     }
 }
 
@@ -294,17 +308,77 @@ impl TokenStore for MemoryTokenStore {
 
     fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
         Box::pin(async move {
-            *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokens.clone());
-            self.inner.saves.fetch_add(1, Ordering::SeqCst);
+            self.users.users().insert(self.key.clone(), tokens.clone());
+            self.saves.fetch_add(1, Ordering::SeqCst);
             Ok(())
         })
     }
 
     fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
         Box::pin(async move {
-            *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            self.users.users().remove(&self.key);
             Ok(())
         })
+    }
+}
+
+/// Every user's tokens in this process's memory, for tests and for apps that sign users in
+/// again after a restart. Clones share the users.
+///
+/// An entry is made only when a set is saved, and removed when the user's store is cleared
+/// (sign-out): looking up a key nobody saved under (a session cookie the app never issued)
+/// keeps nothing, however many such lookups arrive.
+///
+/// ```
+/// # async fn run() -> Result<(), business_records::auth::TokenStoreError> {
+/// use business_records::auth::{KeyedTokenStore, MemoryKeyedStore, TokenSet, TokenStore};
+/// let stores = MemoryKeyedStore::new();
+/// assert!(stores.for_user("bob").load().await?.is_none());
+/// stores.for_user("alice").save(&TokenSet::new("t")).await?;
+/// assert!(stores.get("alice").is_some() && stores.get("bob").is_none());
+/// assert_eq!(stores.len(), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct MemoryKeyedStore {
+    users: Arc<Mutex<HashMap<String, TokenSet>>>,
+}
+
+impl std::fmt::Debug for MemoryKeyedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryKeyedStore").field("users", &self.len()).finish()
+    }
+}
+
+impl MemoryKeyedStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn users(&self) -> MutexGuard<'_, HashMap<String, TokenSet>> {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The set stored for `user_key`, without waiting.
+    pub fn get(&self, user_key: &str) -> Option<TokenSet> {
+        self.users().get(user_key).cloned()
+    }
+
+    /// How many users have a stored set.
+    pub fn len(&self) -> usize {
+        self.users().len()
+    }
+
+    /// True when no user has a stored set.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl KeyedTokenStore for MemoryKeyedStore {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
+        Arc::new(MemoryTokenStore { users: self.clone(), key: user_key.to_owned(), saves: Arc::default() })
     }
 }
 

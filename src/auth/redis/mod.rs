@@ -4,24 +4,41 @@
 
 mod budget;
 mod connection;
-mod user_store;
 
-use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use user_store::RedisUserStore;
+use futures::future::BoxFuture;
 
 use self::connection::Redis;
-use super::{ClientSecret, TokenStore, TokenStoreError};
+use super::refresh_turn::{shared_turn, wait_for_lock};
+use super::seal::{Sealer, random_bytes};
+use super::{ClientSecret, KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 use crate::Error;
-use crate::auth::seal::Sealer;
 
 /// Default time Redis has to answer before a process goes its own way.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default lifetime of a lock, after which a dead holder's lock is gone.
 const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
 const DEFAULT_PREFIX: &str = "business-records";
+
+/// Deletes `KEYS[1]` only if it still holds `ARGV[1]` (a lock holder's random id).
+const COMPARE_AND_DELETE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// Stores `ARGV[2]` under `KEYS[1]` as `<generation>:<value>`, the generation one above the
+/// stored one, unless the stored generation is above `ARGV[1]` (the one the writer last saw;
+/// 0 when it saw none). Returns the new generation, or -1 when a newer value is stored.
+const SAVE_UNLESS_NEWER: &str = r"
+local stored = tonumber(string.match(redis.call('GET', KEYS[1]) or '', '^(%d+):')) or 0
+if tonumber(ARGV[1]) > 0 and stored > tonumber(ARGV[1]) then return -1 end
+redis.call('SET', KEYS[1], (stored + 1) .. ':' .. ARGV[2])
+return stored + 1
+";
 
 /// Tokens shared by every process that connects to the same Redis (feature `redis`).
 ///
@@ -61,22 +78,12 @@ const DEFAULT_PREFIX: &str = "business-records";
 /// let store = shared.user_store("user-42");
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct RedisTokenCache {
     redis: Arc<Redis>,
     prefix: Arc<str>,
     lock_ttl: Duration,
     user_sealer: Result<Arc<Sealer>, TokenStoreError>,
-}
-
-impl fmt::Debug for RedisTokenCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisTokenCache")
-            .field("prefix", &self.prefix)
-            .field("lock_ttl", &self.lock_ttl)
-            .field("user_secret", &self.user_sealer.is_ok())
-            .finish_non_exhaustive()
-    }
 }
 
 const NO_USER_SECRET: &str = "the redis token cache has no user secret: set one with `user_secret`";
@@ -117,10 +124,8 @@ impl RedisTokenCache {
             return Err(Error::invalid("timeout", "expected a timeout above zero"));
         }
         let redis = Redis::open(url.as_ref(), timeout).map_err(|_| {
-            Error::invalid(
-                "url",
-                "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)",
-            )
+            let expected = "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)";
+            Error::invalid("url", expected)
         })?;
         let cache = RedisTokenCache {
             redis: Arc::new(redis),
@@ -213,9 +218,141 @@ impl RedisTokenCache {
 
 /// Every user's store from one object: [`user_store`](RedisTokenCache::user_store) (needs a
 /// [`user_secret`](RedisTokenCache::user_secret)).
-impl super::KeyedTokenStore for RedisTokenCache {
-    fn for_user(&self, user_key: &str) -> Arc<dyn super::TokenStore> {
+impl KeyedTokenStore for RedisTokenCache {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
         Arc::new(self.user_store(user_key))
+    }
+}
+
+/// A [`TokenStore`] in Redis for one user, shared by every process; made by
+/// [`RedisTokenCache::user_store`].
+///
+/// Before a refresh, the client takes this store's lock (`SET NX PX`, released by
+/// compare-and-delete, or by expiry if the holder dies) and reads the stored set: if another
+/// process refreshed meanwhile, the client takes that set instead of presenting a refresh token
+/// the server already retired. So a rotating refresh token is presented once across the fleet.
+///
+/// Each save carries a generation one above the stored one, and never replaces a set saved
+/// after the one this store last read (a save retried after an outage loses to a newer set); a
+/// store that has read nothing yet (right after a sign-in) replaces whatever is there.
+///
+/// The set is sealed with AES-256-GCM under a key derived from the cache's
+/// [`user_secret`](RedisTokenCache::user_secret); the Redis key is a hash of the user
+/// key. When Redis is unavailable, `load` and `save` fail (the client keeps a renewed set in
+/// memory and saves it again in the background), and a refresh goes on without the lock, so
+/// that requests keep working.
+#[derive(Debug, Clone)]
+pub struct RedisUserStore {
+    redis: Arc<Redis>,
+    sealer: Result<Arc<Sealer>, TokenStoreError>,
+    key: String,
+    lock_ttl: Duration,
+    /// The highest generation this store has read or written.
+    seen: Arc<AtomicU64>,
+}
+
+fn unavailable() -> TokenStoreError {
+    TokenStoreError::new("redis is unavailable")
+}
+
+impl RedisUserStore {
+    fn sealer(&self) -> Result<&Sealer, TokenStoreError> {
+        self.sealer.as_deref().map_err(Clone::clone)
+    }
+
+    /// The stored generation and set; `Ok(None)` without one, `Err` when Redis failed.
+    async fn read(&self) -> Result<Option<(u64, TokenSet)>, TokenStoreError> {
+        let sealer = self.sealer()?;
+        let value: Option<Vec<u8>> =
+            self.redis.query("read", redis::cmd("GET").arg(&self.key)).await.ok_or_else(unavailable)?;
+        let Some(value) = value else { return Ok(None) };
+        // `<generation>:<sealed set>`
+        let stored = value.iter().take(21).position(|&b| b == b':').and_then(|colon| {
+            let generation = std::str::from_utf8(&value[..colon]).ok()?.parse().ok()?;
+            let json = sealer.open(&self.key, &value[colon + 1..])?;
+            Some((generation, serde_json::from_slice(&json).ok()?))
+        });
+        let stored = stored.ok_or_else(|| {
+            TokenStoreError::new("the stored tokens cannot be opened with this user secret")
+        })?;
+        self.seen.fetch_max(stored.0, Ordering::SeqCst);
+        Ok(Some(stored))
+    }
+
+    /// Takes the refresh lock (`SET NX PX`, released by compare-and-delete of this holder's
+    /// random id, or by expiry), waiting (bounded) while another process holds it. `None` when
+    /// Redis failed or the holder outlived the wait.
+    async fn lock(&self) -> Option<RefreshLock> {
+        let key = format!("{}:lock", self.key);
+        let id = random_bytes::<16>()?;
+        let ttl = u64::try_from(self.lock_ttl.as_millis()).unwrap_or(u64::MAX);
+        let try_lock = || async {
+            let mut set = redis::cmd("SET");
+            set.arg(&key).arg(&id).arg("NX").arg("PX").arg(ttl);
+            match self.redis.query::<Option<String>>("lock", &set).await {
+                Some(Some(_)) => ControlFlow::Break(Some(())),
+                Some(None) => ControlFlow::Continue(()),
+                None => ControlFlow::Break(None),
+            }
+        };
+        wait_for_lock(self.lock_ttl.saturating_add(Duration::from_secs(1)), try_lock).await?;
+        let redis = Arc::clone(&self.redis);
+        Some(RefreshLock::new(async move {
+            let unlock = redis::cmd("EVAL").arg(COMPARE_AND_DELETE).arg(1).arg(&key).arg(&id).clone();
+            redis.query::<i64>("unlock", &unlock).await;
+        }))
+    }
+}
+
+impl TokenStore for RedisUserStore {
+    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+        Box::pin(async move { Ok(self.read().await?.map(|(_, tokens)| tokens)) })
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            let json = serde_json::to_vec(tokens)
+                .map_err(|e| TokenStoreError::with_source("the tokens could not be encoded", e))?;
+            let sealed = self.sealer()?.seal(&self.key, &json);
+            let sealed = sealed.ok_or_else(|| TokenStoreError::new("the tokens could not be sealed"))?;
+            // Never over a set saved after the one this store last saw (a save retried late);
+            // unavailable: the client keeps the new set in memory and saves it again later.
+            let mut save = redis::cmd("EVAL");
+            save.arg(SAVE_UNLESS_NEWER)
+                .arg(1)
+                .arg(&self.key)
+                .arg(self.seen.load(Ordering::SeqCst))
+                .arg(sealed);
+            let generation: i64 = self.redis.query("save", &save).await.ok_or_else(unavailable)?;
+            if generation < 0 {
+                tracing::debug!("a newer token set is stored; this one is not saved over it");
+            }
+            self.seen.fetch_max(u64::try_from(generation).unwrap_or(0), Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    /// Deletes the user's set from Redis (sign-out).
+    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+        Box::pin(async move {
+            let deleted = self.redis.query::<i64>("delete", redis::cmd("DEL").arg(&self.key)).await;
+            deleted.map(drop).ok_or_else(unavailable)
+        })
+    }
+
+    fn begin_refresh<'a>(
+        &'a self,
+        current: &'a TokenSet,
+    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+        Box::pin(async move {
+            self.sealer()?;
+            let seen = self.seen.load(Ordering::SeqCst);
+            // Saved by another process since this one last looked.
+            let newer = |(generation, tokens): (u64, TokenSet)| {
+                (generation > seen && tokens.access_token != current.access_token).then_some(tokens)
+            };
+            Ok(shared_turn(self.lock(), || async move { Ok(self.read().await?.and_then(newer)) }).await)
+        })
     }
 }
 
