@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use base64::Engine as _;
 use http::HeaderValue;
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
 
@@ -34,7 +35,10 @@ pub struct ClientCredentials {
     client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
-    method: ClientAuthMethod,
+    /// How the id and secret reach the token endpoint: `oauth2`'s HTTP Basic of the
+    /// form-urlencoded id and secret (RFC 6749 section 2.3.1) or form fields, or, when `None`,
+    /// HTTP Basic of the id and secret as they are (API Part 5.4, RFC 7617).
+    auth_type: Option<AuthType>,
     #[cfg(feature = "redis")]
     shared: Option<super::RedisTokenCache>,
 }
@@ -47,20 +51,9 @@ impl std::fmt::Debug for ClientCredentials {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret)
             .field("scopes", &self.scopes)
-            .field("method", &self.method)
+            .field("auth_type", &self.auth_type)
             .finish_non_exhaustive()
     }
-}
-
-/// How the client id and secret reach the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClientAuthMethod {
-    /// HTTP Basic of the form-urlencoded id and secret (RFC 6749 section 2.3.1).
-    Basic,
-    /// HTTP Basic of the id and secret as they are (API Part 5.4, RFC 7617).
-    LiteralBasic,
-    /// `client_id` and `client_secret` form fields.
-    Body,
 }
 
 impl ClientCredentials {
@@ -71,7 +64,7 @@ impl ClientCredentials {
             client_id,
             client_secret,
             scopes: Vec::new(),
-            method: ClientAuthMethod::Basic,
+            auth_type: Some(AuthType::BasicAuth),
             #[cfg(feature = "redis")]
             shared: None,
         }
@@ -91,7 +84,7 @@ impl ClientCredentials {
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
     /// Default: HTTP Basic.
     pub fn credentials_in_body(mut self) -> Self {
-        self.method = ClientAuthMethod::Body;
+        self.auth_type = Some(AuthType::RequestBody);
         self
     }
 
@@ -113,7 +106,7 @@ impl ClientCredentials {
     ///     .literal_basic_auth();
     /// ```
     pub fn literal_basic_auth(mut self) -> Self {
-        self.method = ClientAuthMethod::LiteralBasic;
+        self.auth_type = None;
         self
     }
 
@@ -152,9 +145,9 @@ impl ClientCredentials {
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
-        let literal_basic = match self.method {
-            ClientAuthMethod::LiteralBasic => Some(literal_basic(&self.client_id, &self.client_secret)?),
-            ClientAuthMethod::Basic | ClientAuthMethod::Body => None,
+        let literal_basic = match self.auth_type {
+            None => Some(literal_basic(&self.client_id, &self.client_secret)?),
+            Some(_) => None,
         };
         #[cfg(feature = "redis")]
         let store = self.shared.map(|cache| {
@@ -166,12 +159,10 @@ impl ClientCredentials {
         });
         #[cfg(not(feature = "redis"))]
         let store = None;
-        let auth_type =
-            if self.method == ClientAuthMethod::Body { AuthType::RequestBody } else { AuthType::BasicAuth };
         let client = oauth2::Client::new(oauth2::ClientId::new(self.client_id))
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
-            .set_auth_type(auth_type);
+            .set_auth_type(self.auth_type.unwrap_or(AuthType::BasicAuth));
         let grant =
             ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: sender.clone() };
         Ok((Grant::ClientCredentials(Box::new(grant)), store))
@@ -200,16 +191,15 @@ pub(crate) struct ClientCredentialsGrant {
 
 /// `Basic base64(client_id:client_secret)`, without form-encoding either (RFC 7617).
 fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<HeaderValue, Error> {
-    use base64::Engine as _;
     if client_id.contains(':') {
         return Err(Error::invalid(
             "client_id",
             "expected no `:` in a client id sent with literal HTTP Basic",
         ));
     }
-    let credentials = format!("{client_id}:{}", client_secret.secret());
-    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-    let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(format!("{client_id}:{}", client_secret.secret()));
+    let mut value = HeaderValue::try_from(format!("Basic {encoded}"))
         .map_err(|_| Error::invalid("client_secret", "expected characters allowed in a header"))?;
     value.set_sensitive(true);
     Ok(value)
@@ -242,7 +232,7 @@ mod tests {
         let settings = ClientCredentials::new(
             "https://id:PASSWORD@auth.example.com".into(),
             "id".into(),
-            "SECRET".into(),
+            ClientSecret::new("SECRET"),
         )
         .token_url("https://auth.example.com/token?tenant=QUERYVALUE");
         let debug = format!("{settings:?}");
@@ -255,15 +245,25 @@ mod tests {
     #[test]
     fn bad_settings_are_named() {
         let cases = [
-            (ClientCredentials::new("http://auth.example.com".into(), "id".into(), "s".into()), "auth_url"),
-            (ClientCredentials::new("https://auth.example.com".into(), " ".into(), "s".into()), "client_id"),
             (
-                ClientCredentials::new("https://auth.example.com".into(), "id".into(), "".into()),
+                ClientCredentials::new("http://auth.example.com".into(), "id".into(), ClientSecret::new("s")),
+                "auth_url",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), " ".into(), ClientSecret::new("s")),
+                "client_id",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), "id".into(), ClientSecret::new("")),
                 "client_secret",
             ),
             (
-                ClientCredentials::new("https://auth.example.com".into(), "id".into(), "s".into())
-                    .scopes(["api/read api/write"]),
+                ClientCredentials::new(
+                    "https://auth.example.com".into(),
+                    "id".into(),
+                    ClientSecret::new("s"),
+                )
+                .scopes(["api/read api/write"]),
                 "scopes",
             ),
         ];

@@ -124,7 +124,6 @@ mod oauth;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;
-mod refresh_turn;
 pub(crate) mod seal;
 mod secret;
 mod store;
@@ -140,11 +139,10 @@ pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
 pub use loopback::LoopbackRedirect;
 #[cfg(feature = "redis")]
 pub use redis::{RedisTokenCache, RedisUserStore};
-pub use refresh_turn::{RefreshLock, RefreshTurn};
 pub use secret::{AccessToken, ClientSecret, IdToken, PkceVerifier, RefreshToken};
 pub use store::{
-    DirectoryTokenStore, FileTokenStore, KeyedTokenStore, MemoryKeyedStore, MemoryTokenStore, TokenSet,
-    TokenStore,
+    DirectoryTokenStore, FileTokenStore, KeyedTokenStore, MemoryKeyedStore, MemoryTokenStore, RefreshLock,
+    RefreshTurn, TokenSet, TokenStore,
 };
 pub use verify::{Claims, TokenVerifier};
 
@@ -175,12 +173,10 @@ pub(crate) fn check_token(token: &AccessToken) -> Result<(), Error> {
 /// # Ok::<(), business_records::Error>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Auth {
-    pub(crate) kind: AuthKind,
-}
+pub struct Auth(AuthKind);
 
 #[derive(Debug, Clone)]
-pub(crate) enum AuthKind {
+enum AuthKind {
     ClientCredentials(ClientCredentials),
     User(Box<UserAuth>),
     Static(TokenSet),
@@ -231,15 +227,13 @@ impl Auth {
     /// # Ok::<(), business_records::Error>(())
     /// ```
     pub fn static_token(token: impl Into<String>) -> Auth {
-        Auth { kind: AuthKind::Static(TokenSet::new(token)) }
+        Auth(AuthKind::Static(TokenSet::new(token)))
     }
-}
 
-impl Auth {
     /// The token manager of a client that authenticates this way, its requests through `sender`
     /// (the client's), the settings checked; the client builder calls this from `build()`.
     pub(crate) fn into_token_manager(self, sender: &HttpSender) -> Result<TokenManager, Error> {
-        let (grant, store, tokens) = match self.kind {
+        let (grant, store, tokens) = match self.0 {
             AuthKind::ClientCredentials(flow) => {
                 let (grant, store) = flow.into_grant(sender)?;
                 (grant, store, TokenSet::new(""))
@@ -260,7 +254,7 @@ impl Auth {
     /// The client id the authorization server knows the client by (which keys a rate limit
     /// shared over Redis); empty for a static token.
     pub(crate) fn client_id(&self) -> &str {
-        match &self.kind {
+        match &self.0 {
             AuthKind::ClientCredentials(flow) => flow.client_id(),
             AuthKind::User(user) => user.flow.client_id(),
             AuthKind::Static(_) => "",
@@ -270,13 +264,13 @@ impl Auth {
 
 impl From<ClientCredentials> for Auth {
     fn from(flow: ClientCredentials) -> Self {
-        Auth { kind: AuthKind::ClientCredentials(flow) }
+        Auth(AuthKind::ClientCredentials(flow))
     }
 }
 
 impl From<UserAuth> for Auth {
     fn from(user: UserAuth) -> Self {
-        Auth { kind: AuthKind::User(Box::new(user)) }
+        Auth(AuthKind::User(Box::new(user)))
     }
 }
 

@@ -11,7 +11,7 @@ macro_rules! secret_types {
         /// `Debug` and `Display` print `[redacted]`; the value is reachable only through
         /// [`secret`](Self::secret), so it cannot reach a log line by accident. It serialises
         /// as the plain string, for token stores.
-        #[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        #[derive(Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
         #[serde(transparent)]
         pub struct $name(Arc<str>);
 
@@ -39,17 +39,6 @@ macro_rules! secret_types {
             }
         }
 
-        impl From<String> for $name {
-            fn from(value: String) -> Self {
-                $name::new(value)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(value: &str) -> Self {
-                $name::new(value)
-            }
-        }
     )+};
 }
 

@@ -110,15 +110,6 @@ struct State {
     backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
 }
 
-/// The newest set, behind an async lock that a renewal holds from its store's turn to the
-/// save.
-struct Kept {
-    /// Its refresh token is the one to use next.
-    current: TokenSet,
-    /// `current` is not in the store: a save failed and is being retried in the background.
-    unsaved: bool,
-}
-
 struct Inner {
     grant: Grant,
     store: Option<Arc<dyn TokenStore>>,
@@ -127,7 +118,9 @@ struct Inner {
     /// The user signed out: no token is handed out, saved or renewed any more.
     signed_out: AtomicBool,
     state: Mutex<State>,
-    kept: tokio::sync::Mutex<Kept>,
+    /// The newest set, whose refresh token is the one to use next, behind an async lock that a
+    /// renewal holds from its store's turn to the save.
+    current: tokio::sync::Mutex<TokenSet>,
 }
 
 /// Caches the current token and refreshes it with single flight. Cheap to clone.
@@ -154,14 +147,9 @@ impl TokenManager {
     ) -> Self {
         let issued = (tokens.access_token.clone(), tokens.expires_in());
         let cached = (!issued.0.secret().is_empty()).then(|| CachedToken::stamp(issued, Instant::now()));
-        let inner = Inner {
-            grant,
-            store,
-            timeout,
-            signed_out: AtomicBool::new(false),
-            state: Mutex::new(State { cached, ..State::default() }),
-            kept: tokio::sync::Mutex::new(Kept { current: tokens, unsaved: false }),
-        };
+        let state = Mutex::new(State { cached, ..State::default() });
+        let current = tokio::sync::Mutex::new(tokens);
+        let inner = Inner { grant, store, timeout, signed_out: AtomicBool::default(), state, current };
         TokenManager { inner: Arc::new(inner) }
     }
 
@@ -180,35 +168,50 @@ impl TokenManager {
             if let Some(cached) = state.cached.as_ref().filter(fresh) {
                 return Ok(cached.token.clone());
             }
+            // No request before the backoff after a failure is over.
+            if let Some((error, retry_at)) = &state.failure
+                && now < *retry_at
+            {
+                return fallback(state.cached.as_ref(), error.clone());
+            }
             // A flight that ended without an answer (its task panicked) is over too.
-            match state.flight.clone().filter(|flight| flight.peek().is_none()) {
-                Some(flight) => flight,
-                None => {
-                    if let Some((error, retry_at)) = &state.failure
-                        && now < *retry_at
-                    {
-                        return fallback(state.cached.as_ref(), error.clone());
-                    }
-                    state.flight.insert(self.start()).clone()
-                }
-            }
+            let flight = state.flight.take().filter(|flight| flight.peek().is_none());
+            state.flight.insert(flight.unwrap_or_else(|| self.start())).clone()
         };
-        match tokio::time::timeout(self.inner.timeout, flight).await {
-            Ok(answer) => answer,
-            Err(_) => {
-                fallback(self.inner.lock().cached.as_ref(), Error::Http(HttpError::timed_out(TOKEN_ENDPOINT)))
-            }
-        }
+        let timed_out = || Error::Http(HttpError::timed_out(TOKEN_ENDPOINT));
+        let answer = tokio::time::timeout(self.inner.timeout, flight).await;
+        answer.unwrap_or_else(|_| fallback(self.inner.lock().cached.as_ref(), timed_out()))
     }
 
-    /// Starts a token request in a task of its own and returns its shared result. The task runs
-    /// in the span of the caller that started it, so the token request appears in that trace.
+    /// Starts a token request in a task of its own and returns its shared result: the token, or
+    /// the failure, which holds the next request back for the crate's backoff (or the server's
+    /// `Retry-After`). The task runs in the span of the caller that started it, so the token
+    /// request appears in that trace.
     fn start(&self) -> Flight {
         let inner = self.inner.clone();
         let request = async move {
             let sent_at = Instant::now();
             let result = inner.fetch().await;
-            inner.finish(result, sent_at)
+            let mut state = inner.lock();
+            state.flight = None;
+            if inner.is_signed_out() {
+                return Err(reauthenticate(SIGNED_OUT));
+            }
+            let error = match result {
+                Ok(issued) => {
+                    let cached = CachedToken::stamp(issued, sent_at);
+                    tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
+                    *state = State { cached: Some(cached.clone()), ..State::default() };
+                    return Ok(cached.token);
+                }
+                Err(error) => error,
+            };
+            let (initial, max) = FAILURE_BACKOFF;
+            let pause = state.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
+            let delay = pause.unwrap_or(max).max(error.retry_after().unwrap_or_default()).min(max);
+            tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
+            state.failure = Some((error.clone(), later(Instant::now(), delay)));
+            fallback(state.cached.as_ref(), error)
         };
         let abandoned = |_| Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)));
         tokio::spawn(request.in_current_span())
@@ -222,7 +225,7 @@ impl TokenManager {
     /// is the one revoked), the tokens are forgotten, revoked, and the store cleared, whatever
     /// the revocation's outcome. The first failure is returned.
     pub(crate) async fn sign_out(&self) -> Result<(), Error> {
-        if !self.inner.has_user() {
+        if !matches!(self.inner.grant, Grant::Refresh(_)) {
             return Err(Error::invalid(
                 "auth",
                 "sign-out is for a signed-in user's client (`Auth::user`); this client has no user",
@@ -235,10 +238,7 @@ impl TokenManager {
         let inner = self.inner.clone();
         let revoke = async move {
             let Grant::Refresh(flow) = &inner.grant else { return Ok(()) };
-            let mut kept = inner.kept.lock().await;
-            kept.unsaved = false;
-            let tokens = std::mem::replace(&mut kept.current, TokenSet::new(""));
-            let revoked = flow.revoke(&tokens).await;
+            let revoked = flow.revoke(&std::mem::take(&mut *inner.current.lock().await)).await;
             if let Err(error) = &revoked {
                 tracing::warn!(error = %error, "revoking the user's tokens failed; they are forgotten here");
             }
@@ -256,11 +256,9 @@ impl TokenManager {
     /// The signed-in user's current tokens, once a refresh under way has ended; `None` for
     /// other clients and after sign-out.
     pub(crate) async fn current(&self) -> Option<TokenSet> {
-        if !self.inner.has_user() || self.inner.is_signed_out() {
-            return None;
-        }
-        let kept = self.inner.kept.lock().await;
-        (!self.inner.is_signed_out()).then(|| kept.current.clone())
+        let user = matches!(self.inner.grant, Grant::Refresh(_)) && !self.inner.is_signed_out();
+        let current = if user { Some(self.inner.current.lock().await.clone()) } else { None };
+        current.filter(|_| !self.inner.is_signed_out())
     }
 
     /// Forgets `rejected` after the API refused it, unless a newer token already replaced it or
@@ -268,14 +266,11 @@ impl TokenManager {
     /// [`token`](Self::token) will not return `rejected`.
     pub(crate) fn invalidate(&self, rejected: &AccessToken) -> bool {
         let mut state = self.inner.lock();
-        match state.cached.as_ref() {
-            Some(cached) if cached.token == *rejected && !matches!(self.inner.grant, Grant::Fixed) => {
-                state.cached = None;
-                true
-            }
-            Some(cached) => cached.token != *rejected,
-            None => true,
+        let renewable = !matches!(self.inner.grant, Grant::Fixed);
+        if renewable && state.cached.as_ref().is_some_and(|cached| cached.token == *rejected) {
+            state.cached = None;
         }
+        state.cached.as_ref().is_none_or(|cached| cached.token != *rejected)
     }
 }
 
@@ -288,54 +283,25 @@ impl Inner {
         self.signed_out.load(Ordering::SeqCst)
     }
 
-    /// Whether these are a signed-in user's tokens (and so can sign out).
-    fn has_user(&self) -> bool {
-        matches!(self.grant, Grant::Refresh(_))
-    }
-
-    /// Records the answer of the request under way and says what its waiters get.
-    fn finish(&self, result: Result<Issued, Error>, sent_at: Instant) -> Result<AccessToken, Error> {
-        let mut state = self.lock();
-        state.flight = None;
-        if self.is_signed_out() {
-            return Err(reauthenticate(SIGNED_OUT));
-        }
-        let error = match result {
-            Ok(issued) => {
-                let cached = CachedToken::stamp(issued, sent_at);
-                tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
-                *state = State { cached: Some(cached.clone()), ..State::default() };
-                return Ok(cached.token);
-            }
-            Err(error) => error,
-        };
-        let (initial, max) = FAILURE_BACKOFF;
-        let pause = state.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
-        let delay = pause.unwrap_or(max).max(error.retry_after().unwrap_or_default()).min(max);
-        tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
-        state.failure = Some((error.clone(), later(Instant::now(), delay)));
-        fallback(state.cached.as_ref(), error)
-    }
-
     /// A new token. Runs in the manager's own task, never cancelled: the store's turn is taken,
     /// then a set another process saved is used or the tokens are renewed, the new set kept in
     /// memory the moment it arrives (refresh token first), saved, and only then handed out.
     async fn fetch(self: &Arc<Self>) -> Result<Issued, Error> {
-        let mut kept = self.kept.lock().await;
+        let mut current = self.current.lock().await;
         if self.is_signed_out() {
             return Err(reauthenticate(SIGNED_OUT));
         }
         let RefreshTurn { newer, lock } = match &self.store {
-            Some(store) => store.begin_refresh(&kept.current).await.map_err(Error::TokenStore)?,
+            Some(store) => store.begin_refresh(&current).await.map_err(Error::TokenStore)?,
             None => RefreshTurn::proceed(),
         };
         // Its refresh token is the newest, whether or not its access token still works.
-        let taken = newer.map(|newer| kept.current = newer).is_some();
-        let result = if taken && !kept.current.is_expired() {
+        let taken = newer.map(|newer| *current = newer).is_some();
+        let result = if taken && !current.is_expired() {
             tracing::debug!("tokens taken from the store, renewed elsewhere");
-            Ok((kept.current.access_token.clone(), kept.current.expires_in()))
+            Ok((current.access_token.clone(), current.expires_in()))
         } else {
-            self.renew(&mut kept).await
+            self.renew(&mut current).await
         };
         if let Some(lock) = lock {
             lock.release().await;
@@ -343,53 +309,52 @@ impl Inner {
         result
     }
 
-    /// Renews `kept.current` with the grant, keeps the new set and saves it.
-    async fn renew(self: &Arc<Self>, kept: &mut Kept) -> Result<Issued, Error> {
+    /// Renews `current` with the grant, keeps the new set and saves it.
+    async fn renew(self: &Arc<Self>, current: &mut TokenSet) -> Result<Issued, Error> {
         let Refreshed { tokens, expires_in, new_id_token } = match &self.grant {
             Grant::ClientCredentials(grant) => grant.request().await?,
-            Grant::Refresh(flow) => flow.refresh_unverified(&kept.current).await?,
+            Grant::Refresh(flow) => flow.refresh_unverified(current).await?,
             Grant::Fixed => {
                 return Err(reauthenticate("the static token was rejected and cannot be renewed"));
             }
             #[cfg(test)]
             Grant::Scripted(script) => script().await?,
         };
-        let rotated = tokens.refresh_token != kept.current.refresh_token;
+        let rotated = tokens.refresh_token != current.refresh_token;
         // Kept first: the server has already retired the old refresh token.
-        kept.current = tokens;
-        self.save(kept).await;
-        tracing::debug!(rotated, saved = self.store.is_some() && !kept.unsaved, "tokens renewed");
+        *current = tokens;
+        let saved = self.save(current).await;
+        tracing::debug!(rotated, saved, "tokens renewed");
         if let Some(unverified) = new_id_token {
             tokio::spawn(self.clone().verify_id_token(unverified).in_current_span());
         }
-        Ok((kept.current.access_token.clone(), expires_in))
+        Ok((current.access_token.clone(), expires_in))
     }
 
-    /// Saves `kept.current`; after a failure, keeps retrying in the background after the
-    /// crate's backoff until a save succeeds, a newer set is saved, or the client is gone.
-    async fn save(self: &Arc<Self>, kept: &mut Kept) {
-        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return };
-        if save_once(store.as_ref(), &kept.current).await {
-            kept.unsaved = false;
-            return;
+    /// Saves `tokens`, the current set, and says whether it did; after a failure, tries again in
+    /// the background after the crate's backoff until a save succeeds, a newer set replaced
+    /// them, or the client is gone.
+    async fn save(self: &Arc<Self>, tokens: &TokenSet) -> bool {
+        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return false };
+        if save_once(store.as_ref(), tokens).await {
+            return true;
         }
-        if std::mem::replace(&mut kept.unsaved, true) {
-            return; // a retry is under way already
-        }
-        let inner = Arc::downgrade(self);
+        let (inner, unsaved) = (Arc::downgrade(self), tokens.access_token.clone());
         tokio::spawn(async move {
             for pause in backoff(SAVE_RETRY.0, SAVE_RETRY.1) {
                 tokio::time::sleep(pause).await;
                 let Some(inner) = Weak::upgrade(&inner) else { return };
-                let mut kept = inner.kept.lock().await;
-                let Some(store) = inner.store.as_ref().filter(|_| kept.unsaved) else { return };
-                if save_once(store.as_ref(), &kept.current).await {
-                    kept.unsaved = false;
+                let current = inner.current.lock().await;
+                let Some(store) = inner.store.as_ref().filter(|_| current.access_token == unsaved) else {
+                    return;
+                };
+                if save_once(store.as_ref(), &current).await {
                     tracing::info!("renewed tokens saved after an earlier failure");
                     return;
                 }
             }
         });
+        false
     }
 
     /// Verifies the ID token a refresh brought into the set it replaced, `previous`, while its
@@ -397,14 +362,14 @@ impl Inner {
     async fn verify_id_token(self: Arc<Self>, (id_token, previous): (IdToken, TokenSet)) {
         let Grant::Refresh(flow) = &self.grant else { return };
         let outcome = flow.verify_id_token(&id_token).await;
-        let mut kept = self.kept.lock().await;
-        if kept.current.id_token.as_ref() != Some(&id_token) {
+        let mut current = self.current.lock().await;
+        if current.id_token.as_ref() != Some(&id_token) {
             return; // a newer refresh replaced it
         }
         let dropped = outcome.is_err();
-        kept.current.settle_id_token(outcome, &previous);
+        current.settle_id_token(outcome, &previous);
         if dropped {
-            self.save(&mut kept).await;
+            self.save(&current).await;
         }
     }
 }

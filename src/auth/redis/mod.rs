@@ -13,8 +13,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 use self::connection::Redis;
-use super::refresh_turn::{shared_turn, wait_for_lock};
 use super::seal::{Sealer, random_bytes};
+use super::store::{shared_turn, wait_for_lock};
 use super::{ClientSecret, KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 use crate::Error;
 

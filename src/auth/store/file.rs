@@ -10,9 +10,10 @@ use std::time::Duration;
 use aws_lc_rs::digest;
 use futures::future::BoxFuture;
 
-use super::{KeyedTokenStore, TokenSet, TokenStore};
-use crate::auth::refresh_turn::{shared_turn, wait_for_lock};
-use crate::auth::{RefreshLock, RefreshTurn, TokenStoreError};
+use super::{
+    KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError, shared_turn,
+    wait_for_lock,
+};
 
 /// How long a refresh waits for the lock another process holds on the same file before it goes
 /// on without it (with a warning): longer than a refresh and its save take (a token request
