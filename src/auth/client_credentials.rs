@@ -151,10 +151,12 @@ impl ClientCredentials {
         };
         #[cfg(feature = "redis")]
         let store = self.shared.map(|cache| {
+            // One token for every process with this token endpoint, client id and scopes, in any order.
+            let scopes: std::collections::BTreeSet<&str> = self.scopes.iter().map(String::as_str).collect();
+            let scopes = scopes.into_iter().collect::<Vec<_>>().join(" ");
             cache.client_credentials_store(
-                [token_url.as_str(), &self.client_id],
-                &self.scopes,
                 &self.client_secret,
+                &[token_url.as_str(), &self.client_id, &scopes],
             )
         });
         #[cfg(not(feature = "redis"))]

@@ -10,6 +10,8 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, RedisResult, ScriptInvocation};
 use tokio::time::Instant;
 
+use crate::auth::TokenStoreError;
+
 /// At most one warning about Redis per this interval.
 const WARNING_INTERVAL: Duration = Duration::from_secs(30);
 
@@ -40,20 +42,21 @@ impl Redis {
         Ok(Redis { manager, timeout, last_warning: Mutex::new(None), unavailable: AtomicBool::new(false) })
     }
 
-    /// Runs `cmd`; `None` when Redis failed or did not answer in time (already reported).
-    pub(crate) async fn query<T: FromRedisValue>(&self, what: &'static str, cmd: &redis::Cmd) -> Option<T> {
+    /// Runs `cmd`; an error when Redis failed or did not answer in time (already reported).
+    pub(crate) async fn query<T>(&self, what: &'static str, cmd: &redis::Cmd) -> Result<T, TokenStoreError>
+    where
+        T: FromRedisValue,
+    {
         let mut conn = self.manager.clone();
-        self.settle(Some(what), cmd.query_async(&mut conn)).await
+        let answer = self.settle(Some(what), cmd.query_async(&mut conn)).await;
+        answer.ok_or_else(|| TokenStoreError::new("redis is unavailable"))
     }
 
     /// Runs a script; `None` when Redis failed or did not answer in time, which is not reported:
     /// the caller says what an unanswered script means, and warns its own way.
-    pub(crate) async fn invoke_quietly<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-    ) -> Option<T> {
+    pub(crate) async fn invoke_quietly<T: FromRedisValue>(&self, script: &ScriptInvocation<'_>) -> Option<T> {
         let mut conn = self.manager.clone();
-        self.settle(None, invocation.invoke_async(&mut conn)).await
+        self.settle(None, script.invoke_async(&mut conn)).await
     }
 
     /// Waits for `answer` at most the timeout; a failure of an operation named `what` marks

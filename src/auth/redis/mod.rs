@@ -23,6 +23,10 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default lifetime of a lock, after which a dead holder's lock is gone.
 const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
 const DEFAULT_PREFIX: &str = "business-records";
+/// The key that seals a store's entry (and names it), or why there is none.
+type Sealing = Result<Arc<Sealer>, TokenStoreError>;
+/// Why a stored value cannot be read.
+const UNREADABLE: &str = "the stored tokens cannot be opened with this user secret";
 
 /// Deletes `KEYS[1]` only if it still holds `ARGV[1]` (a lock holder's random id).
 const COMPARE_AND_DELETE: &str = r"
@@ -79,14 +83,16 @@ return stored + 1
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct RedisTokenCache {
     redis: Arc<Redis>,
     prefix: Arc<str>,
     lock_ttl: Duration,
-    user_sealer: Result<Arc<Sealer>, TokenStoreError>,
+    user_sealer: Sealing,
 }
 
 const NO_USER_SECRET: &str = "the redis token cache has no user secret: set one with `user_secret`";
+const REDIS_URL: &str = "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)";
 
 impl RedisTokenCache {
     /// Connects to the Redis at `url` (`redis://[user:password@]host[:port][/db]`, or
@@ -123,16 +129,10 @@ impl RedisTokenCache {
         if timeout.is_zero() {
             return Err(Error::invalid("timeout", "expected a timeout above zero"));
         }
-        let redis = Redis::open(url.as_ref(), timeout).map_err(|_| {
-            let expected = "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)";
-            Error::invalid("url", expected)
-        })?;
-        let cache = RedisTokenCache {
-            redis: Arc::new(redis),
-            prefix: Arc::from(DEFAULT_PREFIX),
-            lock_ttl: DEFAULT_LOCK_TTL,
-            user_sealer: Err(TokenStoreError::new(NO_USER_SECRET)),
-        };
+        let redis =
+            Arc::new(Redis::open(url.as_ref(), timeout).map_err(|_| Error::invalid("url", REDIS_URL))?);
+        let user_sealer = Err(TokenStoreError::new(NO_USER_SECRET));
+        let cache = Self { redis, prefix: DEFAULT_PREFIX.into(), lock_ttl: DEFAULT_LOCK_TTL, user_sealer };
         cache.ping().await;
         Ok(cache)
     }
@@ -140,7 +140,6 @@ impl RedisTokenCache {
     /// How long a lock lives at most, and so how long a process that dies holding it delays the
     /// others; a refresh must finish within it. Default: 30 seconds. Processes waiting for a
     /// client-credentials token give up after 10 seconds at most and fetch their own.
-    #[must_use]
     pub fn lock_ttl(mut self, ttl: Duration) -> Self {
         self.lock_ttl = ttl.max(Duration::from_millis(1));
         self
@@ -148,7 +147,6 @@ impl RedisTokenCache {
 
     /// The prefix of every key this cache writes, to keep applications that share a Redis
     /// apart. Default: `business-records`.
-    #[must_use]
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = Arc::from(prefix.into());
         self
@@ -159,12 +157,10 @@ impl RedisTokenCache {
     /// [`AuthorizationCodeFlow::sealing_secret`](super::AuthorizationCodeFlow::sealing_secret)
     /// asks. Default: none. Without one, or with a shorter one, every user store fails with a
     /// [`TokenStoreError`] naming `user_secret`.
-    #[must_use]
     pub fn user_secret(mut self, secret: impl Into<String>) -> Self {
-        let secret = ClientSecret::new(secret);
-        self.user_sealer = Sealer::from_secret("user_secret", secret.secret().as_bytes(), "user token set")
-            .map(Arc::new)
-            .map_err(|refused| TokenStoreError::new(refused.to_string()));
+        let sealer =
+            Sealer::from_secret("user_secret", Into::<String>::into(secret).as_bytes(), "user token set");
+        self.user_sealer = sealer.map(Arc::new).map_err(|refused| TokenStoreError::new(refused.to_string()));
         self
     }
 
@@ -175,44 +171,28 @@ impl RedisTokenCache {
     }
 
     /// The store of the entry `kind` named by `parts`, sealed by `sealer`.
-    fn store(
-        &self,
-        sealer: Result<Arc<Sealer>, TokenStoreError>,
-        kind: &str,
-        parts: &[&str],
-    ) -> RedisUserStore {
+    fn store(&self, sealer: Sealing, kind: &str, parts: &[&str]) -> RedisUserStore {
         let key = sealer.as_ref().map_or_else(|_| String::new(), |s| s.key_name(&self.prefix, kind, parts));
-        RedisUserStore {
-            redis: Arc::clone(&self.redis),
-            sealer,
-            key,
-            lock_ttl: self.lock_ttl,
-            seen: Arc::default(),
-        }
+        RedisUserStore { cache: self.clone(), sealer, key, seen: Arc::default() }
     }
 
     /// True when Redis answers a `PING` within the timeout (a health check; the cache itself
     /// never needs it).
     pub async fn ping(&self) -> bool {
-        self.redis.query::<String>("ping", &redis::cmd("PING")).await.is_some()
+        self.redis.query::<String>("ping", &redis::cmd("PING")).await.is_ok()
     }
 
-    /// The store of the client-credentials token of `token_url` and `client_id` for `scopes`
-    /// (in any order), sealed under a key derived from the client secret: one token for every
+    /// The store of the client-credentials token named by `parts` (the token endpoint, the client
+    /// id, the scopes), sealed under a key derived from the client `secret`: one token for every
     /// process with the same credentials, renewed under the store's lock.
     pub(crate) fn client_credentials_store(
         &self,
-        [token_url, client_id]: [&str; 2],
-        scopes: &[String],
         secret: &ClientSecret,
+        parts: &[&str],
     ) -> Arc<dyn TokenStore> {
-        let sealer = Sealer::derive(secret.secret().as_bytes(), "client credentials")
-            .map(Arc::new)
-            .ok_or_else(|| TokenStoreError::new("the sealing key cannot be derived"));
-        let mut scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        scopes.sort_unstable();
-        scopes.dedup();
-        Arc::new(self.store(sealer, "client-credentials", &[token_url, client_id, &scopes.join(" ")]))
+        let sealer = Sealer::derive(secret.secret().as_bytes(), "client credentials").map(Arc::new);
+        let sealer = sealer.ok_or_else(|| TokenStoreError::new("the sealing key cannot be derived"));
+        Arc::new(self.store(sealer, "client-credentials", parts))
     }
 }
 
@@ -243,16 +223,11 @@ impl KeyedTokenStore for RedisTokenCache {
 /// that requests keep working.
 #[derive(Debug, Clone)]
 pub struct RedisUserStore {
-    redis: Arc<Redis>,
-    sealer: Result<Arc<Sealer>, TokenStoreError>,
+    cache: RedisTokenCache,
+    sealer: Sealing,
     key: String,
-    lock_ttl: Duration,
     /// The highest generation this store has read or written.
     seen: Arc<AtomicU64>,
-}
-
-fn unavailable() -> TokenStoreError {
-    TokenStoreError::new("redis is unavailable")
 }
 
 impl RedisUserStore {
@@ -263,18 +238,17 @@ impl RedisUserStore {
     /// The stored generation and set; `Ok(None)` without one, `Err` when Redis failed.
     async fn read(&self) -> Result<Option<(u64, TokenSet)>, TokenStoreError> {
         let sealer = self.sealer()?;
-        let value: Option<Vec<u8>> =
-            self.redis.query("read", redis::cmd("GET").arg(&self.key)).await.ok_or_else(unavailable)?;
-        let Some(value) = value else { return Ok(None) };
+        let get = redis::cmd("GET").arg(&self.key).clone();
+        let Some(value) = self.cache.redis.query::<Option<Vec<u8>>>("read", &get).await? else {
+            return Ok(None);
+        };
         // `<generation>:<sealed set>`
         let stored = value.iter().take(21).position(|&b| b == b':').and_then(|colon| {
             let generation = std::str::from_utf8(&value[..colon]).ok()?.parse().ok()?;
             let json = sealer.open(&self.key, &value[colon + 1..])?;
             Some((generation, serde_json::from_slice(&json).ok()?))
         });
-        let stored = stored.ok_or_else(|| {
-            TokenStoreError::new("the stored tokens cannot be opened with this user secret")
-        })?;
+        let stored = stored.ok_or_else(|| TokenStoreError::new(UNREADABLE))?;
         self.seen.fetch_max(stored.0, Ordering::SeqCst);
         Ok(Some(stored))
     }
@@ -283,23 +257,20 @@ impl RedisUserStore {
     /// random id, or by expiry), waiting (bounded) while another process holds it. `None` when
     /// Redis failed or the holder outlived the wait.
     async fn lock(&self) -> Option<RefreshLock> {
-        let key = format!("{}:lock", self.key);
-        let id = random_bytes::<16>()?;
-        let ttl = u64::try_from(self.lock_ttl.as_millis()).unwrap_or(u64::MAX);
+        let (redis, ttl) = (Arc::clone(&self.cache.redis), self.cache.lock_ttl);
+        let (key, id) = (format!("{}:lock", self.key), random_bytes::<16>()?);
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(&id).arg("NX").arg("PX").arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         let try_lock = || async {
-            let mut set = redis::cmd("SET");
-            set.arg(&key).arg(&id).arg("NX").arg("PX").arg(ttl);
-            match self.redis.query::<Option<String>>("lock", &set).await {
-                Some(Some(_)) => ControlFlow::Break(Some(())),
-                Some(None) => ControlFlow::Continue(()),
-                None => ControlFlow::Break(None),
+            match redis.query::<Option<String>>("lock", &set).await {
+                Ok(None) => ControlFlow::Continue(()), // held by another process
+                taken_or_failed => ControlFlow::Break(taken_or_failed.ok().map(drop)),
             }
         };
-        wait_for_lock(self.lock_ttl.saturating_add(Duration::from_secs(1)), try_lock).await?;
-        let redis = Arc::clone(&self.redis);
+        wait_for_lock(ttl.saturating_add(Duration::from_secs(1)), try_lock).await?;
+        let unlock = redis::cmd("EVAL").arg(COMPARE_AND_DELETE).arg(1).arg(&key).arg(&id).clone();
         Some(RefreshLock::new(async move {
-            let unlock = redis::cmd("EVAL").arg(COMPARE_AND_DELETE).arg(1).arg(&key).arg(&id).clone();
-            redis.query::<i64>("unlock", &unlock).await;
+            let _ = redis.query::<i64>("unlock", &unlock).await;
         }))
     }
 }
@@ -317,13 +288,9 @@ impl TokenStore for RedisUserStore {
             let sealed = sealed.ok_or_else(|| TokenStoreError::new("the tokens could not be sealed"))?;
             // Never over a set saved after the one this store last saw (a save retried late);
             // unavailable: the client keeps the new set in memory and saves it again later.
-            let mut save = redis::cmd("EVAL");
-            save.arg(SAVE_UNLESS_NEWER)
-                .arg(1)
-                .arg(&self.key)
-                .arg(self.seen.load(Ordering::SeqCst))
-                .arg(sealed);
-            let generation: i64 = self.redis.query("save", &save).await.ok_or_else(unavailable)?;
+            let (mut save, seen) = (redis::cmd("EVAL"), self.seen.load(Ordering::SeqCst));
+            save.arg(SAVE_UNLESS_NEWER).arg(1).arg(&self.key).arg(seen).arg(sealed);
+            let generation: i64 = self.cache.redis.query("save", &save).await?;
             if generation < 0 {
                 tracing::debug!("a newer token set is stored; this one is not saved over it");
             }
@@ -334,10 +301,8 @@ impl TokenStore for RedisUserStore {
 
     /// Deletes the user's set from Redis (sign-out).
     fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
-        Box::pin(async move {
-            let deleted = self.redis.query::<i64>("delete", redis::cmd("DEL").arg(&self.key)).await;
-            deleted.map(drop).ok_or_else(unavailable)
-        })
+        let delete = redis::cmd("DEL").arg(&self.key).clone();
+        Box::pin(async move { self.cache.redis.query::<i64>("delete", &delete).await.map(drop) })
     }
 
     fn begin_refresh<'a>(
