@@ -72,11 +72,7 @@ impl ClientCredentials {
 
     /// The scopes to request (spec examples: `api/read`, `api/write`). Default: none, which
     /// lets the authorization server grant the client's default scopes.
-    pub fn scopes<I, S>(mut self, scopes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
         self
     }
@@ -131,12 +127,9 @@ impl ClientCredentials {
         &self.client_id
     }
 
-    /// The grant with every setting checked, its requests through `sender`, and the store that
+    /// The grant with every setting checked, its requests through `http`, and the store that
     /// shares its token with other processes (the shared cache, when set).
-    pub(crate) fn into_grant(
-        self,
-        sender: &HttpSender,
-    ) -> Result<(Grant, Option<Arc<dyn TokenStore>>), Error> {
+    pub(crate) fn into_grant(self, http: &HttpSender) -> Result<(Grant, Option<Arc<dyn TokenStore>>), Error> {
         let token_url = match &self.token_url {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
             None => urls::join_path(&urls::parse_service_url("auth_url", &self.auth_url)?, "oauth2/token"),
@@ -166,7 +159,7 @@ impl ClientCredentials {
             .set_token_uri(TokenUrl::from_url(token_url))
             .set_auth_type(self.auth_type.unwrap_or(AuthType::BasicAuth));
         let grant =
-            ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: sender.clone() };
+            ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: http.clone() };
         Ok((Grant::ClientCredentials(Box::new(grant)), store))
     }
 }

@@ -50,6 +50,8 @@ fn reauthenticate(why: &'static str) -> Error {
 
 /// What a client that signed its user out answers every request.
 const SIGNED_OUT: &str = "the user signed out";
+/// What a client with a static token the API rejected answers.
+const STATIC_REJECTED: &str = "the static token was rejected and cannot be renewed";
 
 /// How a client's tokens are renewed.
 pub(crate) enum Grant {
@@ -314,9 +316,7 @@ impl Inner {
         let Refreshed { tokens, expires_in, new_id_token } = match &self.grant {
             Grant::ClientCredentials(grant) => grant.request().await?,
             Grant::Refresh(flow) => flow.refresh_unverified(current).await?,
-            Grant::Fixed => {
-                return Err(reauthenticate("the static token was rejected and cannot be renewed"));
-            }
+            Grant::Fixed => return Err(reauthenticate(STATIC_REJECTED)),
             #[cfg(test)]
             Grant::Scripted(script) => script().await?,
         };
@@ -381,10 +381,7 @@ async fn save_once(store: &dyn TokenStore, tokens: &TokenSet) -> bool {
         Ok(Err(error)) => error.to_string(),
         Err(_) => format!("no answer within {SAVE_TIMEOUT:?}"),
     };
-    tracing::warn!(
-        error = failure,
-        "saving renewed tokens failed; the client keeps them in memory and retries"
-    );
+    tracing::warn!(error = failure, "saving renewed tokens failed; kept in memory, the save is retried");
     false
 }
 

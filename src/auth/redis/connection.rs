@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -19,8 +19,8 @@ const WARNING_INTERVAL: Duration = Duration::from_secs(30);
 pub(crate) struct Redis {
     manager: ConnectionManager,
     timeout: Duration,
-    last_warning: Mutex<Option<Instant>>,
-    unavailable: AtomicBool,
+    /// When the last warning was logged, and whether Redis failed since it last answered.
+    outage: Mutex<(Option<Instant>, bool)>,
 }
 
 impl fmt::Debug for Redis {
@@ -39,7 +39,7 @@ impl Redis {
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(200));
         let manager = ConnectionManager::new_lazy_with_config(redis::Client::open(url)?, config)?;
-        Ok(Redis { manager, timeout, last_warning: Mutex::new(None), unavailable: AtomicBool::new(false) })
+        Ok(Redis { manager, timeout, outage: Mutex::default() })
     }
 
     /// Runs `cmd`; an error when Redis failed or did not answer in time (already reported).
@@ -61,14 +61,15 @@ impl Redis {
 
     /// Waits for `answer` at most the timeout; a failure of an operation named `what` marks
     /// Redis unavailable, with a warning unless one was logged within [`WARNING_INTERVAL`].
-    async fn settle<T>(
-        &self,
-        what: Option<&'static str>,
-        answer: impl Future<Output = RedisResult<T>>,
-    ) -> Option<T> {
-        let failure = match tokio::time::timeout(self.timeout, answer).await {
+    async fn settle<T, F>(&self, what: Option<&'static str>, answer: F) -> Option<T>
+    where
+        F: Future<Output = RedisResult<T>>,
+    {
+        let answer = tokio::time::timeout(self.timeout, answer).await;
+        let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
+        let failure = match answer {
             Ok(Ok(value)) => {
-                if self.unavailable.swap(false, Ordering::Relaxed) {
+                if std::mem::take(&mut outage.1) {
                     tracing::info!("redis answers again; tokens are shared again");
                 }
                 return Some(value);
@@ -80,11 +81,10 @@ impl Redis {
             tracing::debug!(error = failure, "redis script failed");
             return None;
         };
-        self.unavailable.store(true, Ordering::Relaxed);
         let now = Instant::now();
-        let mut last = self.last_warning.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
-            *last = Some(now);
+        outage.1 = true;
+        if outage.0.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
+            outage.0 = Some(now);
             tracing::warn!(
                 operation = what,
                 error = failure,
