@@ -22,6 +22,9 @@ use crate::retry::backoff;
 mod file;
 pub use file::{DirectoryTokenStore, FileTokenStore};
 
+/// What the methods of a [`TokenStore`] return.
+pub(crate) type StoreFuture<'a, T> = BoxFuture<'a, Result<T, TokenStoreError>>;
+
 /// The tokens of a signed-in user: what the authorization-code exchange and every refresh
 /// return, and what a [`TokenStore`] keeps.
 ///
@@ -181,18 +184,15 @@ impl TokenSet {
 /// ```
 pub trait TokenStore: Send + Sync + 'static {
     /// The stored set, or `None` when nothing is stored yet.
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>>;
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>>;
 
     /// Replaces the stored set with `tokens`.
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>>;
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()>;
 
     /// Called before the client refreshes `current` with its refresh token. A store shared by
     /// several processes takes a lock here and returns the set another process saved meanwhile
     /// (see [`RefreshTurn`]); the default, for a store kept by one process, does nothing.
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         let _ = current;
         Box::pin(async { Ok(RefreshTurn::proceed()) })
     }
@@ -201,28 +201,25 @@ pub trait TokenStore: Send + Sync + 'static {
     /// ([`Client::sign_out`](crate::Client::sign_out)). The default does nothing, so stores
     /// written before this method existed keep compiling; their sets stay stored, revoked and
     /// useless. The crate's stores delete them.
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         (**self).load()
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         (**self).save(tokens)
     }
 
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         (**self).begin_refresh(current)
     }
 
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         (**self).clear()
     }
 }
@@ -435,11 +432,11 @@ impl MemoryTokenStore {
 }
 
 impl TokenStore for MemoryTokenStore {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move { Ok(self.get()) })
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             self.users.users().insert(self.key.clone(), tokens.clone());
             self.saves.fetch_add(1, Ordering::SeqCst);
@@ -447,7 +444,7 @@ impl TokenStore for MemoryTokenStore {
         })
     }
 
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             self.users.users().remove(&self.key);
             Ok(())

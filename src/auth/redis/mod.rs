@@ -10,11 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-
 use self::connection::Redis;
 use super::seal::{Sealer, random_bytes};
-use super::store::{shared_turn, wait_for_lock};
+use super::store::{StoreFuture, shared_turn, wait_for_lock};
 use super::{ClientSecret, KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 use crate::Error;
 
@@ -276,11 +274,11 @@ impl RedisUserStore {
 }
 
 impl TokenStore for RedisUserStore {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move { Ok(self.read().await?.map(|(_, tokens)| tokens)) })
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let json = serde_json::to_vec(tokens)
                 .map_err(|e| TokenStoreError::with_source("the tokens could not be encoded", e))?;
@@ -300,15 +298,12 @@ impl TokenStore for RedisUserStore {
     }
 
     /// Deletes the user's set from Redis (sign-out).
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         let delete = redis::cmd("DEL").arg(&self.key).clone();
         Box::pin(async move { self.cache.redis.query::<i64>("delete", &delete).await.map(drop) })
     }
 
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         Box::pin(async move {
             self.sealer()?;
             let seen = self.seen.load(Ordering::SeqCst);
@@ -357,7 +352,9 @@ mod tests {
             );
             assert!(message.ends_with(&format!("got {}", short.len())), "{err}");
         }
-        assert!(!format!("{:?}", cache.user_secret("x")).contains("user_secret: true"));
+        assert!(format!("{:?}", cache.clone().user_secret("x")).contains("user_sealer: Err("));
+        let valid = format!("{:?}", cache.user_secret("a user secret of 32 bytes or more"));
+        assert!(valid.contains("user_sealer: Ok(Sealer([redacted]))"), "{valid}");
     }
 
     #[tokio::test]

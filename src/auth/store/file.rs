@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lc_rs::digest;
-use futures::future::BoxFuture;
 
 use super::{
-    KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError, shared_turn,
-    wait_for_lock,
+    KeyedTokenStore, RefreshLock, RefreshTurn, StoreFuture, TokenSet, TokenStore, TokenStoreError,
+    shared_turn, wait_for_lock,
 };
 
 /// How long a refresh waits for the lock another process holds on the same file before it goes
@@ -116,7 +115,7 @@ impl FileTokenStore {
 }
 
 impl TokenStore for FileTokenStore {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move {
             let bytes = match tokio::fs::read(&self.path).await {
                 Ok(bytes) => bytes,
@@ -133,7 +132,7 @@ impl TokenStore for FileTokenStore {
         })
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let json = serde_json::to_vec_pretty(tokens)
                 .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
@@ -146,17 +145,14 @@ impl TokenStore for FileTokenStore {
     }
 
     /// Deletes the file, as [`remove`](FileTokenStore::remove) does.
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         Box::pin(self.remove())
     }
 
     /// Takes the lock file beside the token file, waiting while another process refreshes,
     /// then reads the file: a set saved since `current` comes back with the turn (without the
     /// lock when it still works).
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         Box::pin(async move {
             // Saved since `current` was: other tokens, expiring no earlier. (A set this process
             // failed to save, and holds in memory, is newer than the file.)
