@@ -1,17 +1,19 @@
 //! The client credentials grant (API Parts 4.2 and 5.4), sent through the `oauth2` crate.
 
+use std::sync::Arc;
+
+use base64::Engine as _;
 use http::HeaderValue;
 use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
 
 use super::oauth::{OAuthClient, OAuthHttp, Refreshed, token_error, token_set};
-use super::source::{Grant, Source};
-use super::token_manager::TokenManager;
-use super::{ClientSecret, TokenSet};
+use super::token_manager::Grant;
+use super::{ClientSecret, TokenStore};
 use crate::Error;
 use crate::bounds::clamp_lifetime;
 use crate::text::shown_raw_url;
 use crate::urls;
-use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
+use crate::wire::HttpSender;
 
 /// Settings for the client credentials grant; made by
 /// [`Auth::client_credentials`](crate::Auth::client_credentials).
@@ -33,7 +35,10 @@ pub struct ClientCredentials {
     client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
-    method: ClientAuthMethod,
+    /// How the id and secret reach the token endpoint: `oauth2`'s HTTP Basic of the
+    /// form-urlencoded id and secret (RFC 6749 section 2.3.1) or form fields, or, when `None`,
+    /// HTTP Basic of the id and secret as they are (API Part 5.4, RFC 7617).
+    auth_type: Option<AuthType>,
     #[cfg(feature = "redis")]
     shared: Option<super::RedisTokenCache>,
 }
@@ -46,20 +51,9 @@ impl std::fmt::Debug for ClientCredentials {
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret)
             .field("scopes", &self.scopes)
-            .field("method", &self.method)
+            .field("auth_type", &self.auth_type)
             .finish_non_exhaustive()
     }
-}
-
-/// How the client id and secret reach the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClientAuthMethod {
-    /// HTTP Basic of the form-urlencoded id and secret (RFC 6749 section 2.3.1).
-    Basic,
-    /// HTTP Basic of the id and secret as they are (API Part 5.4, RFC 7617).
-    LiteralBasic,
-    /// `client_id` and `client_secret` form fields.
-    Body,
 }
 
 impl ClientCredentials {
@@ -70,7 +64,7 @@ impl ClientCredentials {
             client_id,
             client_secret,
             scopes: Vec::new(),
-            method: ClientAuthMethod::Basic,
+            auth_type: Some(AuthType::BasicAuth),
             #[cfg(feature = "redis")]
             shared: None,
         }
@@ -78,11 +72,7 @@ impl ClientCredentials {
 
     /// The scopes to request (spec examples: `api/read`, `api/write`). Default: none, which
     /// lets the authorization server grant the client's default scopes.
-    pub fn scopes<I, S>(mut self, scopes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
         self
     }
@@ -90,7 +80,7 @@ impl ClientCredentials {
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
     /// Default: HTTP Basic.
     pub fn credentials_in_body(mut self) -> Self {
-        self.method = ClientAuthMethod::Body;
+        self.auth_type = Some(AuthType::RequestBody);
         self
     }
 
@@ -112,7 +102,7 @@ impl ClientCredentials {
     ///     .literal_basic_auth();
     /// ```
     pub fn literal_basic_auth(mut self) -> Self {
-        self.method = ClientAuthMethod::LiteralBasic;
+        self.auth_type = None;
         self
     }
 
@@ -137,49 +127,40 @@ impl ClientCredentials {
         &self.client_id
     }
 
-    /// The token manager of a client with these settings, its token requests through `sender`
-    /// (the client's); behind the shared cache, the token is kept in it. The client builder
-    /// calls this from `build()`.
-    pub(crate) fn into_token_manager(self, sender: &HttpSender) -> Result<TokenManager, Error> {
-        #[cfg(feature = "redis")]
-        let shared = self.shared.clone().map(|cache| (cache, self.client_secret.clone()));
-        let grant = self.into_grant(sender.clone())?;
-        #[cfg(feature = "redis")]
-        let store = shared.map(|(cache, secret)| {
-            let identity = [grant.client.token_uri().as_str(), grant.client.client_id().as_str()];
-            cache.client_credentials_store(identity, &grant.scopes, &secret)
-        });
-        #[cfg(not(feature = "redis"))]
-        let store = None;
-        let source =
-            Source::new(Grant::ClientCredentials(Box::new(grant)), store, TokenSet::new(String::new()));
-        Ok(TokenManager::new(source, sender.timeout().unwrap_or(DEFAULT_TIMEOUT), None))
-    }
-
-    /// The grant with every setting checked, its requests through `sender`.
-    pub(crate) fn into_grant(self, sender: HttpSender) -> Result<ClientCredentialsGrant, Error> {
+    /// The grant with every setting checked, its requests through `http`, and the store that
+    /// shares its token with other processes (the shared cache, when set).
+    pub(crate) fn into_grant(self, http: &HttpSender) -> Result<(Grant, Option<Arc<dyn TokenStore>>), Error> {
         let token_url = match &self.token_url {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
-            None => {
-                let base = urls::parse_service_url("auth_url", &self.auth_url)?;
-                urls::join_path(&base, "oauth2/token")
-            }
+            None => urls::join_path(&urls::parse_service_url("auth_url", &self.auth_url)?, "oauth2/token"),
         };
         check_client(&self.client_id, &self.client_secret)?;
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
-        let literal_basic = match self.method {
-            ClientAuthMethod::LiteralBasic => Some(literal_basic(&self.client_id, &self.client_secret)?),
-            ClientAuthMethod::Basic | ClientAuthMethod::Body => None,
+        let literal_basic = match self.auth_type {
+            None => Some(literal_basic(&self.client_id, &self.client_secret)?),
+            Some(_) => None,
         };
-        let auth_type =
-            if self.method == ClientAuthMethod::Body { AuthType::RequestBody } else { AuthType::BasicAuth };
+        #[cfg(feature = "redis")]
+        let store = self.shared.map(|cache| {
+            // One token for every process with this token endpoint, client id and scopes, in any order.
+            let scopes: std::collections::BTreeSet<&str> = self.scopes.iter().map(String::as_str).collect();
+            let scopes = scopes.into_iter().collect::<Vec<_>>().join(" ");
+            cache.client_credentials_store(
+                &self.client_secret,
+                &[token_url.as_str(), &self.client_id, &scopes],
+            )
+        });
+        #[cfg(not(feature = "redis"))]
+        let store = None;
         let client = oauth2::Client::new(oauth2::ClientId::new(self.client_id))
             .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
             .set_token_uri(TokenUrl::from_url(token_url))
-            .set_auth_type(auth_type);
-        Ok(ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender })
+            .set_auth_type(self.auth_type.unwrap_or(AuthType::BasicAuth));
+        let grant =
+            ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: http.clone() };
+        Ok((Grant::ClientCredentials(Box::new(grant)), store))
     }
 }
 
@@ -205,29 +186,18 @@ pub(crate) struct ClientCredentialsGrant {
 
 /// `Basic base64(client_id:client_secret)`, without form-encoding either (RFC 7617).
 fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<HeaderValue, Error> {
-    use base64::Engine as _;
     if client_id.contains(':') {
         return Err(Error::invalid(
             "client_id",
             "expected no `:` in a client id sent with literal HTTP Basic",
         ));
     }
-    let credentials = format!("{client_id}:{}", client_secret.secret());
-    let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
-    let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(format!("{client_id}:{}", client_secret.secret()));
+    let mut value = HeaderValue::try_from(format!("Basic {encoded}"))
         .map_err(|_| Error::invalid("client_secret", "expected characters allowed in a header"))?;
     value.set_sensitive(true);
     Ok(value)
-}
-
-impl std::fmt::Debug for ClientCredentialsGrant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientCredentialsGrant")
-            .field("client_id", &self.client.client_id().as_str())
-            .field("token_url", &self.client.token_uri().as_str())
-            .field("scopes", &self.scopes)
-            .finish_non_exhaustive()
-    }
 }
 
 impl ClientCredentialsGrant {
@@ -257,7 +227,7 @@ mod tests {
         let settings = ClientCredentials::new(
             "https://id:PASSWORD@auth.example.com".into(),
             "id".into(),
-            "SECRET".into(),
+            ClientSecret::new("SECRET"),
         )
         .token_url("https://auth.example.com/token?tenant=QUERYVALUE");
         let debug = format!("{settings:?}");
@@ -270,21 +240,31 @@ mod tests {
     #[test]
     fn bad_settings_are_named() {
         let cases = [
-            (ClientCredentials::new("http://auth.example.com".into(), "id".into(), "s".into()), "auth_url"),
-            (ClientCredentials::new("https://auth.example.com".into(), " ".into(), "s".into()), "client_id"),
             (
-                ClientCredentials::new("https://auth.example.com".into(), "id".into(), "".into()),
+                ClientCredentials::new("http://auth.example.com".into(), "id".into(), ClientSecret::new("s")),
+                "auth_url",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), " ".into(), ClientSecret::new("s")),
+                "client_id",
+            ),
+            (
+                ClientCredentials::new("https://auth.example.com".into(), "id".into(), ClientSecret::new("")),
                 "client_secret",
             ),
             (
-                ClientCredentials::new("https://auth.example.com".into(), "id".into(), "s".into())
-                    .scopes(["api/read api/write"]),
+                ClientCredentials::new(
+                    "https://auth.example.com".into(),
+                    "id".into(),
+                    ClientSecret::new("s"),
+                )
+                .scopes(["api/read api/write"]),
                 "scopes",
             ),
         ];
         for (flow, argument) in cases {
-            match flow.into_grant(HttpSender::with_client(reqwest::Client::new())) {
-                Err(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
+            match flow.into_grant(&HttpSender::with_client(reqwest::Client::new())).err() {
+                Some(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }
         }

@@ -119,37 +119,34 @@
 mod authorization_code;
 mod client_credentials;
 mod discovery;
-mod keyed_store;
 mod loopback;
 mod oauth;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
 mod redis;
-mod refresh_turn;
 pub(crate) mod seal;
 mod secret;
-mod source;
 mod store;
 pub(crate) mod token_manager;
-mod user;
 pub(crate) mod verify;
+
+use std::sync::Arc;
 
 pub use crate::error::{TokenStoreError, VerifyError};
 pub use authorization_code::{AuthorizationCodeFlow, AuthorizationRequest};
 pub use client_credentials::ClientCredentials;
 pub use discovery::{AuthServerMetadata, Introspection, TokenIntrospector};
-pub use keyed_store::{DirectoryTokenStore, KeyedTokenStore, MemoryKeyedStore};
 pub use loopback::LoopbackRedirect;
 #[cfg(feature = "redis")]
 pub use redis::{RedisTokenCache, RedisUserStore};
-pub use refresh_turn::{RefreshLock, RefreshTurn};
 pub use secret::{AccessToken, ClientSecret, IdToken, PkceVerifier, RefreshToken};
-pub use store::{FileTokenStore, MemoryTokenStore, TokenSet, TokenStore};
-pub use user::UserAuth;
+pub use store::{
+    DirectoryTokenStore, FileTokenStore, KeyedTokenStore, MemoryKeyedStore, MemoryTokenStore, RefreshLock,
+    RefreshTurn, TokenSet, TokenStore,
+};
 pub use verify::{Claims, TokenVerifier};
 
-use self::source::{Grant, Source};
-use self::token_manager::TokenManager;
+use self::token_manager::{Grant, TokenManager};
 use crate::Error;
 use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
 
@@ -176,15 +173,13 @@ pub(crate) fn check_token(token: &AccessToken) -> Result<(), Error> {
 /// # Ok::<(), business_records::Error>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct Auth {
-    pub(crate) kind: AuthKind,
-}
+pub struct Auth(AuthKind);
 
 #[derive(Debug, Clone)]
-pub(crate) enum AuthKind {
+enum AuthKind {
     ClientCredentials(ClientCredentials),
     User(Box<UserAuth>),
-    Static(AccessToken),
+    Static(TokenSet),
 }
 
 impl Auth {
@@ -217,7 +212,7 @@ impl Auth {
     /// # Ok(()) }
     /// ```
     pub fn user(flow: AuthorizationCodeFlow, tokens: TokenSet) -> UserAuth {
-        UserAuth::new(flow, tokens)
+        UserAuth { flow, tokens, store: None }
     }
 
     /// A bearer token the caller obtains and renews; the client sends it as it is and never
@@ -232,34 +227,36 @@ impl Auth {
     /// # Ok::<(), business_records::Error>(())
     /// ```
     pub fn static_token(token: impl Into<String>) -> Auth {
-        Auth { kind: AuthKind::Static(AccessToken::new(token)) }
+        Auth(AuthKind::Static(TokenSet::new(token)))
     }
-}
 
-impl Auth {
     /// The token manager of a client that authenticates this way, its requests through `sender`
     /// (the client's), the settings checked; the client builder calls this from `build()`.
     pub(crate) fn into_token_manager(self, sender: &HttpSender) -> Result<TokenManager, Error> {
-        match self.kind {
-            AuthKind::ClientCredentials(flow) => flow.into_token_manager(sender),
-            AuthKind::User(user) => user.into_token_manager(sender),
-            AuthKind::Static(token) => {
-                check_token(&token)?;
-                let source = Source::new(Grant::Fixed, None, TokenSet::new(token.secret()));
-                Ok(TokenManager::new(
-                    source,
-                    sender.timeout().unwrap_or(DEFAULT_TIMEOUT),
-                    Some((token, None)),
-                ))
+        let (grant, store, tokens) = match self.0 {
+            AuthKind::ClientCredentials(flow) => {
+                let (grant, store) = flow.into_grant(sender)?;
+                (grant, store, TokenSet::new(""))
             }
-        }
+            AuthKind::User(user) => {
+                user.flow.check()?;
+                check_token(&user.tokens.access_token)?;
+                (Grant::Refresh(user.flow.with_sender(sender.clone())), user.store, user.tokens)
+            }
+            AuthKind::Static(tokens) => {
+                check_token(&tokens.access_token)?;
+                (Grant::Fixed, None, tokens)
+            }
+        };
+        Ok(TokenManager::new(grant, store, tokens, sender.timeout().unwrap_or(DEFAULT_TIMEOUT)))
     }
 
-    /// The client id the authorization server knows the client by; empty for a static token.
+    /// The client id the authorization server knows the client by (which keys a rate limit
+    /// shared over Redis); empty for a static token.
     pub(crate) fn client_id(&self) -> &str {
-        match &self.kind {
+        match &self.0 {
             AuthKind::ClientCredentials(flow) => flow.client_id(),
-            AuthKind::User(user) => user.client_id(),
+            AuthKind::User(user) => user.flow.client_id(),
             AuthKind::Static(_) => "",
         }
     }
@@ -267,12 +264,71 @@ impl Auth {
 
 impl From<ClientCredentials> for Auth {
     fn from(flow: ClientCredentials) -> Self {
-        Auth { kind: AuthKind::ClientCredentials(flow) }
+        Auth(AuthKind::ClientCredentials(flow))
     }
 }
 
 impl From<UserAuth> for Auth {
     fn from(user: UserAuth) -> Self {
-        Auth { kind: AuthKind::User(Box::new(user)) }
+        Auth(AuthKind::User(Box::new(user)))
+    }
+}
+
+/// Authentication as a signed-in user; made by [`Auth::user`](crate::Auth::user).
+///
+/// The client sends the user's access token and renews it with the refresh-token grant ahead
+/// of expiry (and after a 401 `invalid_token`), one refresh at a time however many tasks need
+/// it. A refresh runs in a task of its own, so a caller that gives up never cancels it. When the
+/// server rotates the refresh token, the new one is kept in memory at once, and saved through
+/// the [`store`](Self::store) before any request uses the new access token and before the new ID
+/// token is verified. A save that fails is logged and retried in the background; the client
+/// goes on with the new tokens. See the refresh guarantees in the [`auth`](self) module.
+///
+/// Give each signed-in user one client and clone it: clones share the tokens. A web app with
+/// many users derives each user's client from one shared client with
+/// [`Client::with_auth`](crate::Client::with_auth), which shares the connection pool and every
+/// setting for a few microseconds and a few KiB per user; a desktop app builds its one client
+/// as below. Two clients made from the same `UserAuth` would each renew with the same refresh
+/// token, and a server that rotates refresh tokens treats the second use as theft and revokes
+/// the sign-in, unless they share a store that locks refreshes ([`FileTokenStore`] and
+/// [`DirectoryTokenStore`] over the same file, or a `RedisUserStore`): each client then takes
+/// the set the other saved. [`Client::sign_out`](crate::Client::sign_out) ends the sign-in.
+///
+/// ///
+/// ```no_run
+/// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
+/// #              tokens: business_records::auth::TokenSet) -> Result<(), business_records::Error> {
+/// use business_records::auth::FileTokenStore;
+/// use business_records::{Auth, Client};
+///
+/// let client = Client::builder()
+///     .base_url("https://api.example.com")
+///     .auth(Auth::user(flow, tokens).store(FileTokenStore::new("tokens.json")))
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct UserAuth {
+    flow: AuthorizationCodeFlow,
+    tokens: TokenSet,
+    store: Option<Arc<dyn TokenStore>>,
+}
+
+impl std::fmt::Debug for UserAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserAuth")
+            .field("flow", &self.flow)
+            .field("tokens", &self.tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UserAuth {
+    /// Saves every renewed token set here, before its access token is used. Default: none
+    /// (renewed tokens live in memory only).
+    pub fn store(mut self, store: impl TokenStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
     }
 }

@@ -4,13 +4,15 @@
 use std::fmt;
 use std::sync::Arc;
 
-macro_rules! secret_type {
-    ($(#[$doc:meta])* $name:ident) => {
+macro_rules! secret_types {
+    ($($(#[$doc:meta])* $name:ident;)+) => {$(
         $(#[$doc])*
         ///
         /// `Debug` and `Display` print `[redacted]`; the value is reachable only through
-        /// [`secret`](Self::secret), so it cannot reach a log line by accident.
-        #[derive(Clone, PartialEq, Eq)]
+        /// [`secret`](Self::secret), so it cannot reach a log line by accident. It serialises
+        /// as the plain string, for token stores.
+        #[derive(Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
         pub struct $name(Arc<str>);
 
         impl $name {
@@ -37,34 +39,10 @@ macro_rules! secret_type {
             }
         }
 
-        impl From<String> for $name {
-            fn from(value: String) -> Self {
-                $name::new(value)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(value: &str) -> Self {
-                $name::new(value)
-            }
-        }
-
-        /// Serialises as the plain string, for token stores.
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(&self.0)
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                String::deserialize(deserializer).map($name::new)
-            }
-        }
-    };
+    )+};
 }
 
-secret_type! {
+secret_types! {
     /// An OAuth 2.0 access token (a JWT, API Part 5.7).
     ///
     /// ```
@@ -73,10 +51,8 @@ secret_type! {
     /// assert_eq!(format!("{token:?}"), "AccessToken([redacted])");
     /// assert_eq!(token.secret(), "eyJhbGciOi...");
     /// ```
-    AccessToken
-}
+    AccessToken;
 
-secret_type! {
     /// An OAuth 2.0 client secret (API Part 5.4: never in client-side code, version control
     /// or logs).
     ///
@@ -84,30 +60,24 @@ secret_type! {
     /// use business_records::auth::ClientSecret;
     /// assert_eq!(ClientSecret::new("s3cr3t").to_string(), "[redacted]");
     /// ```
-    ClientSecret
-}
+    ClientSecret;
 
-secret_type! {
     /// An OAuth 2.0 refresh token: obtains new access tokens without the user (API Part 5.6).
     ///
     /// ```
     /// use business_records::auth::RefreshToken;
     /// assert_eq!(format!("{:?}", RefreshToken::new("r1")), "RefreshToken([redacted])");
     /// ```
-    RefreshToken
-}
+    RefreshToken;
 
-secret_type! {
     /// An OpenID Connect ID token (a JWT with the user's identity claims).
     ///
     /// ```
     /// use business_records::auth::IdToken;
     /// assert_eq!(IdToken::new("eyJ...").to_string(), "[redacted]");
     /// ```
-    IdToken
-}
+    IdToken;
 
-secret_type! {
     /// A PKCE code verifier (API Part 5.2): 43 to 128 characters, sent only in the token
     /// request.
     ///
@@ -115,7 +85,7 @@ secret_type! {
     /// use business_records::auth::PkceVerifier;
     /// assert_eq!(format!("{:?}", PkceVerifier::new("v")), "PkceVerifier([redacted])");
     /// ```
-    PkceVerifier
+    PkceVerifier;
 }
 
 impl AccessToken {

@@ -1,19 +1,29 @@
-//! A signed-in user's tokens ([`TokenSet`]) and where they are kept between runs
-//! ([`TokenStore`]).
+//! A signed-in user's tokens ([`TokenSet`]), where they are kept between runs ([`TokenStore`],
+//! [`KeyedTokenStore`] for many users, in memory here and in files in [`file`]), and the hook a
+//! store shared by several processes uses to keep a user's refresh single flight across all of
+//! them ([`RefreshTurn`]).
 
+use std::collections::HashMap;
 use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 
-use super::token_manager::IssuedToken;
-use super::{AccessToken, Claims, IdToken, RefreshToken, RefreshTurn, TokenStoreError};
+use super::{AccessToken, Claims, IdToken, RefreshToken, TokenStoreError};
+use crate::bounds::later;
+use crate::retry::backoff;
 
 mod file;
-pub use file::FileTokenStore;
+pub use file::{DirectoryTokenStore, FileTokenStore};
+
+/// What the methods of a [`TokenStore`] return.
+pub(crate) type StoreFuture<'a, T> = BoxFuture<'a, Result<T, TokenStoreError>>;
 
 /// The tokens of a signed-in user: what the authorization-code exchange and every refresh
 /// return, and what a [`TokenStore`] keeps.
@@ -27,7 +37,7 @@ pub use file::FileTokenStore;
 /// assert!(tokens.refresh_token.is_some());
 /// assert!(!format!("{tokens:?}").contains("r1"));
 /// ```
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TokenSet {
     /// The bearer token sent to the API.
@@ -57,15 +67,7 @@ pub struct TokenSet {
 impl TokenSet {
     /// A set holding only an access token.
     pub fn new(access_token: impl Into<String>) -> Self {
-        TokenSet {
-            access_token: AccessToken::new(access_token),
-            refresh_token: None,
-            id_token: None,
-            expires_at: None,
-            scopes: Vec::new(),
-            id_claims: None,
-            id_token_error: None,
-        }
+        TokenSet { access_token: AccessToken::new(access_token), ..TokenSet::default() }
     }
 
     /// Sets the refresh token.
@@ -84,11 +86,7 @@ impl TokenSet {
 
     /// Sets the granted scopes.
     #[must_use]
-    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn with_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
         self
     }
@@ -149,28 +147,14 @@ impl TokenSet {
         }
     }
 
-    /// The access token with the time it has left, as the token cache takes it.
-    pub(crate) fn issued(&self) -> IssuedToken {
-        let now = Utc::now();
-        let expires_in = self.expires_at.map(|at| (at - now).to_std().unwrap_or_default());
-        IssuedToken { access_token: self.access_token.clone(), expires_in }
+    /// The time the access token has left (none when it has expired).
+    pub(crate) fn expires_in(&self) -> Option<Duration> {
+        self.expires_at.map(|at| (at - Utc::now()).to_std().unwrap_or_default())
     }
 
     /// True when the access token has expired (a set without expiry never does).
     pub fn is_expired(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= Utc::now())
-    }
-}
-
-impl fmt::Debug for TokenSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokenSet")
-            .field("access_token", &self.access_token)
-            .field("refresh_token", &self.refresh_token)
-            .field("id_token", &self.id_token)
-            .field("expires_at", &self.expires_at)
-            .field("scopes", &self.scopes)
-            .finish_non_exhaustive()
     }
 }
 
@@ -200,18 +184,15 @@ impl fmt::Debug for TokenSet {
 /// ```
 pub trait TokenStore: Send + Sync + 'static {
     /// The stored set, or `None` when nothing is stored yet.
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>>;
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>>;
 
     /// Replaces the stored set with `tokens`.
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>>;
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()>;
 
     /// Called before the client refreshes `current` with its refresh token. A store shared by
     /// several processes takes a lock here and returns the set another process saved meanwhile
     /// (see [`RefreshTurn`]); the default, for a store kept by one process, does nothing.
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         let _ = current;
         Box::pin(async { Ok(RefreshTurn::proceed()) })
     }
@@ -220,29 +201,195 @@ pub trait TokenStore: Send + Sync + 'static {
     /// ([`Client::sign_out`](crate::Client::sign_out)). The default does nothing, so stores
     /// written before this method existed keep compiling; their sets stay stored, revoked and
     /// useless. The crate's stores delete them.
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }
 }
 
 impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         (**self).load()
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         (**self).save(tokens)
     }
 
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         (**self).begin_refresh(current)
     }
 
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         (**self).clear()
+    }
+}
+
+/// The first and the longest pause of a process waiting for another's refresh lock.
+const LOCK_POLL: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(100));
+
+/// Takes a lock another process may hold (the file stores' and Redis's): `try_lock` once, then
+/// again after each of the crate's backoff pauses, until it breaks (with the lock, or `None`
+/// when it failed) or `wait` has passed (`None`, with a warning).
+pub(crate) async fn wait_for_lock<T, F>(wait: Duration, mut try_lock: impl FnMut() -> F) -> Option<T>
+where
+    F: Future<Output = ControlFlow<Option<T>>>,
+{
+    let deadline = later(Instant::now(), wait);
+    let mut pauses = backoff(LOCK_POLL.0, LOCK_POLL.1);
+    loop {
+        if let ControlFlow::Break(lock) = try_lock().await {
+            return lock;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(?wait, "another process held the refresh lock too long; refreshing without it");
+            return None;
+        }
+        tokio::time::sleep(pauses.next().unwrap_or(LOCK_POLL.1)).await;
+    }
+}
+
+/// The turn of a store shared by processes: a set another process saved since (what `read`
+/// finds, `None` for anything else) that still works needs no lock, its holder may be long
+/// gone; otherwise the turn holds the lock `lock` takes (without it, the refresh goes on as a
+/// single process's would) and what `read` finds under it.
+pub(crate) async fn shared_turn<R>(
+    lock: impl Future<Output = Option<RefreshLock>>,
+    read: impl Fn() -> R,
+) -> RefreshTurn
+where
+    R: Future<Output = Result<Option<TokenSet>, TokenStoreError>>,
+{
+    if let Ok(Some(newer)) = read().await
+        && !newer.is_expired()
+    {
+        return RefreshTurn::proceed().with_newer(newer);
+    }
+    let Some(lock) = lock.await else { return RefreshTurn::proceed() };
+    let newer = read().await.unwrap_or_else(|error| {
+        tracing::debug!(error = %error, "the stored tokens are unreadable; refreshing with the current ones");
+        None
+    });
+    RefreshTurn { newer, lock: Some(lock) }
+}
+
+/// What a store says when the client is about to refresh a user's tokens; returned by
+/// [`TokenStore::begin_refresh`](super::TokenStore::begin_refresh).
+///
+/// A store kept by one process returns [`RefreshTurn::proceed`] (the default). A store shared
+/// by several processes takes a lock first, so that a rotating refresh token is presented once,
+/// and hands back the set another process saved meanwhile, if any: the client then uses that
+/// set instead of refreshing again.
+///
+/// ```
+/// use business_records::auth::{RefreshLock, RefreshTurn, TokenSet};
+/// let turn = RefreshTurn::locked(RefreshLock::new(async { /* release the lock */ }))
+///     .with_newer(TokenSet::new("eyJhbGciOi...").with_refresh_token("r2"));
+/// assert!(turn.newer().is_some());
+/// ```
+#[must_use]
+#[derive(Debug, Default)]
+pub struct RefreshTurn {
+    pub(crate) newer: Option<TokenSet>,
+    pub(crate) lock: Option<RefreshLock>,
+}
+
+impl RefreshTurn {
+    /// Refresh as a single process would: no lock, nothing newer in the store.
+    pub fn proceed() -> Self {
+        RefreshTurn::default()
+    }
+
+    /// Refresh while holding `lock`; the client releases it after it saved the new set.
+    pub fn locked(lock: RefreshLock) -> Self {
+        RefreshTurn { newer: None, lock: Some(lock) }
+    }
+
+    /// Another process saved `tokens` since this one last read the store: the client takes
+    /// them, and refreshes only if their access token has expired.
+    pub fn with_newer(mut self, tokens: TokenSet) -> Self {
+        self.newer = Some(tokens);
+        self
+    }
+
+    /// The newer set, if another process saved one.
+    pub fn newer(&self) -> Option<&TokenSet> {
+        self.newer.as_ref()
+    }
+
+    /// True when the store took a lock for this refresh.
+    pub fn is_locked(&self) -> bool {
+        self.lock.is_some()
+    }
+}
+
+/// A lock held while a user's tokens are refreshed; made by a shared store, released by the
+/// client once the new set is saved.
+///
+/// The release runs when [`release`](Self::release) is awaited, or, if the holder is dropped
+/// first (a cancelled request), on a task of the current tokio runtime. A store should also give
+/// its lock an expiry, so that a holder that dies releases it.
+pub struct RefreshLock {
+    release: Option<BoxFuture<'static, ()>>,
+}
+
+impl RefreshLock {
+    /// A lock whose release is `release`.
+    pub fn new(release: impl Future<Output = ()> + Send + 'static) -> Self {
+        RefreshLock { release: Some(Box::pin(release)) }
+    }
+
+    /// Releases the lock now.
+    pub async fn release(mut self) {
+        if let Some(release) = self.release.take() {
+            release.await;
+        }
+    }
+}
+
+impl Drop for RefreshLock {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(release);
+        }
+    }
+}
+
+impl fmt::Debug for RefreshLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RefreshLock").field("held", &self.release.is_some()).finish()
+    }
+}
+
+/// Token stores for many users, kept by one object: [`for_user`](Self::for_user) gives the
+/// store of the user the app knows as `user_key` (a user id, a session id), to hand to
+/// [`UserAuth::store`](super::UserAuth::store): in memory ([`MemoryKeyedStore`]), in a
+/// directory of files ([`DirectoryTokenStore`]) or in Redis (`RedisTokenCache`, feature `redis`).
+///
+/// ```no_run
+/// # async fn run(app: business_records::Client, flow: business_records::auth::AuthorizationCodeFlow)
+/// #     -> Result<(), Box<dyn std::error::Error>> {
+/// use business_records::Auth;
+/// use business_records::auth::{DirectoryTokenStore, KeyedTokenStore, TokenStore};
+///
+/// let stores = DirectoryTokenStore::new("/var/lib/my-app/tokens");
+/// // A request of the user with session id `sid`, on any instance that shares the directory:
+/// let store = stores.for_user("sid-4f1c");
+/// if let Some(tokens) = store.load().await? {
+///     let user = app.with_auth(Auth::user(flow.clone(), tokens).store(store))?;
+///     # let _ = user;
+/// }
+/// # Ok(()) }
+/// ```
+pub trait KeyedTokenStore: Send + Sync + 'static {
+    /// The store of the user known as `user_key`; stores for the same key share what they keep.
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore>;
+}
+
+impl<T: KeyedTokenStore + ?Sized> KeyedTokenStore for Arc<T> {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
+        (**self).for_user(user_key)
     }
 }
 
@@ -261,13 +408,10 @@ impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct MemoryTokenStore {
-    inner: Arc<MemoryInner>,
-}
-
-#[derive(Debug, Default)]
-struct MemoryInner {
-    tokens: Mutex<Option<TokenSet>>,
-    saves: AtomicUsize,
+    /// The entry `key` of `users`: a store of its own, or one user's of a [`MemoryKeyedStore`].
+    users: MemoryKeyedStore,
+    key: String,
+    saves: Arc<AtomicUsize>,
 }
 
 impl MemoryTokenStore {
@@ -278,33 +422,93 @@ impl MemoryTokenStore {
 
     /// The stored set, without waiting.
     pub fn get(&self) -> Option<TokenSet> {
-        self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.users.get(&self.key)
     }
 
     /// How many times [`save`](TokenStore::save) was called.
     pub fn saves(&self) -> usize {
-        self.inner.saves.load(Ordering::SeqCst)
+        self.saves.load(Ordering::SeqCst)
     }
 }
 
 impl TokenStore for MemoryTokenStore {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move { Ok(self.get()) })
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = Some(tokens.clone());
-            self.inner.saves.fetch_add(1, Ordering::SeqCst);
+            self.users.users().insert(self.key.clone(), tokens.clone());
+            self.saves.fetch_add(1, Ordering::SeqCst);
             Ok(())
         })
     }
 
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
-            *self.inner.tokens.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            self.users.users().remove(&self.key);
             Ok(())
         })
+    }
+}
+
+/// Every user's tokens in this process's memory, for tests and for apps that sign users in
+/// again after a restart. Clones share the users.
+///
+/// An entry is made only when a set is saved, and removed when the user's store is cleared
+/// (sign-out): looking up a key nobody saved under (a session cookie the app never issued)
+/// keeps nothing, however many such lookups arrive.
+///
+/// ```
+/// # async fn run() -> Result<(), business_records::auth::TokenStoreError> {
+/// use business_records::auth::{KeyedTokenStore, MemoryKeyedStore, TokenSet, TokenStore};
+/// let stores = MemoryKeyedStore::new();
+/// assert!(stores.for_user("bob").load().await?.is_none());
+/// stores.for_user("alice").save(&TokenSet::new("t")).await?;
+/// assert!(stores.get("alice").is_some() && stores.get("bob").is_none());
+/// assert_eq!(stores.len(), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct MemoryKeyedStore {
+    users: Arc<Mutex<HashMap<String, TokenSet>>>,
+}
+
+impl fmt::Debug for MemoryKeyedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryKeyedStore").field("users", &self.len()).finish()
+    }
+}
+
+impl MemoryKeyedStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn users(&self) -> MutexGuard<'_, HashMap<String, TokenSet>> {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The set stored for `user_key`, without waiting.
+    pub fn get(&self, user_key: &str) -> Option<TokenSet> {
+        self.users().get(user_key).cloned()
+    }
+
+    /// How many users have a stored set.
+    pub fn len(&self) -> usize {
+        self.users().len()
+    }
+
+    /// True when no user has a stored set.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl KeyedTokenStore for MemoryKeyedStore {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
+        Arc::new(MemoryTokenStore { users: self.clone(), key: user_key.to_owned(), saves: Arc::default() })
     }
 }
 

@@ -1,54 +1,73 @@
-//! The token cache: one valid token shared by every clone of a client, refreshed ahead of
-//! expiry by a single request however many callers need it at once.
+//! A client's tokens: where they come from (the client credentials grant, a signed-in user's
+//! refresh token, a token the caller fixed), where they are kept, and one valid token shared by
+//! every clone of the client, refreshed ahead of expiry by a single request however many
+//! callers need it at once.
 //!
 //! A token request runs in a task of its own. Callers wait on its shared result and may be
 //! cancelled at any point (a timeout around a call, a dropped stream): the request still runs
 //! to completion and its answer is kept. A failed request is given to every caller waiting on
 //! it, and the next one starts only after the crate's backoff (or the server's `Retry-After`);
 //! meanwhile a token that has not expired keeps being served.
+//!
+//! A renewal holds the newest set, asks the store for its turn (a store shared by several
+//! processes locks the renewal across them and hands back a set another process saved), renews,
+//! keeps the new set in memory at once, saves it, and only then releases the turn and hands the
+//! token out. A save that fails is retried in the background until it lands.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::source::Source;
-use super::{AccessToken, TokenSet};
+use super::authorization_code::Refreshed;
+use super::client_credentials::ClientCredentialsGrant;
+use super::{AccessToken, AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
-use crate::bounds::clamp_lifetime;
+use crate::bounds::{clamp_lifetime, later};
 use crate::error::{HttpError, ReauthenticationRequired};
 use crate::retry::backoff;
 
-/// Refresh no later than this long before expiry...
+/// Refresh no later than this long before expiry, and no later than a tenth of the lifetime
+/// before it.
 const MAX_REFRESH_BUFFER: Duration = Duration::from_secs(300);
-/// ...and no later than this fraction of the lifetime before it.
-const REFRESH_BUFFER_DIVISOR: u32 = 10;
 /// The first and the longest pause after failed token requests, `Retry-After` included.
 const FAILURE_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+/// How long one [`TokenStore::save`] may take before it counts as failed.
+const SAVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first and the longest pause before a failed save is tried again.
+const SAVE_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(300));
 /// How errors about the token request name it.
 const TOKEN_ENDPOINT: &str = "the token endpoint";
 
+/// The error that asks for a new sign-in, saying `why`.
+fn reauthenticate(why: &'static str) -> Error {
+    Error::ReauthenticationRequired(ReauthenticationRequired::new(why))
+}
+
 /// What a client that signed its user out answers every request.
-pub(crate) fn signed_out() -> Error {
-    Error::ReauthenticationRequired(ReauthenticationRequired::new("the user signed out"))
+const SIGNED_OUT: &str = "the user signed out";
+/// What a client with a static token the API rejected answers.
+const STATIC_REJECTED: &str = "the static token was rejected and cannot be renewed";
+
+/// How a client's tokens are renewed.
+pub(crate) enum Grant {
+    /// The client credentials grant.
+    ClientCredentials(Box<ClientCredentialsGrant>),
+    /// The refresh-token grant of a signed-in user's flow.
+    Refresh(AuthorizationCodeFlow),
+    /// A token the caller manages: never renewed.
+    Fixed,
+    /// Answers from a test's script.
+    #[cfg(test)]
+    Scripted(Box<dyn Fn() -> BoxFuture<'static, Result<Refreshed, Error>> + Send + Sync>),
 }
 
-/// How long before expiry a token of `lifetime` is refreshed: the smaller of five minutes and
-/// a tenth of the lifetime.
-pub(crate) fn refresh_buffer(lifetime: Duration) -> Duration {
-    MAX_REFRESH_BUFFER.min(lifetime / REFRESH_BUFFER_DIVISOR)
-}
-
-/// A token as the authorization server issued it; `expires_in` is relative to when the request
-/// was sent.
-pub(crate) struct IssuedToken {
-    pub(crate) access_token: AccessToken,
-    pub(crate) expires_in: Option<Duration>,
-}
+/// An access token and the time it has left from when it was asked for.
+type Issued = (AccessToken, Option<Duration>);
 
 #[derive(Clone)]
 struct CachedToken {
@@ -60,20 +79,22 @@ struct CachedToken {
 }
 
 impl CachedToken {
-    fn stamp(issued: IssuedToken, sent_at: Instant) -> Self {
-        let lifetime = issued.expires_in.map(clamp_lifetime);
+    /// The token of a request sent at `sent_at`; a lifetime over a year counts as one year.
+    fn stamp((token, expires_in): Issued, sent_at: Instant) -> Self {
+        let lifetime = expires_in.map(clamp_lifetime);
         let expires_at = lifetime.and_then(|lifetime| sent_at.checked_add(lifetime));
         let refresh_at = lifetime
-            .and_then(|lifetime| sent_at.checked_add(lifetime.saturating_sub(refresh_buffer(lifetime))));
-        CachedToken { token: issued.access_token, refresh_at, expires_at }
+            .and_then(|lifetime| sent_at.checked_add(lifetime - MAX_REFRESH_BUFFER.min(lifetime / 10)));
+        CachedToken { token, refresh_at, expires_at }
     }
+}
 
-    fn is_fresh(&self, now: Instant) -> bool {
-        self.refresh_at.is_none_or(|at| now < at)
-    }
-
-    fn is_unexpired(&self, now: Instant) -> bool {
-        self.expires_at.is_none_or(|at| now < at)
+/// What a caller gets when no token request can serve it: `cached` while it has not expired,
+/// unless `error` asks for a new sign-in.
+fn fallback(cached: Option<&CachedToken>, error: Error) -> Result<AccessToken, Error> {
+    match cached.filter(|cached| cached.expires_at.is_none_or(|at| Instant::now() < at)) {
+        Some(valid) if !error.needs_reauthentication() => Ok(valid.token.clone()),
+        _ => Err(error),
     }
 }
 
@@ -89,58 +110,19 @@ struct State {
     failure: Option<(Error, Instant)>,
     /// The pauses after failures in a row (the crate's one backoff); `None` after a success.
     backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
-    /// The user signed out: no token is handed out any more.
-    signed_out: bool,
-}
-
-impl State {
-    /// What a caller gets when no token request can serve it: the token that still works,
-    /// unless `error` asks for a new sign-in.
-    fn fallback(&self, now: Instant, error: &Error) -> Result<AccessToken, Error> {
-        match self.cached.as_ref().filter(|c| c.is_unexpired(now)) {
-            Some(valid) if !error.needs_reauthentication() => Ok(valid.token.clone()),
-            _ => Err(error.clone()),
-        }
-    }
 }
 
 struct Inner {
-    source: Source,
+    grant: Grant,
+    store: Option<Arc<dyn TokenStore>>,
     /// The longest a caller waits for a token request: one request timeout.
     timeout: Duration,
+    /// The user signed out: no token is handed out, saved or renewed any more.
+    signed_out: AtomicBool,
     state: Mutex<State>,
-}
-
-impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Records the answer of the request under way and says what its waiters get.
-    fn finish(&self, result: Result<IssuedToken, Error>, sent_at: Instant) -> Result<AccessToken, Error> {
-        let mut state = self.lock();
-        state.flight = None;
-        if state.signed_out {
-            return Err(signed_out());
-        }
-        let error = match result {
-            Ok(issued) => {
-                let cached = CachedToken::stamp(issued, sent_at);
-                tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
-                let token = cached.token.clone();
-                *state = State { cached: Some(cached), ..State::default() };
-                return Ok(token);
-            }
-            Err(error) => error,
-        };
-        let (initial, max) = FAILURE_BACKOFF;
-        let pause = state.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
-        let delay = pause.unwrap_or(max).max(error.retry_after().unwrap_or_default()).min(max);
-        tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
-        let now = Instant::now();
-        state.failure = Some((error.clone(), now.checked_add(delay).unwrap_or(now)));
-        state.fallback(now, &error)
-    }
+    /// The newest set, whose refresh token is the one to use next, behind an async lock that a
+    /// renewal holds from its store's turn to the save.
+    current: tokio::sync::Mutex<TokenSet>,
 }
 
 /// Caches the current token and refreshes it with single flight. Cheap to clone.
@@ -151,44 +133,26 @@ pub(crate) struct TokenManager {
 
 impl std::fmt::Debug for TokenManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.inner.lock();
-        f.debug_struct("TokenManager")
-            .field("source", &self.inner.source)
-            .field("expires_at", &state.cached.as_ref().map(|c| c.expires_at))
-            .field("in_flight", &state.flight.is_some())
-            .finish()
+        f.debug_struct("TokenManager").field("store", &self.inner.store.is_some()).finish_non_exhaustive()
     }
 }
 
 impl TokenManager {
-    /// A manager whose callers wait at most `timeout` for a token request; it starts with
-    /// `token` when given (a sign-in, a token store, a static token), valid until its expiry
-    /// (an expired one is replaced on first use).
+    /// The tokens `grant` renews and `store` keeps, from `tokens` on (a sign-in, a stored set, a
+    /// static token; an empty access token is none, an expired one is replaced on first use).
+    /// Callers wait at most `timeout` for a token request.
     pub(crate) fn new(
-        source: Source,
+        grant: Grant,
+        store: Option<Arc<dyn TokenStore>>,
+        tokens: TokenSet,
         timeout: Duration,
-        token: Option<(AccessToken, Option<chrono::DateTime<chrono::Utc>>)>,
     ) -> Self {
-        Self::new_at(source, timeout, token, chrono::Utc::now())
-    }
-
-    /// [`new`](Self::new) with the wall-clock time `wall_now` stands for: the one place the
-    /// manager reads wall-clock time, to turn a stored expiry into time left on Tokio's clock,
-    /// which everything after runs on.
-    fn new_at(
-        source: Source,
-        timeout: Duration,
-        token: Option<(AccessToken, Option<chrono::DateTime<chrono::Utc>>)>,
-        wall_now: chrono::DateTime<chrono::Utc>,
-    ) -> Self {
-        let cached = token.and_then(|(access_token, expires_at)| {
-            let expires_in = expires_at.map(|at| (at - wall_now).to_std().unwrap_or(Duration::ZERO));
-            // The lifetime is unknown here: the remaining time stands in for it.
-            (expires_in != Some(Duration::ZERO))
-                .then(|| CachedToken::stamp(IssuedToken { access_token, expires_in }, Instant::now()))
-        });
+        let issued = (tokens.access_token.clone(), tokens.expires_in());
+        let cached = (!issued.0.secret().is_empty()).then(|| CachedToken::stamp(issued, Instant::now()));
         let state = Mutex::new(State { cached, ..State::default() });
-        TokenManager { inner: Arc::new(Inner { source, timeout, state }) }
+        let current = tokio::sync::Mutex::new(tokens);
+        let inner = Inner { grant, store, timeout, signed_out: AtomicBool::default(), state, current };
+        TokenManager { inner: Arc::new(inner) }
     }
 
     /// A token that is good to send now, refreshing first when it is due.
@@ -196,88 +160,107 @@ impl TokenManager {
     /// Waits at most one request timeout for a token request under way; the request itself
     /// goes on whatever happens to this caller.
     pub(crate) async fn token(&self) -> Result<AccessToken, Error> {
-        let (flight, fallback) = {
+        let flight = {
             let mut state = self.inner.lock();
-            if state.signed_out {
-                return Err(signed_out());
+            if self.inner.is_signed_out() {
+                return Err(reauthenticate(SIGNED_OUT));
             }
             let now = Instant::now();
-            if let Some(cached) = state.cached.as_ref().filter(|c| c.is_fresh(now)) {
+            let fresh = |cached: &&CachedToken| cached.refresh_at.is_none_or(|at| now < at);
+            if let Some(cached) = state.cached.as_ref().filter(fresh) {
                 return Ok(cached.token.clone());
             }
+            // No request before the backoff after a failure is over.
+            if let Some((error, retry_at)) = &state.failure
+                && now < *retry_at
+            {
+                return fallback(state.cached.as_ref(), error.clone());
+            }
             // A flight that ended without an answer (its task panicked) is over too.
-            let flight = match state.flight.clone().filter(|flight| flight.peek().is_none()) {
-                Some(flight) => flight,
-                None => {
-                    if let Some((error, retry_at)) = &state.failure
-                        && now < *retry_at
-                    {
-                        return state.fallback(now, error);
-                    }
-                    let flight = self.start();
-                    state.flight = Some(flight.clone());
-                    flight
-                }
-            };
-            (flight, state.cached.clone())
+            let flight = state.flight.take().filter(|flight| flight.peek().is_none());
+            state.flight.insert(flight.unwrap_or_else(|| self.start())).clone()
         };
-        match tokio::time::timeout(self.inner.timeout, flight).await {
-            Ok(answer) => answer,
-            Err(_) => match fallback.filter(|c| c.is_unexpired(Instant::now())) {
-                Some(still_valid) => Ok(still_valid.token),
-                None => Err(Error::Http(HttpError::timed_out(TOKEN_ENDPOINT))),
-            },
-        }
+        let timed_out = || Error::Http(HttpError::timed_out(TOKEN_ENDPOINT));
+        let answer = tokio::time::timeout(self.inner.timeout, flight).await;
+        answer.unwrap_or_else(|_| fallback(self.inner.lock().cached.as_ref(), timed_out()))
     }
 
-    /// Starts a token request in a task of its own and returns its shared result. The task runs
-    /// in the span of the caller that started it, so the token request appears in that trace.
+    /// Starts a token request in a task of its own and returns its shared result: the token, or
+    /// the failure, which holds the next request back for the crate's backoff (or the server's
+    /// `Retry-After`). The task runs in the span of the caller that started it, so the token
+    /// request appears in that trace.
     fn start(&self) -> Flight {
-        let (answer, answered) = oneshot::channel();
         let inner = self.inner.clone();
-        tokio::spawn(
-            async move {
-                let sent_at = Instant::now();
-                let result = inner.source.fetch().await;
-                let fetched = result.is_ok();
-                let _ = answer.send(inner.finish(result, sent_at));
-                if fetched {
-                    inner.source.after_fetch().await;
-                }
+        let request = async move {
+            let sent_at = Instant::now();
+            let result = inner.fetch().await;
+            let mut state = inner.lock();
+            state.flight = None;
+            if inner.is_signed_out() {
+                return Err(reauthenticate(SIGNED_OUT));
             }
-            .in_current_span(),
-        );
-        answered
-            .map(|answer| answer.unwrap_or_else(|_| Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)))))
+            let error = match result {
+                Ok(issued) => {
+                    let cached = CachedToken::stamp(issued, sent_at);
+                    tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
+                    *state = State { cached: Some(cached.clone()), ..State::default() };
+                    return Ok(cached.token);
+                }
+                Err(error) => error,
+            };
+            let (initial, max) = FAILURE_BACKOFF;
+            let pause = state.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
+            let delay = pause.unwrap_or(max).max(error.retry_after().unwrap_or_default()).min(max);
+            tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
+            state.failure = Some((error.clone(), later(Instant::now(), delay)));
+            fallback(state.cached.as_ref(), error)
+        };
+        let abandoned = |_| Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)));
+        tokio::spawn(request.in_current_span())
+            .map(move |answer| answer.unwrap_or_else(abandoned))
             .boxed()
             .shared()
     }
 
     /// Signs the user out: from now on no token is handed out (every request is
-    /// [`signed_out`]), then the source revokes the tokens and clears its store. Either way the
-    /// tokens are forgotten; the first failure is returned.
+    /// "the user signed out"); then, once a refresh under way has ended (so the newest refresh token
+    /// is the one revoked), the tokens are forgotten, revoked, and the store cleared, whatever
+    /// the revocation's outcome. The first failure is returned.
     pub(crate) async fn sign_out(&self) -> Result<(), Error> {
-        if !self.inner.source.has_user() {
+        if !matches!(self.inner.grant, Grant::Refresh(_)) {
             return Err(Error::invalid(
                 "auth",
                 "sign-out is for a signed-in user's client (`Auth::user`); this client has no user",
             ));
         }
-        *self.inner.lock() = State { signed_out: true, ..State::default() };
+        self.inner.signed_out.store(true, Ordering::SeqCst);
+        *self.inner.lock() = State::default();
         // In a task of its own, like a token request: a caller that gives up while the
         // revocation is under way still leaves the tokens revoked and the store cleared.
         let inner = self.inner.clone();
-        tokio::spawn(async move { inner.source.sign_out().await }.in_current_span())
+        let revoke = async move {
+            let Grant::Refresh(flow) = &inner.grant else { return Ok(()) };
+            let revoked = flow.revoke(&std::mem::take(&mut *inner.current.lock().await)).await;
+            if let Err(error) = &revoked {
+                tracing::warn!(error = %error, "revoking the user's tokens failed; they are forgotten here");
+            }
+            let cleared = match &inner.store {
+                Some(store) => store.clear().await.map_err(Error::TokenStore),
+                None => Ok(()),
+            };
+            revoked.and(cleared)
+        };
+        tokio::spawn(revoke.in_current_span())
             .await
             .unwrap_or_else(|e| Err(Error::Http(HttpError::task_failed("the revocation endpoint", e))))
     }
 
-    /// The signed-in user's current tokens; `None` for other clients and after sign-out.
+    /// The signed-in user's current tokens, once a refresh under way has ended; `None` for
+    /// other clients and after sign-out.
     pub(crate) async fn current(&self) -> Option<TokenSet> {
-        if self.inner.lock().signed_out {
-            return None;
-        }
-        self.inner.source.current().await
+        let user = matches!(self.inner.grant, Grant::Refresh(_)) && !self.inner.is_signed_out();
+        let current = if user { Some(self.inner.current.lock().await.clone()) } else { None };
+        current.filter(|_| !self.inner.is_signed_out())
     }
 
     /// Forgets `rejected` after the API refused it, unless a newer token already replaced it or
@@ -285,15 +268,121 @@ impl TokenManager {
     /// [`token`](Self::token) will not return `rejected`.
     pub(crate) fn invalidate(&self, rejected: &AccessToken) -> bool {
         let mut state = self.inner.lock();
-        match state.cached.as_ref() {
-            Some(cached) if cached.token == *rejected && self.inner.source.is_renewable() => {
-                state.cached = None;
-                true
+        let renewable = !matches!(self.inner.grant, Grant::Fixed);
+        if renewable && state.cached.as_ref().is_some_and(|cached| cached.token == *rejected) {
+            state.cached = None;
+        }
+        state.cached.as_ref().is_none_or(|cached| cached.token != *rejected)
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_signed_out(&self) -> bool {
+        self.signed_out.load(Ordering::SeqCst)
+    }
+
+    /// A new token. Runs in the manager's own task, never cancelled: the store's turn is taken,
+    /// then a set another process saved is used or the tokens are renewed, the new set kept in
+    /// memory the moment it arrives (refresh token first), saved, and only then handed out.
+    async fn fetch(self: &Arc<Self>) -> Result<Issued, Error> {
+        let mut current = self.current.lock().await;
+        if self.is_signed_out() {
+            return Err(reauthenticate(SIGNED_OUT));
+        }
+        let RefreshTurn { newer, lock } = match &self.store {
+            Some(store) => store.begin_refresh(&current).await.map_err(Error::TokenStore)?,
+            None => RefreshTurn::proceed(),
+        };
+        // Its refresh token is the newest, whether or not its access token still works.
+        let taken = newer.map(|newer| *current = newer).is_some();
+        let result = if taken && !current.is_expired() {
+            tracing::debug!("tokens taken from the store, renewed elsewhere");
+            Ok((current.access_token.clone(), current.expires_in()))
+        } else {
+            self.renew(&mut current).await
+        };
+        if let Some(lock) = lock {
+            lock.release().await;
+        }
+        result
+    }
+
+    /// Renews `current` with the grant, keeps the new set and saves it.
+    async fn renew(self: &Arc<Self>, current: &mut TokenSet) -> Result<Issued, Error> {
+        let Refreshed { tokens, expires_in, new_id_token } = match &self.grant {
+            Grant::ClientCredentials(grant) => grant.request().await?,
+            Grant::Refresh(flow) => flow.refresh_unverified(current).await?,
+            Grant::Fixed => return Err(reauthenticate(STATIC_REJECTED)),
+            #[cfg(test)]
+            Grant::Scripted(script) => script().await?,
+        };
+        let rotated = tokens.refresh_token != current.refresh_token;
+        // Kept first: the server has already retired the old refresh token.
+        *current = tokens;
+        let saved = self.save(current).await;
+        tracing::debug!(rotated, saved, "tokens renewed");
+        if let Some(unverified) = new_id_token {
+            tokio::spawn(self.clone().verify_id_token(unverified).in_current_span());
+        }
+        Ok((current.access_token.clone(), expires_in))
+    }
+
+    /// Saves `tokens`, the current set, and says whether it did; after a failure, tries again in
+    /// the background after the crate's backoff until a save succeeds, a newer set replaced
+    /// them, or the client is gone.
+    async fn save(self: &Arc<Self>, tokens: &TokenSet) -> bool {
+        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return false };
+        if save_once(store.as_ref(), tokens).await {
+            return true;
+        }
+        let (inner, unsaved) = (Arc::downgrade(self), tokens.access_token.clone());
+        tokio::spawn(async move {
+            for pause in backoff(SAVE_RETRY.0, SAVE_RETRY.1) {
+                tokio::time::sleep(pause).await;
+                let Some(inner) = Weak::upgrade(&inner) else { return };
+                let current = inner.current.lock().await;
+                let Some(store) = inner.store.as_ref().filter(|_| current.access_token == unsaved) else {
+                    return;
+                };
+                if save_once(store.as_ref(), &current).await {
+                    tracing::info!("renewed tokens saved after an earlier failure");
+                    return;
+                }
             }
-            Some(cached) => cached.token != *rejected,
-            None => true,
+        });
+        false
+    }
+
+    /// Verifies the ID token a refresh brought into the set it replaced, `previous`, while its
+    /// tokens are handed out; one that fails is dropped from the set (and the store).
+    async fn verify_id_token(self: Arc<Self>, (id_token, previous): (IdToken, TokenSet)) {
+        let Grant::Refresh(flow) = &self.grant else { return };
+        let outcome = flow.verify_id_token(&id_token).await;
+        let mut current = self.current.lock().await;
+        if current.id_token.as_ref() != Some(&id_token) {
+            return; // a newer refresh replaced it
+        }
+        let dropped = outcome.is_err();
+        current.settle_id_token(outcome, &previous);
+        if dropped {
+            self.save(&current).await;
         }
     }
+}
+
+/// One save, bounded by [`SAVE_TIMEOUT`]; a failure is logged.
+async fn save_once(store: &dyn TokenStore, tokens: &TokenSet) -> bool {
+    let failure = match tokio::time::timeout(SAVE_TIMEOUT, store.save(tokens)).await {
+        Ok(Ok(())) => return true,
+        Ok(Err(error)) => error.to_string(),
+        Err(_) => format!("no answer within {SAVE_TIMEOUT:?}"),
+    };
+    tracing::warn!(error = failure, "saving renewed tokens failed; kept in memory, the save is retried");
+    false
 }
 
 #[cfg(test)]

@@ -169,10 +169,11 @@ async fn without_redis_each_process_goes_its_own_way_and_shares_again_when_it_is
 
     redis.restart().expect("redis-server restarts");
     assert!(answers(&cache).await, "the cache reconnects to the restarted redis");
-    // Back (and empty): the next processes share one token again.
+    // Back (and empty, unless a process's retried save has already shared its token): the next
+    // processes share one token again.
     let after: Vec<Client> = (0..4).map(|_| client_with(&server, cache.clone(), &["api/read"])).collect();
     list_all(&after).await;
-    assert_eq!(server.token_requests(), 4, "four new processes, one token request");
+    assert!(server.token_requests() <= 4, "four new processes, one token request at most");
 }
 
 async fn a_redis_that_hangs_costs_a_timeout_not_a_failure() {

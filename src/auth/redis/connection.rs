@@ -3,51 +3,24 @@
 
 use std::fmt;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, Script};
+use redis::{FromRedisValue, RedisResult, ScriptInvocation};
 use tokio::time::Instant;
+
+use crate::auth::TokenStoreError;
 
 /// At most one warning about Redis per this interval.
 const WARNING_INTERVAL: Duration = Duration::from_secs(30);
 
-/// Deletes `KEYS[1]` only if it still holds `ARGV[1]`: for shared tokens (the exact sealed
-/// value a process read) and for locks (the holder's random id).
-const COMPARE_AND_DELETE: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
-end
-return 0
-";
-
-/// Stores `ARGV[2]` under `KEYS[1]` as `<generation>:<value>`, the generation one above the
-/// stored one, unless the stored generation is above `ARGV[1]` (the one the writer last saw;
-/// 0 when it saw none). Returns the new generation, or -1 when a newer value is stored.
-const SAVE_UNLESS_NEWER: &str = r"
-local current = redis.call('GET', KEYS[1])
-local stored = 0
-if current then
-    stored = tonumber(string.match(current, '^(%d+):')) or 0
-end
-local seen = tonumber(ARGV[1])
-if seen > 0 and stored > seen then
-    return -1
-end
-local generation = stored + 1
-redis.call('SET', KEYS[1], generation .. ':' .. ARGV[2])
-return generation
-";
-
 /// A connection that reconnects by itself, with the cache's timeout on every command.
 pub(crate) struct Redis {
     manager: ConnectionManager,
-    compare_and_delete: Script,
-    save_unless_newer: Script,
     timeout: Duration,
-    last_warning: Mutex<Option<Instant>>,
-    unavailable: AtomicBool,
+    /// When the last warning was logged, and whether Redis failed since it last answered.
+    outage: Mutex<(Option<Instant>, bool)>,
 }
 
 impl fmt::Debug for Redis {
@@ -58,94 +31,45 @@ impl fmt::Debug for Redis {
 
 impl Redis {
     /// A connection made on first use; `url` is checked now.
-    pub(crate) fn open(url: &str, timeout: Duration) -> Result<Self, redis::RedisError> {
-        let client = redis::Client::open(url)?;
+    pub(crate) fn open(url: &str, timeout: Duration) -> RedisResult<Self> {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
             .set_number_of_retries(1)
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(200));
-        let manager = ConnectionManager::new_lazy_with_config(client, config)?;
-        Ok(Redis {
-            manager,
-            compare_and_delete: Script::new(COMPARE_AND_DELETE),
-            save_unless_newer: Script::new(SAVE_UNLESS_NEWER),
-            timeout,
-            last_warning: Mutex::new(None),
-            unavailable: AtomicBool::new(false),
-        })
+        let manager = ConnectionManager::new_lazy_with_config(redis::Client::open(url)?, config)?;
+        Ok(Redis { manager, timeout, outage: Mutex::default() })
     }
 
-    /// Runs `cmd`; `None` when Redis failed or did not answer in time (already reported).
-    pub(crate) async fn query<T: FromRedisValue>(&self, what: &'static str, cmd: &redis::Cmd) -> Option<T> {
+    /// Runs `cmd`; an error when Redis failed or did not answer in time (already reported).
+    pub(crate) async fn query<T>(&self, what: &'static str, cmd: &redis::Cmd) -> Result<T, TokenStoreError>
+    where
+        T: FromRedisValue,
+    {
         let mut conn = self.manager.clone();
-        let outcome = tokio::time::timeout(self.timeout, cmd.query_async::<T>(&mut conn)).await;
-        self.settle(what, outcome)
+        let answer = self.settle(Some(what), cmd.query_async(&mut conn)).await;
+        answer.ok_or_else(|| TokenStoreError::new("redis is unavailable"))
     }
 
-    /// Deletes `key` if it still holds `expected`. `Some(true)` when it did.
-    pub(crate) async fn compare_and_delete(&self, key: &str, expected: &[u8]) -> Option<bool> {
-        let mut invocation = self.compare_and_delete.key(key);
-        self.script("compare-and-delete", invocation.arg(expected)).await.map(|deleted: i64| deleted == 1)
-    }
-
-    /// Stores `value` under `key` with the next generation, unless a generation above `seen`
-    /// is stored. `Some(Some(generation))` when stored, `Some(None)` when a newer one is there.
-    pub(crate) async fn save_unless_newer(&self, key: &str, seen: u64, value: &[u8]) -> Option<Option<u64>> {
-        let mut invocation = self.save_unless_newer.key(key);
-        let generation: i64 = self.script("save", invocation.arg(seen).arg(value)).await?;
-        Some(u64::try_from(generation).ok())
-    }
-
-    /// Runs a script; `None` when Redis failed or did not answer in time (already reported).
-    async fn script<T: FromRedisValue>(
-        &self,
-        what: &'static str,
-        invocation: &redis::ScriptInvocation<'_>,
-    ) -> Option<T> {
+    /// Runs a script; `None` when Redis failed or did not answer in time, which is not reported:
+    /// the caller says what an unanswered script means, and warns its own way.
+    pub(crate) async fn invoke_quietly<T: FromRedisValue>(&self, script: &ScriptInvocation<'_>) -> Option<T> {
         let mut conn = self.manager.clone();
-        let outcome = tokio::time::timeout(self.timeout, invocation.invoke_async::<T>(&mut conn)).await;
-        self.settle(what, outcome)
+        self.settle(None, script.invoke_async(&mut conn)).await
     }
 
-    /// Runs a script without reporting a failure: the caller says what an unanswered command
-    /// means, and warns its own way. `None` when Redis failed or did not answer in time.
-    pub(crate) async fn invoke_quietly<T: FromRedisValue>(
-        &self,
-        invocation: &redis::ScriptInvocation<'_>,
-    ) -> Option<T> {
-        let mut conn = self.manager.clone();
-        match tokio::time::timeout(self.timeout, invocation.invoke_async::<T>(&mut conn)).await {
-            Ok(Ok(value)) => Some(value),
-            Ok(Err(err)) => {
-                tracing::debug!(error = %err, "redis script failed");
-                None
-            }
-            Err(_) => None,
-        }
-    }
-
-    /// `SET key value NX PX ttl`: `Some(true)` when this call set it.
-    pub(crate) async fn set_if_absent(&self, key: &str, value: &[u8], ttl: Duration) -> Option<bool> {
-        let mut cmd = redis::cmd("SET");
-        cmd.arg(key).arg(value).arg("NX").arg("PX").arg(millis(ttl));
-        self.query::<Option<String>>("lock", &cmd).await.map(|set| set.is_some())
-    }
-
-    /// `GET key`: `Some(None)` when there is no such key.
-    pub(crate) async fn get(&self, key: &str) -> Option<Option<Vec<u8>>> {
-        self.query("read", redis::cmd("GET").arg(key)).await
-    }
-
-    fn settle<T>(
-        &self,
-        what: &'static str,
-        outcome: Result<redis::RedisResult<T>, tokio::time::error::Elapsed>,
-    ) -> Option<T> {
-        let failure = match outcome {
+    /// Waits for `answer` at most the timeout; a failure of an operation named `what` marks
+    /// Redis unavailable, with a warning unless one was logged within [`WARNING_INTERVAL`].
+    async fn settle<T, F>(&self, what: Option<&'static str>, answer: F) -> Option<T>
+    where
+        F: Future<Output = RedisResult<T>>,
+    {
+        let answer = tokio::time::timeout(self.timeout, answer).await;
+        let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
+        let failure = match answer {
             Ok(Ok(value)) => {
-                if self.unavailable.swap(false, Ordering::Relaxed) {
+                if std::mem::take(&mut outage.1) {
                     tracing::info!("redis answers again; tokens are shared again");
                 }
                 return Some(value);
@@ -153,27 +77,20 @@ impl Redis {
             Ok(Err(err)) => err.to_string(),
             Err(_) => format!("no answer within {} ms", self.timeout.as_millis()),
         };
-        self.unavailable.store(true, Ordering::Relaxed);
-        self.warn(what, &failure);
-        None
-    }
-
-    /// Logs a warning unless one was logged within [`WARNING_INTERVAL`].
-    pub(crate) fn warn(&self, what: &'static str, failure: &str) {
+        let Some(what) = what else {
+            tracing::debug!(error = failure, "redis script failed");
+            return None;
+        };
         let now = Instant::now();
-        let mut last = self.last_warning.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
-            *last = Some(now);
+        outage.1 = true;
+        if outage.0.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
+            outage.0 = Some(now);
             tracing::warn!(
                 operation = what,
                 error = failure,
                 "redis token cache unavailable; this process uses its own tokens until it is back"
             );
         }
+        None
     }
-}
-
-/// Whole milliseconds, at least one (`PX 0` is an error).
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX).max(1)
 }

@@ -4,24 +4,43 @@
 
 mod budget;
 mod connection;
-mod user_store;
 
-use std::fmt;
+use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-pub use user_store::RedisUserStore;
-
 use self::connection::Redis;
-use super::{ClientSecret, TokenStore, TokenStoreError};
+use super::seal::{Sealer, random_bytes};
+use super::store::{StoreFuture, shared_turn, wait_for_lock};
+use super::{ClientSecret, KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 use crate::Error;
-use crate::auth::seal::Sealer;
 
 /// Default time Redis has to answer before a process goes its own way.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
 /// Default lifetime of a lock, after which a dead holder's lock is gone.
 const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
 const DEFAULT_PREFIX: &str = "business-records";
+/// The key that seals a store's entry (and names it), or why there is none.
+type Sealing = Result<Arc<Sealer>, TokenStoreError>;
+/// Why a stored value cannot be read.
+const UNREADABLE: &str = "the stored tokens cannot be opened with this user secret";
+
+/// Deletes `KEYS[1]` only if it still holds `ARGV[1]` (a lock holder's random id).
+const COMPARE_AND_DELETE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+";
+
+/// Stores `ARGV[2]` under `KEYS[1]` as `<generation>:<value>`, the generation one above the
+/// stored one, unless the stored generation is above `ARGV[1]` (the one the writer last saw;
+/// 0 when it saw none). Returns the new generation, or -1 when a newer value is stored.
+const SAVE_UNLESS_NEWER: &str = r"
+local stored = tonumber(string.match(redis.call('GET', KEYS[1]) or '', '^(%d+):')) or 0
+if tonumber(ARGV[1]) > 0 and stored > tonumber(ARGV[1]) then return -1 end
+redis.call('SET', KEYS[1], (stored + 1) .. ':' .. ARGV[2])
+return stored + 1
+";
 
 /// Tokens shared by every process that connects to the same Redis (feature `redis`).
 ///
@@ -61,25 +80,17 @@ const DEFAULT_PREFIX: &str = "business-records";
 /// let store = shared.user_store("user-42");
 /// # Ok(()) }
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
+#[must_use]
 pub struct RedisTokenCache {
     redis: Arc<Redis>,
     prefix: Arc<str>,
     lock_ttl: Duration,
-    user_sealer: Result<Arc<Sealer>, TokenStoreError>,
-}
-
-impl fmt::Debug for RedisTokenCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisTokenCache")
-            .field("prefix", &self.prefix)
-            .field("lock_ttl", &self.lock_ttl)
-            .field("user_secret", &self.user_sealer.is_ok())
-            .finish_non_exhaustive()
-    }
+    user_sealer: Sealing,
 }
 
 const NO_USER_SECRET: &str = "the redis token cache has no user secret: set one with `user_secret`";
+const REDIS_URL: &str = "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)";
 
 impl RedisTokenCache {
     /// Connects to the Redis at `url` (`redis://[user:password@]host[:port][/db]`, or
@@ -116,18 +127,10 @@ impl RedisTokenCache {
         if timeout.is_zero() {
             return Err(Error::invalid("timeout", "expected a timeout above zero"));
         }
-        let redis = Redis::open(url.as_ref(), timeout).map_err(|_| {
-            Error::invalid(
-                "url",
-                "expected a Redis URL such as redis://127.0.0.1:6379 (rediss:// is not supported)",
-            )
-        })?;
-        let cache = RedisTokenCache {
-            redis: Arc::new(redis),
-            prefix: Arc::from(DEFAULT_PREFIX),
-            lock_ttl: DEFAULT_LOCK_TTL,
-            user_sealer: Err(TokenStoreError::new(NO_USER_SECRET)),
-        };
+        let redis =
+            Arc::new(Redis::open(url.as_ref(), timeout).map_err(|_| Error::invalid("url", REDIS_URL))?);
+        let user_sealer = Err(TokenStoreError::new(NO_USER_SECRET));
+        let cache = Self { redis, prefix: DEFAULT_PREFIX.into(), lock_ttl: DEFAULT_LOCK_TTL, user_sealer };
         cache.ping().await;
         Ok(cache)
     }
@@ -135,7 +138,6 @@ impl RedisTokenCache {
     /// How long a lock lives at most, and so how long a process that dies holding it delays the
     /// others; a refresh must finish within it. Default: 30 seconds. Processes waiting for a
     /// client-credentials token give up after 10 seconds at most and fetch their own.
-    #[must_use]
     pub fn lock_ttl(mut self, ttl: Duration) -> Self {
         self.lock_ttl = ttl.max(Duration::from_millis(1));
         self
@@ -143,7 +145,6 @@ impl RedisTokenCache {
 
     /// The prefix of every key this cache writes, to keep applications that share a Redis
     /// apart. Default: `business-records`.
-    #[must_use]
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = Arc::from(prefix.into());
         self
@@ -154,12 +155,10 @@ impl RedisTokenCache {
     /// [`AuthorizationCodeFlow::sealing_secret`](super::AuthorizationCodeFlow::sealing_secret)
     /// asks. Default: none. Without one, or with a shorter one, every user store fails with a
     /// [`TokenStoreError`] naming `user_secret`.
-    #[must_use]
     pub fn user_secret(mut self, secret: impl Into<String>) -> Self {
-        let secret = ClientSecret::new(secret);
-        self.user_sealer = Sealer::from_secret("user_secret", secret.secret().as_bytes(), "user token set")
-            .map(Arc::new)
-            .map_err(|refused| TokenStoreError::new(refused.to_string()));
+        let sealer =
+            Sealer::from_secret("user_secret", Into::<String>::into(secret).as_bytes(), "user token set");
+        self.user_sealer = sealer.map(Arc::new).map_err(|refused| TokenStoreError::new(refused.to_string()));
         self
     }
 
@@ -170,52 +169,150 @@ impl RedisTokenCache {
     }
 
     /// The store of the entry `kind` named by `parts`, sealed by `sealer`.
-    fn store(
-        &self,
-        sealer: Result<Arc<Sealer>, TokenStoreError>,
-        kind: &str,
-        parts: &[&str],
-    ) -> RedisUserStore {
+    fn store(&self, sealer: Sealing, kind: &str, parts: &[&str]) -> RedisUserStore {
         let key = sealer.as_ref().map_or_else(|_| String::new(), |s| s.key_name(&self.prefix, kind, parts));
-        RedisUserStore {
-            redis: Arc::clone(&self.redis),
-            sealer,
-            key,
-            lock_ttl: self.lock_ttl,
-            seen: Arc::default(),
-        }
+        RedisUserStore { cache: self.clone(), sealer, key, seen: Arc::default() }
     }
 
     /// True when Redis answers a `PING` within the timeout (a health check; the cache itself
     /// never needs it).
     pub async fn ping(&self) -> bool {
-        self.redis.query::<String>("ping", &redis::cmd("PING")).await.is_some()
+        self.redis.query::<String>("ping", &redis::cmd("PING")).await.is_ok()
     }
 
-    /// The store of the client-credentials token of `token_url` and `client_id` for `scopes`
-    /// (in any order), sealed under a key derived from the client secret: one token for every
+    /// The store of the client-credentials token named by `parts` (the token endpoint, the client
+    /// id, the scopes), sealed under a key derived from the client `secret`: one token for every
     /// process with the same credentials, renewed under the store's lock.
     pub(crate) fn client_credentials_store(
         &self,
-        [token_url, client_id]: [&str; 2],
-        scopes: &[String],
         secret: &ClientSecret,
+        parts: &[&str],
     ) -> Arc<dyn TokenStore> {
-        let sealer = Sealer::derive(secret.secret().as_bytes(), "client credentials")
-            .map(Arc::new)
-            .ok_or_else(|| TokenStoreError::new("the sealing key cannot be derived"));
-        let mut scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        scopes.sort_unstable();
-        scopes.dedup();
-        Arc::new(self.store(sealer, "client-credentials", &[token_url, client_id, &scopes.join(" ")]))
+        let sealer = Sealer::derive(secret.secret().as_bytes(), "client credentials").map(Arc::new);
+        let sealer = sealer.ok_or_else(|| TokenStoreError::new("the sealing key cannot be derived"));
+        Arc::new(self.store(sealer, "client-credentials", parts))
     }
 }
 
 /// Every user's store from one object: [`user_store`](RedisTokenCache::user_store) (needs a
 /// [`user_secret`](RedisTokenCache::user_secret)).
-impl super::KeyedTokenStore for RedisTokenCache {
-    fn for_user(&self, user_key: &str) -> Arc<dyn super::TokenStore> {
+impl KeyedTokenStore for RedisTokenCache {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
         Arc::new(self.user_store(user_key))
+    }
+}
+
+/// A [`TokenStore`] in Redis for one user, shared by every process; made by
+/// [`RedisTokenCache::user_store`].
+///
+/// Before a refresh, the client takes this store's lock (`SET NX PX`, released by
+/// compare-and-delete, or by expiry if the holder dies) and reads the stored set: if another
+/// process refreshed meanwhile, the client takes that set instead of presenting a refresh token
+/// the server already retired. So a rotating refresh token is presented once across the fleet.
+///
+/// Each save carries a generation one above the stored one, and never replaces a set saved
+/// after the one this store last read (a save retried after an outage loses to a newer set); a
+/// store that has read nothing yet (right after a sign-in) replaces whatever is there.
+///
+/// The set is sealed with AES-256-GCM under a key derived from the cache's
+/// [`user_secret`](RedisTokenCache::user_secret); the Redis key is a hash of the user
+/// key. When Redis is unavailable, `load` and `save` fail (the client keeps a renewed set in
+/// memory and saves it again in the background), and a refresh goes on without the lock, so
+/// that requests keep working.
+#[derive(Debug, Clone)]
+pub struct RedisUserStore {
+    cache: RedisTokenCache,
+    sealer: Sealing,
+    key: String,
+    /// The highest generation this store has read or written.
+    seen: Arc<AtomicU64>,
+}
+
+impl RedisUserStore {
+    fn sealer(&self) -> Result<&Sealer, TokenStoreError> {
+        self.sealer.as_deref().map_err(Clone::clone)
+    }
+
+    /// The stored generation and set; `Ok(None)` without one, `Err` when Redis failed.
+    async fn read(&self) -> Result<Option<(u64, TokenSet)>, TokenStoreError> {
+        let sealer = self.sealer()?;
+        let get = redis::cmd("GET").arg(&self.key).clone();
+        let Some(value) = self.cache.redis.query::<Option<Vec<u8>>>("read", &get).await? else {
+            return Ok(None);
+        };
+        // `<generation>:<sealed set>`
+        let stored = value.iter().take(21).position(|&b| b == b':').and_then(|colon| {
+            let generation = std::str::from_utf8(&value[..colon]).ok()?.parse().ok()?;
+            let json = sealer.open(&self.key, &value[colon + 1..])?;
+            Some((generation, serde_json::from_slice(&json).ok()?))
+        });
+        let stored = stored.ok_or_else(|| TokenStoreError::new(UNREADABLE))?;
+        self.seen.fetch_max(stored.0, Ordering::SeqCst);
+        Ok(Some(stored))
+    }
+
+    /// Takes the refresh lock (`SET NX PX`, released by compare-and-delete of this holder's
+    /// random id, or by expiry), waiting (bounded) while another process holds it. `None` when
+    /// Redis failed or the holder outlived the wait.
+    async fn lock(&self) -> Option<RefreshLock> {
+        let (redis, ttl) = (Arc::clone(&self.cache.redis), self.cache.lock_ttl);
+        let (key, id) = (format!("{}:lock", self.key), random_bytes::<16>()?);
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(&id).arg("NX").arg("PX").arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let try_lock = || async {
+            match redis.query::<Option<String>>("lock", &set).await {
+                Ok(None) => ControlFlow::Continue(()), // held by another process
+                taken_or_failed => ControlFlow::Break(taken_or_failed.ok().map(drop)),
+            }
+        };
+        wait_for_lock(ttl.saturating_add(Duration::from_secs(1)), try_lock).await?;
+        let unlock = redis::cmd("EVAL").arg(COMPARE_AND_DELETE).arg(1).arg(&key).arg(&id).clone();
+        Some(RefreshLock::new(async move {
+            let _ = redis.query::<i64>("unlock", &unlock).await;
+        }))
+    }
+}
+
+impl TokenStore for RedisUserStore {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
+        Box::pin(async move { Ok(self.read().await?.map(|(_, tokens)| tokens)) })
+    }
+
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let json = serde_json::to_vec(tokens)
+                .map_err(|e| TokenStoreError::with_source("the tokens could not be encoded", e))?;
+            let sealed = self.sealer()?.seal(&self.key, &json);
+            let sealed = sealed.ok_or_else(|| TokenStoreError::new("the tokens could not be sealed"))?;
+            // Never over a set saved after the one this store last saw (a save retried late);
+            // unavailable: the client keeps the new set in memory and saves it again later.
+            let (mut save, seen) = (redis::cmd("EVAL"), self.seen.load(Ordering::SeqCst));
+            save.arg(SAVE_UNLESS_NEWER).arg(1).arg(&self.key).arg(seen).arg(sealed);
+            let generation: i64 = self.cache.redis.query("save", &save).await?;
+            if generation < 0 {
+                tracing::debug!("a newer token set is stored; this one is not saved over it");
+            }
+            self.seen.fetch_max(u64::try_from(generation).unwrap_or(0), Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    /// Deletes the user's set from Redis (sign-out).
+    fn clear(&self) -> StoreFuture<'_, ()> {
+        let delete = redis::cmd("DEL").arg(&self.key).clone();
+        Box::pin(async move { self.cache.redis.query::<i64>("delete", &delete).await.map(drop) })
+    }
+
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
+        Box::pin(async move {
+            self.sealer()?;
+            let seen = self.seen.load(Ordering::SeqCst);
+            // Saved by another process since this one last looked.
+            let newer = |(generation, tokens): (u64, TokenSet)| {
+                (generation > seen && tokens.access_token != current.access_token).then_some(tokens)
+            };
+            Ok(shared_turn(self.lock(), || async move { Ok(self.read().await?.and_then(newer)) }).await)
+        })
     }
 }
 
@@ -255,7 +352,9 @@ mod tests {
             );
             assert!(message.ends_with(&format!("got {}", short.len())), "{err}");
         }
-        assert!(!format!("{:?}", cache.user_secret("x")).contains("user_secret: true"));
+        assert!(format!("{:?}", cache.clone().user_secret("x")).contains("user_sealer: Err("));
+        let valid = format!("{:?}", cache.user_secret("a user secret of 32 bytes or more"));
+        assert!(valid.contains("user_sealer: Ok(Sealer([redacted]))"), "{valid}");
     }
 
     #[tokio::test]

@@ -1,24 +1,23 @@
-//! [`FileTokenStore`]: a user's tokens in a file, safe to share between processes.
+//! [`FileTokenStore`] and [`DirectoryTokenStore`]: tokens in owner-only files, safe to share
+//! between processes.
 
-use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::ops::ControlFlow;
+use aws_lc_rs::digest;
 
-use futures::future::BoxFuture;
-
-use super::{TokenSet, TokenStore};
-use crate::auth::refresh_turn::wait_for_lock;
-use crate::auth::{RefreshLock, RefreshTurn, TokenStoreError};
+use super::{
+    KeyedTokenStore, RefreshLock, RefreshTurn, StoreFuture, TokenSet, TokenStore, TokenStoreError,
+    shared_turn, wait_for_lock,
+};
 
 /// How long a refresh waits for the lock another process holds on the same file before it goes
 /// on without it (with a warning): longer than a refresh and its save take (a token request
 /// times out after 30 seconds, a save after 10).
 pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
-/// The lock file of `tokens.json` is `.tokens.json.lock`, beside it.
-const LOCK_SUFFIX: &str = ".lock";
 
 /// Keeps the tokens in a JSON file that only the owner can read (mode `0600` on Unix).
 ///
@@ -67,19 +66,56 @@ impl FileTokenStore {
     /// Deletes the file (signing out), and its refresh lock file; a missing file is not an
     /// error.
     pub async fn remove(&self) -> Result<(), TokenStoreError> {
-        for path in [self.path.clone(), beside(&self.path, LOCK_SUFFIX)] {
-            match tokio::fs::remove_file(&path).await {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_error("cannot remove", &path, e)),
+        for path in [&self.path, &self.lock_path()] {
+            match tokio::fs::remove_file(path).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io_error("cannot remove", path, e));
+                }
+                _ => {}
             }
         }
         Ok(())
     }
+
+    /// The lock file of `tokens.json`: `.tokens.json.lock`, beside it.
+    fn lock_path(&self) -> PathBuf {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        self.path.with_file_name(format!(".{name}.lock"))
+    }
+
+    /// Takes the refresh lock, waiting at most [`LOCK_WAIT`] while another store holds it;
+    /// `None` (and a warning) when the lock file cannot be opened or locked, or the wait ran out.
+    async fn lock(&self) -> Option<RefreshLock> {
+        let path = self.lock_path();
+        let warn = |error: &std::io::Error| {
+            tracing::warn!(error = %error, path = %path.display(), "cannot take the refresh lock file; refreshing without the lock");
+        };
+        let opened = tokio::task::spawn_blocking({
+            let path = path.clone();
+            move || open_lock(&path)
+        });
+        let file = opened.await.unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)));
+        let file = file.inspect_err(warn).ok()?;
+        let try_lock = || {
+            std::future::ready(match fs4::FileExt::try_lock(&file) {
+                Ok(()) => ControlFlow::Break(Some(())),
+                Err(fs4::TryLockError::WouldBlock) => ControlFlow::Continue(()),
+                Err(fs4::TryLockError::Error(error)) => {
+                    warn(&error);
+                    ControlFlow::Break(None)
+                }
+            })
+        };
+        wait_for_lock(LOCK_WAIT, try_lock).await?;
+        // Closing the file releases the lock too, should the release never run.
+        Some(RefreshLock::new(async move {
+            let _ = fs4::FileExt::unlock(&file);
+        }))
+    }
 }
 
 impl TokenStore for FileTokenStore {
-    fn load(&self) -> BoxFuture<'_, Result<Option<TokenSet>, TokenStoreError>> {
+    fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move {
             let bytes = match tokio::fs::read(&self.path).await {
                 Ok(bytes) => bytes,
@@ -96,175 +132,113 @@ impl TokenStore for FileTokenStore {
         })
     }
 
-    fn save<'a>(&'a self, tokens: &'a TokenSet) -> BoxFuture<'a, Result<(), TokenStoreError>> {
+    fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let json = serde_json::to_vec_pretty(tokens)
                 .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
             let path = self.path.clone();
-            tokio::task::spawn_blocking(move || write_atomically(&path, &json))
-                .await
-                .map_err(|e| TokenStoreError::with_source("the token file writer stopped", e))?
+            let written = tokio::task::spawn_blocking(move || write_atomically(&path, &json)).await;
+            written
+                .unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)))
+                .map_err(|e| io_error("cannot write", &self.path, e))
         })
     }
 
     /// Deletes the file, as [`remove`](FileTokenStore::remove) does.
-    fn clear(&self) -> BoxFuture<'_, Result<(), TokenStoreError>> {
+    fn clear(&self) -> StoreFuture<'_, ()> {
         Box::pin(self.remove())
     }
 
     /// Takes the lock file beside the token file, waiting while another process refreshes,
-    /// then reads the file: a set saved since `current` comes back with the turn.
-    fn begin_refresh<'a>(
-        &'a self,
-        current: &'a TokenSet,
-    ) -> BoxFuture<'a, Result<RefreshTurn, TokenStoreError>> {
+    /// then reads the file: a set saved since `current` comes back with the turn (without the
+    /// lock when it still works).
+    fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         Box::pin(async move {
-            let Some(lock) = self.lock().await else {
-                return Ok(RefreshTurn::proceed());
+            // Saved since `current` was: other tokens, expiring no earlier. (A set this process
+            // failed to save, and holds in memory, is newer than the file.)
+            let saved_since = |stored: &TokenSet| {
+                stored.access_token != current.access_token
+                    && current.expires_at.is_none_or(|now| stored.expires_at.is_none_or(|then| then >= now))
             };
-            let turn = RefreshTurn::locked(lock);
-            Ok(match self.load().await {
-                Ok(Some(stored)) if saved_since(&stored, current) => turn.with_newer(stored),
-                Ok(_) => turn,
-                Err(error) => {
-                    tracing::debug!(error = %error, "the token file is unreadable; refreshing with the current tokens");
-                    turn
-                }
-            })
+            Ok(shared_turn(self.lock(), || async move { Ok(self.load().await?.filter(saved_since)) }).await)
         })
     }
 }
 
-impl FileTokenStore {
-    /// Takes the refresh lock, waiting at most [`LOCK_WAIT`] while another store holds it;
-    /// `None` (and a warning) when the lock file cannot be opened or the wait ran out.
-    async fn lock(&self) -> Option<RefreshLock> {
-        let path = beside(&self.path, LOCK_SUFFIX);
-        let opened = tokio::task::spawn_blocking({
-            let path = path.clone();
-            move || {
-                create_private_dir(&dir_of(&path))?;
-                open_private(&path, false)
-            }
-        })
-        .await
-        .unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)));
-        let file = match opened {
-            Ok(file) => file,
-            Err(error) => {
-                tracing::warn!(error = %error, path = %path.display(), "cannot open the refresh lock file; refreshing without the lock");
-                return None;
-            }
-        };
-        let try_lock = || {
-            std::future::ready(match fs4::FileExt::try_lock(&file) {
-                Ok(()) => ControlFlow::Break(Some(())),
-                Err(fs4::TryLockError::WouldBlock) => ControlFlow::Continue(()),
-                Err(fs4::TryLockError::Error(error)) => {
-                    tracing::warn!(error = %error, path = %path.display(), "cannot lock the refresh lock file; refreshing without the lock");
-                    ControlFlow::Break(None)
-                }
-            })
-        };
-        wait_for_lock(LOCK_WAIT, try_lock).await?;
-        // Closing the file releases the lock too, should the release never run.
-        Some(RefreshLock::new(async move {
-            let _ = fs4::FileExt::unlock(&file);
-        }))
+/// Every user's tokens as a JSON file of their own in one directory, as
+/// [`FileTokenStore`] writes them (mode `0600`, replaced atomically). A file's name is a hash
+/// of the user key (`<32 hex digits>.json`): safe on every file system whatever the key holds,
+/// and saying nothing of it. A file is written only when a set is saved: looking up an unknown
+/// key creates nothing.
+///
+/// Instances of an app that share the directory share the users, and each user's refresh is
+/// locked across them as [`FileTokenStore`] describes: a rotating refresh token is presented
+/// once, whichever instance refreshes, and the others take the new set from the file.
+#[derive(Debug, Clone)]
+pub struct DirectoryTokenStore {
+    dir: PathBuf,
+}
+
+impl DirectoryTokenStore {
+    /// Users' files in `dir` (created with mode `0700` on the first save).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        DirectoryTokenStore { dir: dir.into() }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file that holds `user_key`'s tokens.
+    pub fn path_for(&self, user_key: &str) -> PathBuf {
+        let digest = digest::digest(&digest::SHA256, format!("business-records user\n{user_key}").as_bytes());
+        let name: String = digest.as_ref()[..16].iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{name}.json"))
     }
 }
 
-/// Whether `stored`, read under the lock, was saved after `current` was: other tokens, expiring
-/// no earlier. (A set this process failed to save, and holds in memory, is newer than the file.)
-fn saved_since(stored: &TokenSet, current: &TokenSet) -> bool {
-    stored.access_token != current.access_token
-        && match (stored.expires_at, current.expires_at) {
-            (Some(stored), Some(current)) => stored >= current,
-            _ => true,
-        }
+impl KeyedTokenStore for DirectoryTokenStore {
+    fn for_user(&self, user_key: &str) -> Arc<dyn TokenStore> {
+        Arc::new(FileTokenStore::new(self.path_for(user_key)))
+    }
 }
 
 fn io_error(action: &str, path: &Path, error: std::io::Error) -> TokenStoreError {
     TokenStoreError::with_source(format!("{action} the token file {}", path.display()), error)
 }
 
-/// Writes `contents` to a new owner-only file beside `path`, flushes it to disk and renames it
-/// over `path`. On any failure the temporary file is removed and `path` is untouched.
-fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), TokenStoreError> {
-    use std::io::Write as _;
-
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = dir_of(path);
-    create_private_dir(&dir).map_err(|e| io_error("cannot create the directory of", path, e))?;
-    let temp =
-        beside(path, &format!(".{}.{}.tmp", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed)));
-
-    let result = open_private(&temp, true).and_then(|mut file| {
-        file.write_all(contents)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temp, path)
-    });
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io_error("cannot write", path, e));
-    }
-    sync_dir(&dir);
-    Ok(())
-}
-
-/// The directory of `path` (`.` for a bare file name).
-fn dir_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// A hidden file beside `path`: `.<file name><suffix>` in the same directory.
-fn beside(path: &Path, suffix: &str) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    dir_of(path).join(format!(".{name}{suffix}"))
-}
-
-/// Opens `path` for writing as an owner-only file (`0600` on Unix, whatever the umask allowed):
-/// a new one with `create_new`, else the one there or a new one.
-fn open_private(path: &Path, create_new: bool) -> std::io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.write(true);
-    if create_new {
-        options.create_new(true);
-    } else {
-        options.create(true).truncate(false);
-    }
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options.open(path)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    Ok(file)
-}
-
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
-/// Makes the rename durable (best effort: not every platform can open a directory).
-fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
+/// Writes `contents` to a new owner-only file beside `path` (`tempfile` makes them with mode
+/// `0600` on Unix), flushes it to disk and renames it over `path`. On any failure the temporary
+/// file is removed and `path` is untouched.
+fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new(""));
+    create_private_dir(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    file.write_all(contents)?;
+    file.as_file().sync_all()?;
+    file.persist(path)?;
+    // Makes the rename durable (best effort: not every platform can open a directory).
     if let Ok(dir) = std::fs::File::open(dir) {
         let _ = dir.sync_all();
     }
-    #[cfg(not(unix))]
-    let _ = dir;
+    Ok(())
+}
+
+/// Opens (or creates) the lock file at `path` as an owner-only file, and its directory.
+fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    create_private_dir(path.parent().unwrap_or(Path::new("")))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+/// Creates `dir` and its missing parents, owner-only (`0700` on Unix).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.recursive(true).create(dir)
 }

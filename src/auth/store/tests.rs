@@ -232,7 +232,8 @@ async fn a_refresh_waits_for_the_lock_of_another_store_and_takes_what_it_saved()
 }
 
 /// What a store hands back is only a set saved after the caller's: not the caller's own, and
-/// not an older one (a save of the caller's newest set that failed).
+/// not an older one (a save of the caller's newest set that failed). One that still works needs
+/// no lock; one that has expired comes with the lock, to be refreshed under it.
 #[tokio::test]
 async fn only_a_set_saved_since_is_handed_back() {
     let dir = TempDir::new("saved-since");
@@ -241,11 +242,16 @@ async fn only_a_set_saved_since_is_handed_back() {
     store.save(&sample(1)).await.expect("save");
     for (current, handed_back) in [(1, false), (2, false), (0, true)] {
         let turn = store.begin_refresh(&sample(current)).await.expect("turn");
-        assert!(turn.is_locked());
         assert_eq!(turn.newer().is_some(), handed_back, "the caller holds set {current}");
+        assert_eq!(turn.is_locked(), !handed_back, "the caller holds set {current}");
     }
     let no_expiry = TokenSet::new("another");
     assert!(store.begin_refresh(&no_expiry).await.expect("turn").newer().is_some());
+    let an_hour_ago = Utc::now() - chrono::Duration::hours(1);
+    store.save(&TokenSet::new("expired").with_expires_at(an_hour_ago)).await.expect("save");
+    let older = TokenSet::new("older").with_expires_at(an_hour_ago - chrono::Duration::hours(1));
+    let turn = store.begin_refresh(&older).await.expect("turn");
+    assert!(turn.is_locked() && turn.newer().is_some_and(TokenSet::is_expired), "{turn:?}");
 }
 
 /// A holder that never lets go delays a refresh by [`file::LOCK_WAIT`], not for ever.
@@ -259,4 +265,45 @@ async fn a_lock_held_too_long_is_given_up_on() {
     assert!(!turn.is_locked(), "goes on without the lock");
     assert!(started.elapsed() >= file::LOCK_WAIT, "{:?}", started.elapsed());
     drop(held);
+}
+
+#[tokio::test]
+async fn one_object_keeps_every_user_apart() {
+    let temp = TempDir::new("keyed");
+    let dir = temp.0.join("users");
+    let stores: [Arc<dyn KeyedTokenStore>; 2] =
+        [Arc::new(MemoryKeyedStore::new()), Arc::new(DirectoryTokenStore::new(&dir))];
+    for stores in stores {
+        for user in ["alice", "bob", "../../etc/passwd", "a/b\\c:d*?\"<>|", ""] {
+            stores.for_user(user).save(&TokenSet::new(format!("token of {user}"))).await.expect("save");
+        }
+        for user in ["alice", "bob", "../../etc/passwd", "a/b\\c:d*?\"<>|", ""] {
+            let loaded = stores.for_user(user).load().await.expect("load").expect("stored");
+            assert_eq!(loaded.access_token.secret(), format!("token of {user}"));
+        }
+        stores.for_user("alice").clear().await.expect("clear");
+        assert!(stores.for_user("alice").load().await.expect("load").is_none());
+        assert!(stores.for_user("bob").load().await.expect("load").is_some(), "others stay");
+    }
+    let files = DirectoryTokenStore::new(&dir);
+    let name = files.path_for("../../etc/passwd");
+    assert_eq!(name.parent(), Some(dir.as_path()), "file names never leave the directory");
+    assert_ne!(files.path_for("Alice"), files.path_for("alice"), "case-insensitive file systems too");
+    assert_eq!(std::fs::read_dir(&dir).expect("dir").count(), 4, "one file per stored user");
+}
+
+#[tokio::test]
+async fn only_a_save_makes_an_entry_and_a_clear_removes_it() {
+    let stores = MemoryKeyedStore::new();
+    for n in 0..1_000 {
+        assert!(stores.for_user(&format!("unknown-{n}")).load().await.expect("load").is_none());
+        stores.for_user(&format!("unknown-{n}")).clear().await.expect("clear");
+    }
+    assert!(stores.is_empty(), "{stores:?}");
+    let alice = stores.for_user("alice");
+    alice.save(&TokenSet::new("t")).await.expect("save");
+    assert_eq!(stores.len(), 1);
+    assert_eq!(format!("{stores:?}"), "MemoryKeyedStore { users: 1 }", "no session key in Debug");
+    alice.clear().await.expect("clear");
+    assert!(stores.is_empty());
 }

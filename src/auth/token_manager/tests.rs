@@ -10,19 +10,17 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::*;
 use crate::RetryPolicy;
-use crate::auth::source::Grant;
-use crate::auth::{AuthorizationCodeFlow, ClientCredentials, ClientSecret, TokenSet};
+use crate::auth::{AuthorizationCodeFlow, ClientCredentials, ClientSecret};
 use crate::bounds::MAX_TOKEN_LIFETIME;
 use crate::wire::HttpSender;
 
 fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
-    CachedToken::stamp(IssuedToken { access_token: AccessToken::new("t"), expires_in }, now)
+    CachedToken::stamp((AccessToken::new("t"), expires_in), now)
 }
 
 /// A manager of a static token.
-fn fixed(token: &str, expires_at: Option<chrono::DateTime<chrono::Utc>>) -> TokenManager {
-    let source = Source::new(Grant::Fixed, None, TokenSet::new(token));
-    TokenManager::new(source, Duration::from_secs(1), Some((AccessToken::new(token), expires_at)))
+fn fixed(tokens: TokenSet) -> TokenManager {
+    TokenManager::new(Grant::Fixed, None, tokens, Duration::from_secs(1))
 }
 
 #[test]
@@ -108,19 +106,18 @@ fn token_response() -> impl Strategy<Value = Value> {
 /// `Ok` or an `Err`, never a panic.
 async fn read_token_response(auth_url: &str, sender: &HttpSender) {
     let now = Instant::now();
-    let grant = ClientCredentials::new(auth_url.to_owned(), "id".into(), ClientSecret::new("secret"))
-        .into_grant(sender.clone())
-        .expect("valid settings");
+    let settings = ClientCredentials::new(auth_url.to_owned(), "id".into(), ClientSecret::new("secret"));
+    let Ok((Grant::ClientCredentials(grant), _)) = settings.into_grant(sender) else {
+        panic!("valid settings")
+    };
     let flow =
         AuthorizationCodeFlow::for_refresh(auth_url, "app").expect("valid flow").with_sender(sender.clone());
     let previous = TokenSet::new("a").with_refresh_token("r");
     for answer in [grant.request().await, flow.refresh_unverified(&previous).await] {
         let Ok(refreshed) = answer else { continue };
         let tokens = refreshed.tokens;
-        let manager = fixed(tokens.access_token.secret(), tokens.expires_at);
-        let _ = (tokens.is_expired(), format!("{manager:?}"));
-        let issued = IssuedToken { access_token: tokens.access_token, expires_in: refreshed.expires_in };
-        let _ = CachedToken::stamp(issued, now).is_fresh(now);
+        let _ = (tokens.is_expired(), format!("{:?}", fixed(tokens.clone())));
+        let _ = CachedToken::stamp((tokens.access_token, refreshed.expires_in), now).refresh_at;
     }
 }
 
@@ -154,7 +151,7 @@ fn token_responses_of_any_shape_never_panic() {
 
 #[test]
 fn a_stored_expiry_far_in_the_future_is_clamped_too() {
-    let manager = fixed("t", Some(chrono::DateTime::<chrono::Utc>::MAX_UTC));
+    let manager = fixed(TokenSet::new("t").with_expires_at(chrono::DateTime::<chrono::Utc>::MAX_UTC));
     let state = manager.inner.lock();
     let cached = state.cached.as_ref().expect("a usable token");
     assert!(cached.expires_at.is_some_and(|at| at <= Instant::now() + MAX_TOKEN_LIFETIME));
@@ -162,7 +159,7 @@ fn a_stored_expiry_far_in_the_future_is_clamped_too() {
 
 #[tokio::test]
 async fn a_static_token_is_never_replaced_and_cannot_sign_out() {
-    let manager = fixed("static", None);
+    let manager = fixed(TokenSet::new("static"));
     assert!(!manager.invalidate(&AccessToken::new("static")), "the same token would be sent again");
     assert!(matches!(manager.sign_out().await, Err(Error::InvalidArgument(_))));
     assert_eq!(manager.token().await.expect("still works").secret(), "static");

@@ -7,7 +7,6 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::*;
-use crate::auth::source::Grant;
 use crate::error::{ApiError, Origin};
 
 /// One answer of the scripted source: after `latency`, a token (its name and lifetime) or an
@@ -51,27 +50,28 @@ impl Script {
 }
 
 impl Script {
-    fn fetch(&self) -> BoxFuture<'static, Result<IssuedToken, Error>> {
+    fn fetch(&self) -> BoxFuture<'static, Result<Refreshed, Error>> {
         self.started.lock().unwrap_or_else(|e| e.into_inner()).push(Instant::now());
         let answer = self.answers.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
         Box::pin(async move {
             let answer = answer.expect("no more answers scripted");
             tokio::time::sleep(answer.latency).await;
             let (name, expires_in) = answer.result?;
-            Ok(IssuedToken { access_token: AccessToken::new(name), expires_in })
+            Ok(Refreshed { tokens: TokenSet::new(name), expires_in, new_id_token: None })
         })
     }
 }
 
-/// The source that answers from `script`.
-fn source(script: &Arc<Script>) -> Source {
+/// A manager that starts from `tokens` and renews them from `script`, whose callers wait at
+/// most `timeout_secs` for a token request.
+fn scripted(script: &Arc<Script>, tokens: TokenSet, timeout_secs: u64) -> TokenManager {
     let script = Arc::clone(script);
-    Source::new(Grant::Scripted(Box::new(move || script.fetch())), None, TokenSet::new(""))
+    let grant = Grant::Scripted(Box::new(move || script.fetch()));
+    TokenManager::new(grant, None, tokens, Duration::from_secs(timeout_secs))
 }
 
-/// A manager whose callers wait at most `timeout_secs` for a token request.
 fn manager_waiting(script: &Arc<Script>, timeout_secs: u64) -> TokenManager {
-    TokenManager::new(source(script), Duration::from_secs(timeout_secs), None)
+    scripted(script, TokenSet::new(""), timeout_secs)
 }
 
 fn manager(script: &Arc<Script>) -> TokenManager {
@@ -143,12 +143,11 @@ async fn a_failed_refresh_keeps_the_token_that_still_works_until_it_expires() {
     // Due for refresh; the refresh fails, and t1 (50 s left) is served.
     assert_eq!(secret(&manager).await.expect("t1 again"), "t1");
     assert_eq!(script.fetches(), 2);
-    // Within the backoff (at least half a second) no request is sent; t1 is still served.
-    advance(400).await;
+    // Within the backoff no request is sent; t1 is still served.
     assert_eq!(secret(&manager).await.expect("t1 again"), "t1");
     assert_eq!(script.fetches(), 2);
     // After the backoff (at most a second) the next caller tries again, and fails again.
-    advance(700).await;
+    advance(1_001).await;
     assert_eq!(secret(&manager).await.expect("t1 again"), "t1");
     assert_eq!(script.fetches(), 3);
     // Once t1 has expired and the backoff (at most two seconds) is over, a new token.
@@ -239,14 +238,12 @@ async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stored_expiry_becomes_time_left_on_tokios_clock() {
-    let wall = chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").expect("a date").to_utc();
     let script = Script::new([token("fresh", 3600, 0), token("fresh", 3600, 0)]);
     let stored = |seconds: i64| {
-        let expires_at = wall + chrono::Duration::seconds(seconds);
-        let token = Some((AccessToken::new("stored"), Some(expires_at)));
-        TokenManager::new_at(source(&script), Duration::from_secs(30), token, wall)
+        let expires_at = chrono::Utc::now() + chrono::Duration::seconds(seconds);
+        scripted(&script, TokenSet::new("stored").with_expires_at(expires_at), 30)
     };
-    // 1,000 s left: refreshed 100 s before the end, whatever the system clock says.
+    // 1,000 s left: refreshed 100 s before the end, on Tokio's clock from then on.
     let manager = stored(1000);
     advance(899_000).await;
     assert_eq!(secret(&manager).await.expect("stored"), "stored");
