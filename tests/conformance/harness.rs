@@ -63,22 +63,29 @@ crate::cases! {
 /// `#[test]` and `#[tokio::test]` functions are compiled out of this binary (`harness = false`),
 /// so a case marked that way would silently never run: every case is listed in `crate::cases!`.
 fn no_case_is_marked_the_libtest_way() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")];
     let mut marked = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("the catalogue's directory") {
-        let path = entry.expect("a directory entry").path();
-        if path.extension().is_none_or(|extension| extension != "rs") {
-            continue;
-        }
-        let source = std::fs::read_to_string(&path).expect("a module of the catalogue");
-        for (number, line) in source.lines().enumerate() {
-            let line = line.trim_start();
-            if line.starts_with("#[test]") || line.starts_with("#[tokio::test") {
-                marked.push(format!("{}:{}", path.display(), number + 1));
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a directory of the catalogue") {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                marked.extend(marked_the_libtest_way(&path));
             }
         }
     }
     assert!(marked.is_empty(), "cases that never run here; list them in `crate::cases!` instead: {marked:?}");
+}
+
+/// The lines of the module at `path` that mark a function `#[test]` or `#[tokio::test]`.
+fn marked_the_libtest_way(path: &Path) -> Vec<String> {
+    let source = std::fs::read_to_string(path).expect("a module of the catalogue");
+    let marked = source.lines().enumerate().filter(|(_, line)| {
+        let line = line.trim_start();
+        line.starts_with("#[test]") || line.starts_with("#[tokio::test")
+    });
+    marked.map(|(number, _)| format!("{}:{}", path.display(), number + 1)).collect()
 }
 
 /// What a case needs besides this process.

@@ -26,8 +26,6 @@ mod contract;
 mod endpoints;
 mod errors;
 mod hostile;
-mod hostile_numbers;
-mod hostile_pages;
 mod interop_oidc;
 mod leniency;
 mod limits;
@@ -67,8 +65,8 @@ fn catalogue() -> Vec<harness::Case> {
         endpoints::CASES,
         errors::CASES,
         hostile::CASES,
-        hostile_numbers::CASES,
-        hostile_pages::CASES,
+        hostile::numbers::CASES,
+        hostile::pages::CASES,
         interop_oidc::CASES,
         leniency::CASES,
         limits::CASES,

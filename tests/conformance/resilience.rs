@@ -185,7 +185,7 @@ async fn exhausted_retries_give_the_last_status_and_retry_after() {
     assert_eq!(support::api_requests(&server).len(), 3);
 
     // A server asking for a longer wait than the policy allows is not waited for. (While the
-    // client paces itself, its pause lasts `max_delay` at most: see `hostile_numbers`.)
+    // client paces itself, its pause lasts `max_delay` at most: see `hostile::numbers`.)
     server.set_faults(Faults::new().on_every(
         Endpoint::Companies,
         1,

@@ -43,7 +43,7 @@ async fn eight_mib_of_elements_that_are_not_records_hold_a_few_and_a_count() {
     let children = ["0", "{}"].map(|element| {
         let mut child = std::process::Command::new(&exe);
         child
-            .args(["--exact", "hostile_pages::a_process_reading_a_page_of_odd_elements"])
+            .args(["--exact", "hostile::pages::a_process_reading_a_page_of_odd_elements"])
             .args(["--ignored", "--nocapture", "--test-threads=1"])
             .env(harness::CHILD, "1")
             .env(ELEMENT, element);

@@ -1,6 +1,10 @@
 //! A hostile server and a careless neighbour on the same machine, over real HTTP: shared file
 //! stores under rotation, metadata with plain-http endpoints, floods of unknown session keys,
-//! forged loopback callbacks, credentials in URLs, and secrets too short to seal with.
+//! forged loopback callbacks, credentials in URLs, and secrets too short to seal with; the
+//! numbers a server sends ([`numbers`]) and the pages it sends ([`pages`]).
+
+pub mod numbers;
+pub mod pages;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
