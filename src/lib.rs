@@ -80,6 +80,27 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ### Reach any endpoint
+//!
+//! The API grows without a new version (API Part 9.3). [`Client::get`] and
+//! [`Client::request`] reach any path below the version root ([`ApiPath`]: a literal, or
+//! segments each encoded as one) and decode the answer into any type; [`Client::list`] is the
+//! same [`List`] for any endpoint that answers with the page envelope. Every call goes through
+//! the pipeline the listings use: tokens and the 401 resend, pacing, retries (a POST or PATCH
+//! only with an [`idempotency_key`](Request::idempotency_key)), deprecation and sunset, limits,
+//! spans.
+//!
+//! ```no_run
+//! # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+//! use business_records::{Company, Method};
+//! use serde_json::{Value, json};
+//! let one: Company = client.get(["companies", "cmp_1"]).send().await?;
+//! let note: Value = client.request(Method::POST, "notes").json(&json!({"text": "called"}))
+//!     .idempotency_key("note-7f3a").send().await?;
+//! let deals: Vec<Value> = client.list::<Value>("deals").sort("-amount").stream().try_collect().await?;
+//! # let _ = (one, note, deals); Ok(()) }
+//! ```
+//!
 //! ### Read what the server sends
 //!
 //! Where the API leaves types and formats open, records are read leniently: a company needs an
@@ -97,12 +118,8 @@
 //! [`is_retryable`](Error::is_retryable), [`needs_reauthentication`](Error::needs_reauthentication).
 //! Invalid arguments fail before any request is sent, naming the argument.
 //!
-//! Each variant holds one context value read through accessors: [`InvalidArgument`](crate::error::InvalidArgument),
-//! [`ApiError`](crate::error::ApiError) (with its [`ErrorCode`](crate::error::ErrorCode)), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError),
-//! [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`CursorRejected`](crate::error::CursorRejected),
-//! [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError),
-//! [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`auth::TokenStoreError`] and
-//! [`auth::VerifyError`] come from the token store and the verifier. A cause (the JSON parser's
+//! Each variant holds its context, read through accessors; the context types, with
+//! [`ErrorCode`](error::ErrorCode), are in the [`error`] module. A cause (the JSON parser's
 //! error, an I/O error, the last attempt) is the [`source`](std::error::Error::source), never
 //! repeated in the message. An `Error` is at most 24 bytes and cheap to clone.
 //!
@@ -135,8 +152,12 @@
 //! ### Test your code
 //!
 //! The crate `business-records-reference-server`, a dev-dependency, has `ReferenceServer`: the
-//! API and its authorization server in process, over real HTTP, with a generated dataset your
-//! tests can compare against, faults on demand, and no code shared with this crate.
+//! API and its authorization server in process, over real HTTP, serving your own records (or
+//! generated ones) with the real filter, sort and cursor rules, faults on one endpoint, a
+//! journal of every request, token and cursor expiry on demand, and a sign-in without a browser
+//! (`approve`); [`ClientBuilder::settings`] builds a client for it in one expression, and
+//! [`Company::new`], [`Contact::new`] and [`Page::new`] build values for unit tests. It shares no
+//! code with this crate.
 //!
 //! ```toml
 //! [dev-dependencies]
@@ -158,7 +179,7 @@
 //!
 //! The client logs through `tracing` and never prints. Every HTTP request has a span
 //! `http_request` with OpenTelemetry's HTTP client fields (`otel.kind = "client"`,
-//! `http.request.method`, `url.full`, `server.address`, `server.port`,
+//! `http.request.method`, `url.full`, `http.route` (`/v1/companies/{}`), `server.address`, `server.port`,
 //! `http.response.status_code`, `error.type`, `http.request.resend_count`); every page or item
 //! stream has a span `listing`, a child of the span current where the stream was made, with
 //! `pages`, `items`, `retries` and `rate_limit_wait_ms` recorded at its end, and every request of the listing
@@ -174,49 +195,12 @@
 //! multi-threaded one, as `#[tokio::main]` starts it, or the current-thread one). Polling them
 //! elsewhere panics, as `tokio::spawn` does.
 //!
-//! ## Every public item, by task
-//!
-//! | Task | Items |
-//! |---|---|
-//! | build a client | [`Client`], [`ClientBuilder`], [`ApiVersion`], [`RetryPolicy`], [`RateLimit`] |
-//! | authenticate | [`Auth`]; in [`auth`]: [`ClientCredentials`](auth::ClientCredentials), [`UserAuth`](auth::UserAuth), [`AuthorizationCodeFlow`](auth::AuthorizationCodeFlow), [`AuthorizationRequest`](auth::AuthorizationRequest), [`LoopbackRedirect`](auth::LoopbackRedirect), [`AuthServerMetadata`](auth::AuthServerMetadata) |
-//! | keep tokens | in [`auth`]: [`TokenSet`](auth::TokenSet), [`TokenStore`](auth::TokenStore), [`MemoryTokenStore`](auth::MemoryTokenStore), [`FileTokenStore`](auth::FileTokenStore), for many users [`KeyedTokenStore`](auth::KeyedTokenStore), [`MemoryKeyedStore`](auth::MemoryKeyedStore), [`DirectoryTokenStore`](auth::DirectoryTokenStore), [`RefreshLock`](auth::RefreshLock), [`RefreshTurn`](auth::RefreshTurn), `RedisTokenCache` and `RedisUserStore` (feature `redis`); the secrets [`AccessToken`](auth::AccessToken), [`RefreshToken`](auth::RefreshToken), [`IdToken`](auth::IdToken), [`ClientSecret`](auth::ClientSecret), [`PkceVerifier`](auth::PkceVerifier) |
-//! | check tokens (resource servers) | in [`auth`]: [`TokenVerifier`](auth::TokenVerifier), [`Claims`](auth::Claims), [`TokenIntrospector`](auth::TokenIntrospector), [`Introspection`](auth::Introspection) |
-//! | list | [`List`], [`Page`], [`Cursor`], [`PageStream`], [`ItemStream`], [`OnUndecodable`], [`Undecodable`] |
-//! | sort | [`CompanySort`], [`ContactSort`], [`Sort`] |
-//! | read records | [`Company`], [`CompanyStatus`], [`Contact`] |
-//! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
-//! | handle errors | [`Error`] and its contexts: [`InvalidArgument`](crate::error::InvalidArgument), [`ApiError`](crate::error::ApiError), [`ErrorCode`](crate::error::ErrorCode), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError), [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`CursorRejected`](crate::error::CursorRejected), [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError), [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
-//! | know the limits | [`limits`]: [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
-//! | test your code | the crate `business-records-reference-server` (a dev-dependency) |
-//!
 //! ## Public dependencies
 //!
 //! Types of these crates appear in the API and are re-exported at the versions this crate
 //! uses: [`reqwest`] (the `http_config` closure, `TokenVerifier::http`), [`reqwest_middleware`]
 //! ([`ClientBuilder::middleware`]), [`url`] and [`Url`], [`chrono`] (dates) and [`serde_json`]
 //! ([`Company::extra`]). Naming them through `business_records::` keeps one copy in your build.
-//!
-//! ## Architecture
-//!
-//! The modules form layers; each one uses only the layers below it (its `use crate::` lines
-//! name nothing above), so the module graph has no cycle:
-//!
-//! | Layer | Modules | May use |
-//! |---|---|---|
-//! | foundation | `text`, `timestamp`, `limits`, `bounds` (the ranges numbers from a server are held to) | nothing of the crate |
-//! | | `deprecation` (header parsing) | `text`, `timestamp` |
-//! | | `error` | `deprecation`, `limits`, `text` |
-//! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts), `pacing` (the request budget: its state, the rate-limit fields, the queue; a fleet's budget is an interface, implemented over Redis in `auth`) | the foundation |
-//! | wire | `wire`: `HttpSender`, the one place requests are sent, and its one response path (`exchange`): bodies read under their limits, error answers typed | the rows above |
-//! | authentication | `auth`: token sources, flows, stores, verification, shared caches, the `oauth2` crate's HTTP client | the wire and the rows above it |
-//! | API pipeline | `pipeline`: the request budget before each attempt, bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |
-//! | listings | `pagination` (query, guards, pager, streams) on a `ListEndpoint` (the pipeline, the endpoint, paging settings); `list`, the builder, on `pagination` | the pipeline, `model` and below |
-//! | client | `client`: builds everything and hands each listing its `ListEndpoint` | everything |
-//!
-//! The reference server is another crate of the workspace (`reference-server/`), which shares no
-//! code with this one: the conformance suite checks the client against an independent
-//! implementation of the API.
 #![deny(missing_docs)]
 // Library code never unwraps: what comes from the network or the caller gets an error instead.
 // (Tests may; the lint table in Cargo.toml holds the rest of the crate's lints.)
