@@ -56,6 +56,24 @@ macro_rules! cases {
     };
 }
 
+/// [`cases!`] for a module whose cases need the `redis` feature: without it, the cases are still
+/// listed, and the runner reports each one ignored for want of the feature. The module's
+/// functions live in a child module compiled with the feature alone.
+#[macro_export]
+macro_rules! redis_cases {
+    ($($needs:tt: $($case:ident $([$($runtime:tt)+])?),+ $(,)?;)+) => {
+        #[cfg(feature = "redis")]
+        $crate::cases! { $($needs: $($case $([$($runtime)+])?),+;)+ }
+        #[cfg(not(feature = "redis"))]
+        pub const CASES: &[$crate::harness::Case] = &[$($($crate::harness::Case {
+            module: module_path!(),
+            name: stringify!($case),
+            needs: &[$crate::harness::Need::Redis],
+            body: $crate::harness::Body::Sync(|| {}),
+        },)+)+];
+    };
+}
+
 crate::cases! {
     Anywhere: no_case_is_marked_the_libtest_way [sync];
 }
@@ -95,8 +113,7 @@ pub enum Need {
     Anywhere,
     /// Control of the server (faults, datasets, its request log): the reference server only.
     ServerControl,
-    /// A `redis-server` of its own (feature `redis`).
-    #[cfg_attr(not(feature = "redis"), expect(dead_code))]
+    /// A `redis-server` of its own, and the `redis` feature.
     Redis,
     /// Node.js, to run `oidc-provider`.
     Node,
@@ -184,6 +201,9 @@ impl Host {
                 unmet("needs control of the server, not available against a live deployment")
             }
             Need::ServerControl => Ok(()),
+            Need::Redis if cfg!(not(feature = "redis")) => {
+                unmet("needs the `redis` feature: cargo test --features redis")
+            }
             Need::Redis => self.program(&self.redis, "redis-server"),
             Need::Node => self.program(&self.node, "node"),
             Need::Chromium => {

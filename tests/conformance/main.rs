@@ -37,11 +37,9 @@ mod pagination_guards;
 mod relying_party;
 mod resilience;
 mod secrets;
-#[cfg(feature = "redis")]
 mod shared_cache;
 #[cfg(feature = "redis")]
 mod shared_pacing;
-#[cfg(feature = "redis")]
 mod shared_user_store;
 mod telemetry;
 mod token_chaos;
@@ -77,11 +75,9 @@ fn catalogue() -> Vec<harness::Case> {
         pagination_guards::CASES,
         relying_party::CASES,
         secrets::CASES,
-        #[cfg(feature = "redis")]
         shared_cache::CASES,
         #[cfg(feature = "redis")]
         shared_pacing::CASES,
-        #[cfg(feature = "redis")]
         shared_user_store::CASES,
         telemetry::CASES,
         token_chaos::CASES,
