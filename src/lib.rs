@@ -99,10 +99,11 @@
 //!
 //! Each variant holds one context value read through accessors: [`InvalidArgument`](crate::error::InvalidArgument),
 //! [`ApiError`](crate::error::ApiError) (with its [`ErrorCode`](crate::error::ErrorCode)), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError),
-//! [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`CursorRejected`](crate::error::CursorRejected),
+//! [`SunsetError`](crate::error::SunsetError), [`CursorRejected`](crate::error::CursorRejected),
 //! [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError),
 //! [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`auth::TokenStoreError`] and
-//! [`auth::VerifyError`] come from the token store and the verifier. A cause (the JSON parser's
+//! [`auth::VerifyError`] come from the token store and the verifier;
+//! [`Error::ReauthenticationRequired`] holds its reason as text. A cause (the JSON parser's
 //! error, an I/O error, the last attempt) is the [`source`](std::error::Error::source), never
 //! repeated in the message. An `Error` is at most 24 bytes and cheap to clone.
 //!
@@ -186,7 +187,7 @@
 //! | sort | [`CompanySort`], [`ContactSort`], [`Sort`] |
 //! | read records | [`Company`], [`CompanyStatus`], [`Contact`] |
 //! | follow versions | [`DeprecationNotice`], [`Deprecation`], [`DeprecationPolicy`] |
-//! | handle errors | [`Error`] and its contexts: [`InvalidArgument`](crate::error::InvalidArgument), [`ApiError`](crate::error::ApiError), [`ErrorCode`](crate::error::ErrorCode), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError), [`ReauthenticationRequired`](crate::error::ReauthenticationRequired), [`SunsetError`](crate::error::SunsetError), [`CursorRejected`](crate::error::CursorRejected), [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError), [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
+//! | handle errors | [`Error`] and its contexts: [`InvalidArgument`](crate::error::InvalidArgument), [`ApiError`](crate::error::ApiError), [`ErrorCode`](crate::error::ErrorCode), [`AuthorizationError`](crate::error::AuthorizationError), [`CallbackError`](crate::error::CallbackError), [`SunsetError`](crate::error::SunsetError), [`CursorRejected`](crate::error::CursorRejected), [`PaginationError`](crate::error::PaginationError), [`HttpError`](crate::error::HttpError), [`DecodeError`](crate::error::DecodeError), [`UndecodableError`](crate::error::UndecodableError), [`ResponseTooLarge`](crate::error::ResponseTooLarge), [`RetriesExhausted`](crate::error::RetriesExhausted); [`TokenStoreError`](auth::TokenStoreError), [`VerifyError`](auth::VerifyError) |
 //! | know the limits | [`limits`]: [`MAX_LIMIT`](limits::MAX_LIMIT), [`DEFAULT_LIMIT`](limits::DEFAULT_LIMIT), [`MAX_CURSOR_BYTES`](limits::MAX_CURSOR_BYTES), [`DEFAULT_MAX_PAGE_BYTES`](limits::DEFAULT_MAX_PAGE_BYTES) |
 //! | test your code | the crate `business-records-reference-server` (a dev-dependency) |
 //!

@@ -17,7 +17,7 @@ use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
 use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
 use crate::error::{ApiError, ErrorCode, Origin, SunsetError};
-use crate::limits::{BodyKind, BodyLimit};
+use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::retry::{CallStats, is_throttle};
 use crate::urls::ApiPath;
@@ -162,7 +162,7 @@ impl Pipeline {
         policy: &RetryPolicy,
         number: u32,
     ) -> Result<Result<Reply, Error>, Error> {
-        let body = BodyLimit { kind: BodyKind::Page, bytes: self.settings.max_body_bytes };
+        let body = BodyLimit { bytes: self.settings.max_body_bytes, ..BodyLimit::PAGE };
         let expect = Expect { body, origin: Origin::Api, route: Some(&call.route) };
         let mut resent_for_token = false;
         loop {
