@@ -15,7 +15,7 @@ use url::Url;
 
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
-use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
+use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, successor_link};
 use crate::error::{ApiError, ErrorCode, Origin, SunsetError};
 use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
@@ -288,11 +288,4 @@ fn classify(error: ApiError, successor: Option<Url>) -> Error {
         return Error::Sunset(Arc::new(SunsetError { sunset, successor, response: error }));
     }
     Error::Api(error)
-}
-
-/// The first `rel="successor-version"` link of a response.
-fn successor_link(headers: &HeaderMap, url: &Url) -> Option<Url> {
-    let lines = headers.get_all(http::header::LINK).iter().filter_map(|value| value.to_str().ok());
-    let links = parse_links(lines, url);
-    links.into_iter().find(|link| link.has_relation("successor-version")).map(|link| link.target)
 }
