@@ -29,56 +29,26 @@ pub const MAX_CURSOR_BYTES: usize = 8 * 1024;
 /// The default limit of a page body: 32 MiB (a page holds at most 100 records).
 pub const DEFAULT_MAX_PAGE_BYTES: u64 = 32 * 1024 * 1024;
 
-/// The kind of a response body, each with its own size limit (the table above).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum BodyKind {
-    /// A page of a listing.
-    Page,
-    /// An error response.
-    Error,
-    /// A token endpoint response.
-    Token,
-    /// An OpenID discovery document.
-    Discovery,
-    /// A token introspection response.
-    Introspection,
-    /// A JWKS document.
-    Jwks,
-}
-
-impl BodyKind {
-    /// The limit of this kind of body unless the client sets another, in bytes.
-    pub(crate) const fn default_limit(self) -> u64 {
-        match self {
-            BodyKind::Page => DEFAULT_MAX_PAGE_BYTES,
-            BodyKind::Error | BodyKind::Discovery => 256 * 1024,
-            BodyKind::Token | BodyKind::Introspection => 64 * 1024,
-            BodyKind::Jwks => 1024 * 1024,
-        }
-    }
-
-    /// The kind's name, as in error messages.
-    pub(crate) const fn as_str(self) -> &'static str {
-        match self {
-            BodyKind::Page => "page",
-            BodyKind::Error => "error",
-            BodyKind::Token => "token",
-            BodyKind::Discovery => "discovery",
-            BodyKind::Introspection => "introspection",
-            BodyKind::Jwks => "jwks",
-        }
-    }
-}
-
-/// A body kind and the most bytes read of it.
+/// A kind of response body and the most bytes read of it (the table above).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BodyLimit {
-    pub(crate) kind: BodyKind,
+    /// The kind's name, as in error messages: `page`, `error`, `token`, ...
+    pub(crate) body: &'static str,
+    /// The most bytes read.
     pub(crate) bytes: u64,
 }
 
-impl From<BodyKind> for BodyLimit {
-    fn from(kind: BodyKind) -> Self {
-        BodyLimit { kind, bytes: kind.default_limit() }
-    }
+impl BodyLimit {
+    /// A page of a listing, unless the client sets another limit.
+    pub(crate) const PAGE: BodyLimit = BodyLimit { body: "page", bytes: DEFAULT_MAX_PAGE_BYTES };
+    /// An error response.
+    pub(crate) const ERROR: BodyLimit = BodyLimit { body: "error", bytes: 256 * 1024 };
+    /// A token endpoint response.
+    pub(crate) const TOKEN: BodyLimit = BodyLimit { body: "token", bytes: 64 * 1024 };
+    /// An OpenID discovery document.
+    pub(crate) const DISCOVERY: BodyLimit = BodyLimit { body: "discovery", bytes: 256 * 1024 };
+    /// A token introspection response.
+    pub(crate) const INTROSPECTION: BodyLimit = BodyLimit { body: "introspection", bytes: 64 * 1024 };
+    /// A JWKS document.
+    pub(crate) const JWKS: BodyLimit = BodyLimit { body: "jwks", bytes: 1024 * 1024 };
 }

@@ -15,9 +15,9 @@ use url::Url;
 
 use crate::auth::AccessToken;
 use crate::auth::token_manager::TokenManager;
-use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, parse_links};
+use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReporter, successor_link};
 use crate::error::{ApiError, ErrorCode, Origin, SunsetError};
-use crate::limits::{BodyKind, BodyLimit};
+use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::retry::{CallStats, is_throttle};
 use crate::urls::ApiPath;
@@ -162,7 +162,7 @@ impl Pipeline {
         policy: &RetryPolicy,
         number: u32,
     ) -> Result<Result<Reply, Error>, Error> {
-        let body = BodyLimit { kind: BodyKind::Page, bytes: self.settings.max_body_bytes };
+        let body = BodyLimit { bytes: self.settings.max_body_bytes, ..BodyLimit::PAGE };
         let expect = Expect { body, origin: Origin::Api, route: Some(&call.route) };
         let mut resent_for_token = false;
         loop {
@@ -288,11 +288,4 @@ fn classify(error: ApiError, successor: Option<Url>) -> Error {
         return Error::Sunset(Arc::new(SunsetError { sunset, successor, response: error }));
     }
     Error::Api(error)
-}
-
-/// The first `rel="successor-version"` link of a response.
-fn successor_link(headers: &HeaderMap, url: &Url) -> Option<Url> {
-    let lines = headers.get_all(http::header::LINK).iter().filter_map(|value| value.to_str().ok());
-    let links = parse_links(lines, url);
-    links.into_iter().find(|link| link.has_relation("successor-version")).map(|link| link.target)
 }

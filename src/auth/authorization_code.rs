@@ -25,7 +25,7 @@ use super::pkce::constant_time_eq;
 use super::seal::Sealer;
 use super::{TokenSet, TokenVerifier};
 use crate::bounds::clamp_lifetime;
-use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode, ReauthenticationRequired};
+use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
 use crate::{Error, urls};
@@ -496,9 +496,10 @@ impl AuthorizationCodeFlow {
     /// before anything of the response is used.
     pub(crate) async fn refresh_unverified(&self, tokens: &TokenSet) -> Result<Refreshed, Error> {
         self.check()?;
-        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
-            ReauthenticationRequired::new("no refresh token was issued"),
-        ))?;
+        let refresh_token = tokens
+            .refresh_token
+            .as_ref()
+            .ok_or(Error::ReauthenticationRequired("no refresh token was issued"))?;
         let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
         let sent_at = Utc::now();
         let response = (self.config.client)

@@ -13,7 +13,7 @@ use super::ClientSecret;
 use super::client_credentials::check_client;
 use super::oauth::{OAuthClient, OAuthHttp, token_error};
 use crate::error::DecodeError;
-use crate::limits::BodyKind;
+use crate::limits::BodyLimit;
 use crate::text::{shown_raw_url, shown_url};
 use crate::wire::{HttpSender, decode};
 use crate::{Error, urls};
@@ -95,7 +95,7 @@ impl AuthServerMetadata {
         let base = urls::parse_service_url("auth_url", auth_url)?;
         let url = urls::join_path(&base, ".well-known/openid-configuration");
         let endpoint = url.path().to_owned();
-        let body = sender.get_document(url, BodyKind::Discovery).await?;
+        let body = sender.get_document(url, BodyLimit::DISCOVERY).await?;
         let metadata: AuthServerMetadata = decode(&endpoint, &body)?;
         let invalid = |message: String| Error::Decode(DecodeError::invalid(&endpoint, message));
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {

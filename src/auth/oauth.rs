@@ -27,7 +27,7 @@ use super::{AccessToken, IdToken, RefreshToken, TokenSet};
 use crate::Error;
 use crate::bounds::{MAX_EPOCH_SECONDS, MAX_TOKEN_LIFETIME, bound_json_fields, clamp_lifetime};
 use crate::error::{ApiError, DecodeError, ErrorCode, HttpError, Origin};
-use crate::limits::BodyKind;
+use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::wire::{Expect, HttpSender, no_head};
 
@@ -36,7 +36,7 @@ use crate::wire::{Expect, HttpSender, no_head};
 pub(crate) struct OAuthHttp<'s> {
     sender: &'s HttpSender,
     /// What a successful answer's body is, for its size limit.
-    body: BodyKind,
+    body: BodyLimit,
     /// An `Authorization` header in place of the one `oauth2` makes.
     authorization: Option<&'s HeaderValue>,
     /// The numbers of a successful answer and their largest values, held to their ranges
@@ -53,12 +53,12 @@ const INTROSPECTION_NUMBERS: &[(&str, u64)] =
 impl<'s> OAuthHttp<'s> {
     /// For token requests (and revocation, whose answers are as small).
     pub(crate) fn token(sender: &'s HttpSender) -> Self {
-        OAuthHttp { sender, body: BodyKind::Token, authorization: None, numbers: TOKEN_NUMBERS }
+        OAuthHttp { sender, body: BodyLimit::TOKEN, authorization: None, numbers: TOKEN_NUMBERS }
     }
 
     /// For token introspection.
     pub(crate) fn introspection(sender: &'s HttpSender) -> Self {
-        OAuthHttp { body: BodyKind::Introspection, numbers: INTROSPECTION_NUMBERS, ..Self::token(sender) }
+        OAuthHttp { body: BodyLimit::INTROSPECTION, numbers: INTROSPECTION_NUMBERS, ..Self::token(sender) }
     }
 
     /// With `header` (when set) as every request's `Authorization`.
@@ -73,7 +73,7 @@ impl<'s> OAuthHttp<'s> {
         if let Some(header) = self.authorization {
             parts.headers.insert(AUTHORIZATION, header.clone());
         }
-        let expect = Expect { body: self.body.into(), origin: Origin::AuthorizationServer, route: None };
+        let expect = Expect { body: self.body, origin: Origin::AuthorizationServer, route: None };
         let attempt = |number| {
             let request = http::Request::from_parts(parts.clone(), body.clone());
             let path = path.as_str();

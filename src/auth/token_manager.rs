@@ -28,7 +28,7 @@ use super::client_credentials::ClientCredentialsGrant;
 use super::{AccessToken, AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::bounds::{clamp_lifetime, later};
-use crate::error::{HttpError, ReauthenticationRequired};
+use crate::error::{HttpError, HttpErrorKind};
 use crate::retry::backoff;
 
 /// Refresh no later than this long before expiry, and no later than a tenth of the lifetime
@@ -42,11 +42,6 @@ const SAVE_TIMEOUT: Duration = Duration::from_secs(10);
 const SAVE_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(300));
 /// How errors about the token request name it.
 const TOKEN_ENDPOINT: &str = "the token endpoint";
-
-/// The error that asks for a new sign-in, saying `why`.
-fn reauthenticate(why: &'static str) -> Error {
-    Error::ReauthenticationRequired(ReauthenticationRequired::new(why))
-}
 
 /// What a client that signed its user out answers every request.
 const SIGNED_OUT: &str = "the user signed out";
@@ -163,7 +158,7 @@ impl TokenManager {
         let flight = {
             let mut state = self.inner.lock();
             if self.inner.is_signed_out() {
-                return Err(reauthenticate(SIGNED_OUT));
+                return Err(Error::ReauthenticationRequired(SIGNED_OUT));
             }
             let now = Instant::now();
             let fresh = |cached: &&CachedToken| cached.refresh_at.is_none_or(|at| now < at);
@@ -180,7 +175,7 @@ impl TokenManager {
             let flight = state.flight.take().filter(|flight| flight.peek().is_none());
             state.flight.insert(flight.unwrap_or_else(|| self.start())).clone()
         };
-        let timed_out = || Error::Http(HttpError::timed_out(TOKEN_ENDPOINT));
+        let timed_out = || Error::Http(HttpError::new(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None));
         let answer = tokio::time::timeout(self.inner.timeout, flight).await;
         answer.unwrap_or_else(|_| fallback(self.inner.lock().cached.as_ref(), timed_out()))
     }
@@ -197,7 +192,7 @@ impl TokenManager {
             let mut state = inner.lock();
             state.flight = None;
             if inner.is_signed_out() {
-                return Err(reauthenticate(SIGNED_OUT));
+                return Err(Error::ReauthenticationRequired(SIGNED_OUT));
             }
             let error = match result {
                 Ok(issued) => {
@@ -215,7 +210,7 @@ impl TokenManager {
             state.failure = Some((error.clone(), later(Instant::now(), delay)));
             fallback(state.cached.as_ref(), error)
         };
-        let abandoned = |_| Err(Error::Http(HttpError::abandoned(TOKEN_ENDPOINT)));
+        let abandoned = |e| Err(Error::Http(HttpError::task_failed(TOKEN_ENDPOINT, e)));
         tokio::spawn(request.in_current_span())
             .map(move |answer| answer.unwrap_or_else(abandoned))
             .boxed()
@@ -291,7 +286,7 @@ impl Inner {
     async fn fetch(self: &Arc<Self>) -> Result<Issued, Error> {
         let mut current = self.current.lock().await;
         if self.is_signed_out() {
-            return Err(reauthenticate(SIGNED_OUT));
+            return Err(Error::ReauthenticationRequired(SIGNED_OUT));
         }
         let RefreshTurn { newer, lock } = match &self.store {
             Some(store) => store.begin_refresh(&current).await.map_err(Error::TokenStore)?,
@@ -316,7 +311,7 @@ impl Inner {
         let Refreshed { tokens, expires_in, new_id_token } = match &self.grant {
             Grant::ClientCredentials(grant) => grant.request().await?,
             Grant::Refresh(flow) => flow.refresh_unverified(current).await?,
-            Grant::Fixed => return Err(reauthenticate(STATIC_REJECTED)),
+            Grant::Fixed => return Err(Error::ReauthenticationRequired(STATIC_REJECTED)),
             #[cfg(test)]
             Grant::Scripted(script) => script().await?,
         };

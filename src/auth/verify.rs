@@ -41,7 +41,7 @@ use url::Url;
 pub use self::claims::Claims;
 use self::key_cache::{FetchPolicy, Jwks, KeyCache};
 use crate::error::{DecodeError, Error, VerifyError};
-use crate::limits::BodyKind;
+use crate::limits::BodyLimit;
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -304,7 +304,7 @@ impl TokenVerifier {
         let key = match &self.config.source {
             Some((url, sender)) => {
                 let fetch = || async {
-                    let body = sender.get_document(url.clone(), BodyKind::Jwks).await?;
+                    let body = sender.get_document(url.clone(), BodyLimit::JWKS).await?;
                     Jwks::parse(&body).map_err(|e| Error::Decode(DecodeError::new(url.path(), e)))
                 };
                 self.keys.key(kid.as_deref(), &self.config.fetch, fetch).await?

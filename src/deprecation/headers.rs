@@ -57,7 +57,8 @@ impl Deprecation {
     }
 }
 
-/// Parses a `Deprecation` header value.
+/// Parses a `Deprecation` header value: `None` for a value that says "not deprecated",
+/// `false` (any case) or the structured-field boolean `?0`.
 ///
 /// Accepted forms, tried in this order:
 /// - an RFC 9745 structured-field date, `@` and an integer number of seconds since the Unix
@@ -69,54 +70,26 @@ impl Deprecation {
 /// [`Deprecation::Unrecognized`] with the raw text: the header's presence alone means the
 /// resource is deprecated.
 #[must_use]
-pub(crate) fn parse_deprecation(value: &str) -> Deprecation {
-    let value = trim_ows(value);
-    if let Some(rest) = value.strip_prefix('@') {
-        if let Some(date) = parse_sf_date(rest) {
-            return Deprecation::Since(date);
-        }
-    } else if value.eq_ignore_ascii_case("true") || value == "?1" {
-        return Deprecation::Deprecated;
-    } else if let Some(date) = parse_http_date(value) {
-        return Deprecation::Since(date);
-    }
-    Deprecation::Unrecognized(value.to_owned())
-}
-
-/// True for a `Deprecation` value that says "not deprecated": `false` (any case) or the
-/// structured-field boolean `?0`.
-pub(crate) fn says_not_deprecated(value: &str) -> bool {
-    let value = trim_ows(value);
-    value.eq_ignore_ascii_case("false") || value == "?0"
-}
-
-/// The RFC 9745 range of an sf-integer is 15 digits.
-const SF_INTEGER_MAX_DIGITS: usize = 15;
-
-/// Parses the part of a structured-field date after `@`: an sf-integer, then nothing or
-/// parameters (which are ignored).
-fn parse_sf_date(rest: &str) -> Option<DateTime<Utc>> {
-    let (negative, unsigned) = match rest.strip_prefix('-') {
-        Some(unsigned) => (true, unsigned),
-        None => (false, rest),
+pub(crate) fn parse_deprecation(value: &str) -> Option<Deprecation> {
+    let value = value.trim_matches([' ', '\t']);
+    let read = match value.strip_prefix('@') {
+        Some(rest) => parse_sf_date(rest).map(Deprecation::Since),
+        None if value.eq_ignore_ascii_case("false") || value == "?0" => return None,
+        None if value.eq_ignore_ascii_case("true") || value == "?1" => Some(Deprecation::Deprecated),
+        None => parse_http_date(value).map(Deprecation::Since),
     };
-    let digits_len = unsigned.bytes().take_while(u8::is_ascii_digit).count();
-    if digits_len == 0 || digits_len > SF_INTEGER_MAX_DIGITS {
-        return None;
-    }
-    let (digits, tail) = unsigned.split_at(digits_len);
-    let tail = trim_ows(tail);
-    if !(tail.is_empty() || tail.starts_with(';')) {
-        return None;
-    }
-    let magnitude: i64 = digits.parse().ok()?;
-    let seconds = if negative { -magnitude } else { magnitude };
-    DateTime::from_timestamp(seconds, 0)
+    Some(read.unwrap_or_else(|| Deprecation::Unrecognized(value.to_owned())))
 }
 
-/// Removes optional whitespace (spaces and tabs) around a field value.
-fn trim_ows(value: &str) -> &str {
-    value.trim_matches([' ', '\t'])
+/// Parses the part of a structured-field date after `@`: an sf-integer (at most 15 digits),
+/// then nothing or parameters, which are ignored.
+fn parse_sf_date(rest: &str) -> Option<DateTime<Utc>> {
+    let number = rest.split(';').next().unwrap_or_default().trim_end_matches([' ', '\t']);
+    let digits = number.strip_prefix('-').unwrap_or(number);
+    if digits.len() > 15 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    DateTime::from_timestamp(number.parse().ok()?, 0)
 }
 
 #[cfg(test)]
@@ -127,31 +100,33 @@ mod tests {
     use crate::timestamp::http_date::tests::{EXAMPLE, READ_RANGE, asctime, imf, ts};
 
     #[test]
-    fn deprecation_legacy_true() {
-        assert_eq!(parse_deprecation("true"), Deprecation::Deprecated);
-        assert_eq!(parse_deprecation("True"), Deprecation::Deprecated);
-        assert_eq!(parse_deprecation("\ttrue "), Deprecation::Deprecated);
-        assert_eq!(parse_deprecation("?1"), Deprecation::Deprecated);
+    fn deprecation_legacy_true_and_false() {
+        for raw in ["true", "True", "\ttrue ", "?1"] {
+            assert_eq!(parse_deprecation(raw), Some(Deprecation::Deprecated), "{raw:?}");
+        }
+        for raw in ["false", " FALSE ", "?0"] {
+            assert_eq!(parse_deprecation(raw), None, "{raw:?}");
+        }
     }
 
     #[test]
     fn deprecation_structured_date() {
-        assert_eq!(parse_deprecation("@1767225600"), Deprecation::Since(ts(1_767_225_600)));
-        assert_eq!(parse_deprecation("@0"), Deprecation::Since(ts(0)));
-        assert_eq!(parse_deprecation("@-86400"), Deprecation::Since(ts(-86_400)));
-        assert_eq!(parse_deprecation(" @1767225600 "), Deprecation::Since(ts(1_767_225_600)));
+        assert_eq!(parse_deprecation("@1767225600"), Some(Deprecation::Since(ts(1_767_225_600))));
+        assert_eq!(parse_deprecation("@0"), Some(Deprecation::Since(ts(0))));
+        assert_eq!(parse_deprecation("@-86400"), Some(Deprecation::Since(ts(-86_400))));
+        assert_eq!(parse_deprecation(" @1767225600 "), Some(Deprecation::Since(ts(1_767_225_600))));
     }
 
     #[test]
     fn deprecation_parameters_are_ignored() {
-        let expected = Deprecation::Since(ts(1_767_225_600));
+        let expected = Some(Deprecation::Since(ts(1_767_225_600)));
         assert_eq!(parse_deprecation("@1767225600;foo=bar"), expected);
         assert_eq!(parse_deprecation("@1767225600;a;b=?0;c=\"x\""), expected);
     }
 
     #[test]
     fn deprecation_http_date_legacy() {
-        let expected = Deprecation::Since(ts(EXAMPLE));
+        let expected = Some(Deprecation::Since(ts(EXAMPLE)));
         assert_eq!(parse_deprecation("Sun, 06 Nov 1994 08:49:37 GMT"), expected);
         assert_eq!(parse_deprecation("Sun Nov  6 08:49:37 1994"), expected);
     }
@@ -160,21 +135,22 @@ mod tests {
     fn deprecation_malformed_is_kept_raw() {
         for raw in [
             "",
-            "false",
             "@",
             "@-",
             "@12.5",
             "@1e9",
             "@ 12",
             "@12 x",
+            "@+12",
+            "@--12",
             "@1234567890123456",
             "@999999999999999",
             "yes please",
             "Sun, 32 Nov 1994 08:49:37 GMT",
         ] {
-            assert_eq!(parse_deprecation(raw), Deprecation::Unrecognized(raw.to_owned()), "{raw:?}");
+            assert_eq!(parse_deprecation(raw), Some(Deprecation::Unrecognized(raw.to_owned())), "{raw:?}");
         }
-        assert_eq!(parse_deprecation("  soon\t"), Deprecation::Unrecognized("soon".to_owned()));
+        assert_eq!(parse_deprecation("  soon\t"), Some(Deprecation::Unrecognized("soon".to_owned())));
     }
 
     proptest! {
@@ -196,14 +172,14 @@ mod tests {
             params in proptest::option::of(";[a-z][a-z0-9]{0,5}(=[a-z0-9]{1,5})?"),
         ) {
             let value = format!("@{seconds}{}", params.unwrap_or_default());
-            prop_assert_eq!(parse_deprecation(&value), Deprecation::Since(ts(seconds)));
+            prop_assert_eq!(parse_deprecation(&value), Some(Deprecation::Since(ts(seconds))));
         }
 
         #[test]
         fn http_dates_read_as_since(seconds in READ_RANGE) {
             let date = ts(seconds);
-            prop_assert_eq!(parse_deprecation(&imf(date)), Deprecation::Since(date));
-            prop_assert_eq!(parse_deprecation(&asctime(date)), Deprecation::Since(date));
+            prop_assert_eq!(parse_deprecation(&imf(date)), Some(Deprecation::Since(date)));
+            prop_assert_eq!(parse_deprecation(&asctime(date)), Some(Deprecation::Since(date)));
         }
     }
 }

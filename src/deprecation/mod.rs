@@ -32,20 +32,11 @@ use crate::timestamp::parse_http_date;
 
 pub use headers::Deprecation;
 use headers::parse_deprecation;
-pub(crate) use link::parse_links;
+use link::{Link, find_relation, parse_links};
 pub use report::DeprecationPolicy;
 pub(crate) use report::{DeprecationCallback, DeprecationReporter};
 
-// Header names and link relation types read by `DeprecationNotice::from_headers`.
-const DEPRECATION: &str = "deprecation";
-const SUNSET: &str = "sunset";
-const LINK: &str = "link";
-const REL_SUCCESSOR_VERSION: &str = "successor-version";
-const REL_LATEST_VERSION: &str = "latest-version";
-const REL_DEPRECATION: &str = "deprecation";
-const REL_SUNSET: &str = "sunset";
-
-/// The longest piece of a malformed header quoted in a diagnostic.
+/// The longest piece of a malformed header quoted in a diagnostic, in characters.
 const QUOTED_LIMIT: usize = 64;
 
 /// What one response said about the deprecation of the endpoint that produced it.
@@ -108,33 +99,21 @@ impl DeprecationNotice {
     /// response carries neither `Deprecation` nor `Sunset`.
     #[must_use]
     pub(crate) fn from_headers(method: &Method, url: &Url, headers: &HeaderMap) -> Option<Self> {
-        // `Deprecation: false` (or the structured-field `?0`) says the endpoint is not deprecated.
-        let deprecation_raw =
-            first_value(headers, DEPRECATION).filter(|raw| !headers::says_not_deprecated(raw));
-        let sunset_raw = first_value(headers, SUNSET);
-        if deprecation_raw.is_none() && sunset_raw.is_none() {
+        let first = |name| headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()));
+        let deprecation = first("deprecation").and_then(|raw| parse_deprecation(&raw));
+        let sunset_raw = first("sunset");
+        if deprecation.is_none() && sunset_raw.is_none() {
             return None;
         }
-        let deprecation = deprecation_raw.as_deref().map(parse_deprecation);
         let sunset = sunset_raw.as_deref().and_then(parse_http_date);
-
-        let link_lines: Vec<String> = headers
-            .get_all(LINK)
-            .iter()
-            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
-            .collect();
-        let links = parse_links(link_lines.iter().map(String::as_str), url);
-        let target_of = |relation| link::find_relation(&links, relation).map(|l| l.target.clone());
+        let links = links(headers, url);
 
         let mut findings = Vec::new();
         if let Some(Deprecation::Unrecognized(raw)) = &deprecation {
-            findings
-                .push(format!("deprecation header \"{}\" is in no known form", server_text(shorten(raw))));
+            findings.push(format!("deprecation header \"{}\" is in no known form", quoted(raw)));
         }
-        if let Some(raw) = &sunset_raw
-            && sunset.is_none()
-        {
-            findings.push(format!("sunset header \"{}\" is not an http-date", server_text(shorten(raw))));
+        if let Some(raw) = sunset_raw.filter(|_| sunset.is_none()) {
+            findings.push(format!("sunset header \"{}\" is not an http-date", quoted(&raw)));
         }
         if let (Some(since), Some(sunset)) = (deprecation.as_ref().and_then(Deprecation::since), sunset)
             && sunset < since
@@ -145,10 +124,10 @@ impl DeprecationNotice {
         Some(Self {
             method: method.clone(),
             endpoint: url.path().to_owned(),
-            successor: target_of(REL_SUCCESSOR_VERSION),
-            latest_version: target_of(REL_LATEST_VERSION),
-            documentation: target_of(REL_DEPRECATION),
-            sunset_policy: target_of(REL_SUNSET),
+            successor: find_relation(&links, "successor-version"),
+            latest_version: find_relation(&links, "latest-version"),
+            documentation: find_relation(&links, "deprecation"),
+            sunset_policy: find_relation(&links, "sunset"),
             deprecation,
             sunset,
             diagnostic: (!findings.is_empty()).then(|| findings.join("; ")),
@@ -205,14 +184,22 @@ impl fmt::Display for DeprecationNotice {
     }
 }
 
-/// The first field line of `name`, read lossily when it is not UTF-8.
-fn first_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+/// The links of every `Link` field line of a response to a request for `url`, lines that are
+/// not UTF-8 read lossily.
+fn links(headers: &HeaderMap, url: &Url) -> Vec<Link> {
+    let lines: Vec<_> =
+        headers.get_all("link").iter().map(|v| String::from_utf8_lossy(v.as_bytes())).collect();
+    parse_links(lines.iter().map(AsRef::as_ref), url)
 }
 
-/// At most [`QUOTED_LIMIT`] characters of `text`, for quoting in a diagnostic.
-fn shorten(text: &str) -> &str {
-    text.char_indices().nth(QUOTED_LIMIT).and_then(|(end, _)| text.get(..end)).unwrap_or(text)
+/// The first `rel="successor-version"` link of a response to a request for `url`.
+pub(crate) fn successor_link(headers: &HeaderMap, url: &Url) -> Option<Url> {
+    find_relation(&links(headers, url), "successor-version")
+}
+
+/// At most [`QUOTED_LIMIT`] characters of server text, made safe to quote in a diagnostic.
+fn quoted(text: &str) -> String {
+    server_text(text.char_indices().nth(QUOTED_LIMIT).map_or(text, |(end, _)| &text[..end]))
 }
 
 /// An instant as RFC 3339 in UTC, to the second: `2026-01-01T00:00:00Z`.

@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use url::Url;
 
+use super::Part;
 use crate::deprecation::DeprecationNotice;
 use crate::text::shown_url;
 
@@ -16,10 +17,12 @@ use crate::text::shown_url;
 /// The body format is `{"error": code, "error_description": text}` (API Part 7); a body in
 /// another shape still yields an `ApiError` with the HTTP status, and [`code`](Self::code)
 /// `None` unless a `WWW-Authenticate` challenge names one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
 pub struct ApiError(Arc<ApiInner>);
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{endpoint} answered {status}{}{}", Part(" (", .code.as_ref(), ")"), Part(": ", .description.as_ref(), ""))]
 struct ApiInner {
     origin: Origin,
     status: u16,
@@ -136,21 +139,6 @@ impl ApiError {
     }
 }
 
-impl fmt::Display for ApiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} answered {}", self.0.endpoint, self.0.status)?;
-        if let Some(code) = &self.0.code {
-            write!(f, " ({code})")?;
-        }
-        if let Some(text) = &self.0.description {
-            write!(f, ": {text}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ApiError {}
-
 /// Which server sent an error response: [`ApiError::origin`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -163,7 +151,12 @@ pub enum Origin {
 }
 
 /// The API version has reached its sunset: the context of [`Error::Sunset`](super::Error::Sunset).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "api version has reached its sunset{}{}",
+    Part(" on ", .sunset.map(|date| date.format("%Y-%m-%d")), ""),
+    Part("; successor: ", .successor.as_ref().map(shown_url), "")
+)]
 pub struct SunsetError {
     pub(crate) sunset: Option<DateTime<Utc>>,
     pub(crate) successor: Option<Url>,
@@ -187,27 +180,14 @@ impl SunsetError {
     }
 }
 
-impl fmt::Display for SunsetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("api version has reached its sunset")?;
-        if let Some(date) = self.sunset {
-            write!(f, " on {}", date.format("%Y-%m-%d"))?;
-        }
-        if let Some(next) = &self.successor {
-            write!(f, "; successor: {}", shown_url(next))?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for SunsetError {}
-
 /// The authorization server sent the user back with an error instead of a code: the context
 /// of [`Error::Authorization`](super::Error::Authorization).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
 pub struct AuthorizationError(Arc<AuthorizationInner>);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the authorization server refused the sign-in ({code}){}", Part(": ", .description.as_ref(), ""))]
 struct AuthorizationInner {
     code: ErrorCode,
     description: Option<String>,
@@ -229,18 +209,6 @@ impl AuthorizationError {
         self.0.description.as_deref()
     }
 }
-
-impl fmt::Display for AuthorizationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the authorization server refused the sign-in ({})", self.0.code)?;
-        if let Some(description) = &self.0.description {
-            write!(f, ": {description}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for AuthorizationError {}
 
 macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident => $text:literal,)*) => {

@@ -1,10 +1,9 @@
 //! Errors of signing in and of tokens: callbacks, stores, verification, renewal.
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Error;
+use super::{Cause, Error};
 
 /// Why the redirect back from the authorization server was refused.
 ///
@@ -71,13 +70,15 @@ pub enum CallbackError {
 /// let err = TokenStoreError::new("the keychain is locked");
 /// assert_eq!(err.to_string(), "the keychain is locked");
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
 pub struct TokenStoreError(Arc<StoreInner>);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 struct StoreInner {
     message: String,
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    source: Option<Cause>,
 }
 
 impl TokenStoreError {
@@ -88,54 +89,10 @@ impl TokenStoreError {
 
     /// An error with a message and the error that caused it (kept as the
     /// [`source`](std::error::Error::source), not repeated in the message).
-    pub fn with_source(
-        message: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> Self {
+    pub fn with_source(message: impl Into<String>, source: impl Into<Cause>) -> Self {
         TokenStoreError(Arc::new(StoreInner { message: message.into(), source: Some(source.into()) }))
     }
 }
-
-impl fmt::Display for TokenStoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.message)
-    }
-}
-
-impl std::error::Error for TokenStoreError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
-/// Why the user must sign in again: the context of
-/// [`Error::ReauthenticationRequired`](super::Error::ReauthenticationRequired).
-#[derive(Debug, Clone)]
-pub struct ReauthenticationRequired(Arc<ReauthInner>);
-
-#[derive(Debug)]
-struct ReauthInner {
-    reason: &'static str,
-}
-
-impl ReauthenticationRequired {
-    pub(crate) fn new(reason: &'static str) -> Self {
-        ReauthenticationRequired(Arc::new(ReauthInner { reason }))
-    }
-
-    /// Why the tokens cannot be renewed.
-    pub fn reason(&self) -> &'static str {
-        self.0.reason
-    }
-}
-
-impl fmt::Display for ReauthenticationRequired {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sign-in required: {}", self.0.reason)
-    }
-}
-
-impl std::error::Error for ReauthenticationRequired {}
 
 /// Why a token was rejected by a [`TokenVerifier`](crate::auth::TokenVerifier).
 ///

@@ -1,21 +1,18 @@
 //! Failures of the exchange itself: sending, reading, decoding, size limits, retries.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::sync::Arc;
 
-use super::Error;
-use crate::limits::BodyKind;
-
-/// A cause kept as the [`source`](std::error::Error::source) of an error.
-type Cause = Arc<dyn std::error::Error + Send + Sync>;
+use super::{Cause, Error, Part};
 
 /// A failure to send a request or read its response: the context of
 /// [`Error::Http`](super::Error::Http).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
 pub struct HttpError(Arc<HttpInner>);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("request to {endpoint} {kind}{}", Part(" (status ", .status.as_ref(), ")"))]
 struct HttpInner {
     kind: HttpErrorKind,
     endpoint: String,
@@ -23,20 +20,31 @@ struct HttpInner {
     source: Option<Cause>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HttpErrorKind {
+/// What went wrong, in the words of the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HttpErrorKind {
+    #[error("timed out")]
     Timeout,
+    #[error("could not connect")]
     Connect,
+    #[error("lost its connection before the response arrived")]
     ConnectionLost,
+    #[error("failed while reading the response")]
     Body,
+    #[error("answered with a redirect, which is not followed")]
     Redirect,
+    #[error("was stopped by a middleware layer")]
     Middleware,
+    /// Anything else, such as a task that sent the request and stopped.
+    #[error("failed")]
     Other,
 }
 
 impl HttpError {
-    fn new(kind: HttpErrorKind, endpoint: &str, status: Option<u16>, source: Option<Cause>) -> Self {
-        HttpError(Arc::new(HttpInner { kind, endpoint: endpoint.to_owned(), status, source }))
+    /// A request to `endpoint` (a path, or what the request was for) that failed as `kind`
+    /// says, `cause` telling how when there is one.
+    pub(crate) fn new(kind: HttpErrorKind, endpoint: &str, cause: Option<Cause>) -> Self {
+        HttpError(Arc::new(HttpInner { kind, endpoint: endpoint.to_owned(), status: None, source: cause }))
     }
 
     pub(crate) fn from_reqwest(endpoint: &str, err: reqwest::Error) -> Self {
@@ -54,41 +62,34 @@ impl HttpError {
             HttpErrorKind::Other
         };
         // The URL inside a reqwest error may carry a query string; keep only the error chain.
-        HttpError::new(kind, endpoint, None, Some(Arc::new(err.without_url())))
+        HttpError::new(kind, endpoint, Some(Box::new(err.without_url())))
     }
 
     /// A failure of the request, or of a middleware layer given to the client builder.
     pub(crate) fn from_middleware(endpoint: &str, err: reqwest_middleware::Error) -> Self {
         match err {
             reqwest_middleware::Error::Reqwest(err) => HttpError::from_reqwest(endpoint, err),
-            reqwest_middleware::Error::Middleware(err) => HttpError::new(
-                HttpErrorKind::Middleware,
-                endpoint,
-                None,
-                Some(Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(err))),
-            ),
+            reqwest_middleware::Error::Middleware(err) => {
+                HttpError::new(HttpErrorKind::Middleware, endpoint, Some(err.into()))
+            }
         }
     }
 
+    /// A request whose task stopped (panicked or was cancelled) before it answered; `cause`
+    /// says how.
+    pub(crate) fn task_failed(endpoint: &str, cause: tokio::task::JoinError) -> Self {
+        HttpError::new(HttpErrorKind::Other, endpoint, Some(Box::new(cause)))
+    }
+
+    /// An answer with a redirect `status`, which the client never follows.
     pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
-        HttpError::new(HttpErrorKind::Redirect, endpoint, Some(status), None)
-    }
-
-    /// A request that got no answer within `timeout`, without an underlying error (a caller
-    /// that stopped waiting for a shared token request).
-    pub(crate) fn timed_out(endpoint: &str) -> Self {
-        HttpError::new(HttpErrorKind::Timeout, endpoint, None, None)
-    }
-
-    /// A request that ended without any answer: the task that sent it stopped.
-    pub(crate) fn abandoned(endpoint: &str) -> Self {
-        HttpError::new(HttpErrorKind::Other, endpoint, None, None)
-    }
-
-    /// A request whose task failed (panicked or was cancelled) before it answered; `cause` says
-    /// how.
-    pub(crate) fn task_failed(endpoint: &str, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
-        HttpError::new(HttpErrorKind::Other, endpoint, None, Some(Arc::new(cause)))
+        let inner = HttpInner {
+            kind: HttpErrorKind::Redirect,
+            endpoint: endpoint.to_owned(),
+            status: Some(status),
+            source: None,
+        };
+        HttpError(Arc::new(inner))
     }
 
     /// The request path (no query string), or what the request was for.
@@ -135,31 +136,6 @@ impl HttpError {
     }
 }
 
-impl fmt::Display for HttpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.0.kind {
-            HttpErrorKind::Timeout => "timed out",
-            HttpErrorKind::Connect => "could not connect",
-            HttpErrorKind::ConnectionLost => "lost its connection before the response arrived",
-            HttpErrorKind::Body => "failed while reading the response",
-            HttpErrorKind::Redirect => "answered with a redirect, which is not followed",
-            HttpErrorKind::Middleware => "was stopped by a middleware layer",
-            HttpErrorKind::Other => "failed",
-        };
-        write!(f, "request to {} {what}", self.0.endpoint)?;
-        if let Some(status) = self.0.status {
-            write!(f, " (status {status})")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for HttpError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
 /// True when `err`'s causes say the connection closed or reset in the middle of the exchange.
 fn connection_lost(err: &reqwest::Error) -> bool {
     use std::error::Error as _;
@@ -190,10 +166,12 @@ fn connection_lost(err: &reqwest::Error) -> bool {
 /// A response body that could not be decoded, or lacks what the client needs from it: the
 /// context of [`Error::Decode`](super::Error::Decode). The parser's error, when there is one,
 /// is the [`source`](std::error::Error::source).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
 pub struct DecodeError(Arc<DecodeInner>);
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("could not decode the response of {endpoint}{}", Part(": ", .detail.as_ref(), ""))]
 struct DecodeInner {
     endpoint: String,
     detail: Option<Cow<'static, str>>,
@@ -203,21 +181,15 @@ struct DecodeInner {
 impl DecodeError {
     /// A body of `endpoint` that `source` could not read.
     pub(crate) fn new(endpoint: &str, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        DecodeError(Arc::new(DecodeInner {
-            endpoint: endpoint.to_owned(),
-            detail: None,
-            source: Some(Arc::new(source)),
-        }))
+        let source = Some(Box::new(source) as Cause);
+        DecodeError(Arc::new(DecodeInner { endpoint: endpoint.to_owned(), detail: None, source }))
     }
 
     /// A body of `endpoint` that reads but is not what was expected, `detail` saying how (never
     /// quoting the body).
     pub(crate) fn invalid(endpoint: &str, detail: impl Into<Cow<'static, str>>) -> Self {
-        DecodeError(Arc::new(DecodeInner {
-            endpoint: endpoint.to_owned(),
-            detail: Some(detail.into()),
-            source: None,
-        }))
+        let detail = Some(detail.into());
+        DecodeError(Arc::new(DecodeInner { endpoint: endpoint.to_owned(), detail, source: None }))
     }
 
     /// The request path (no query string), or what the response was for.
@@ -226,29 +198,13 @@ impl DecodeError {
     }
 }
 
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "could not decode the response of {}", self.0.endpoint)?;
-        if let Some(detail) = &self.0.detail {
-            write!(f, ": {detail}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for DecodeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
-    }
-}
-
 /// A response body larger than the limit for its kind: the context of
 /// [`Error::ResponseTooLarge`](super::Error::ResponseTooLarge).
 #[derive(Debug, thiserror::Error)]
-#[error("the response of {endpoint} is larger than the {} body limit of {limit} bytes", .body.as_str())]
+#[error("the response of {endpoint} is larger than the {body} body limit of {limit} bytes")]
 pub struct ResponseTooLarge {
     pub(crate) endpoint: String,
-    pub(crate) body: BodyKind,
+    pub(crate) body: &'static str,
     pub(crate) limit: u64,
 }
 
@@ -260,7 +216,7 @@ impl ResponseTooLarge {
 
     /// Which body's limit: `page`, `error`, `token`, `discovery`, `introspection` or `jwks`.
     pub fn body(&self) -> &'static str {
-        self.body.as_str()
+        self.body
     }
 
     /// The limit, in bytes.

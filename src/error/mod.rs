@@ -13,18 +13,20 @@
 //! [`source`](std::error::Error::source), and a report walks the chain.
 //!
 //! An `Error` is small (at most 24 bytes) and cheap to clone: every context lives behind an
-//! `Arc`.
+//! `Arc`, or is a `&'static str`.
 
 mod api;
 mod auth;
 mod http;
 mod listing;
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::api::{ApiError, AuthorizationError, ErrorCode, Origin, SunsetError};
-pub use self::auth::{CallbackError, ReauthenticationRequired, TokenStoreError, VerifyError};
+pub use self::auth::{CallbackError, TokenStoreError, VerifyError};
+pub(crate) use self::http::HttpErrorKind;
 pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
 pub use self::listing::{CursorRejected, PaginationError, Undecodable, UndecodableError};
 use crate::deprecation::DeprecationNotice;
@@ -80,14 +82,14 @@ pub enum Error {
     Callback(Arc<CallbackError>),
 
     /// The user must sign in again: the client holds no refresh token, or its tokens cannot be
-    /// renewed any more.
-    #[error(transparent)]
-    ReauthenticationRequired(ReauthenticationRequired),
+    /// renewed any more. The variant holds the reason, e.g. `no refresh token was issued`.
+    #[error("sign-in required: {0}")]
+    ReauthenticationRequired(&'static str),
 
     /// A [`TokenStore`](crate::auth::TokenStore) failed to load or save tokens; the
     /// [`TokenStoreError`] is the [`source`](std::error::Error::source).
     #[error("token store failed")]
-    TokenStore(#[source] TokenStoreError),
+    TokenStore(#[from] TokenStoreError),
 
     /// The API version has reached its sunset and no longer serves requests.
     #[error(transparent)]
@@ -136,29 +138,18 @@ pub enum Error {
     TokenVerification(#[source] Arc<VerifyError>),
 }
 
-impl From<TokenStoreError> for Error {
-    fn from(error: TokenStoreError) -> Self {
-        Error::TokenStore(error)
-    }
+/// `From` for the contexts that their variant holds in an `Arc`.
+macro_rules! from_shared {
+    ($($context:ty => $variant:ident),*) => {
+        $(impl From<$context> for Error {
+            fn from(context: $context) -> Self {
+                Error::$variant(Arc::new(context))
+            }
+        })*
+    };
 }
 
-impl From<VerifyError> for Error {
-    fn from(error: VerifyError) -> Self {
-        Error::TokenVerification(Arc::new(error))
-    }
-}
-
-impl From<CallbackError> for Error {
-    fn from(error: CallbackError) -> Self {
-        Error::Callback(Arc::new(error))
-    }
-}
-
-impl From<PaginationError> for Error {
-    fn from(error: PaginationError) -> Self {
-        Error::Pagination(Arc::new(error))
-    }
-}
+from_shared!(VerifyError => TokenVerification, CallbackError => Callback, PaginationError => Pagination);
 
 impl Error {
     /// An [`Error::InvalidArgument`] naming `argument`.
@@ -287,6 +278,22 @@ impl InvalidArgument {
     /// What was expected.
     pub fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// A cause kept as the [`source`](std::error::Error::source) of an error.
+type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// An optional part of a message: the text before, the value and the text after when there is
+/// a value, nothing otherwise.
+struct Part<T>(&'static str, Option<T>, &'static str);
+
+impl<T: fmt::Display> fmt::Display for Part<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.1 {
+            Some(value) => write!(f, "{}{value}{}", self.0, self.2),
+            None => Ok(()),
+        }
     }
 }
 

@@ -16,7 +16,7 @@ pub(crate) async fn read_body(
     limit: BodyLimit,
 ) -> Result<Vec<u8>, Error> {
     let too_large = || {
-        let (endpoint, body, limit) = (endpoint.to_owned(), limit.kind, limit.bytes);
+        let (endpoint, body, limit) = (endpoint.to_owned(), limit.body, limit.bytes);
         Error::ResponseTooLarge(Arc::new(ResponseTooLarge { endpoint, body, limit }))
     };
     let announced = response.content_length();

@@ -7,7 +7,7 @@ use super::{HttpSender, api_error, read_body};
 use crate::Error;
 use crate::deprecation::DeprecationNotice;
 use crate::error::Origin;
-use crate::limits::{BodyKind, BodyLimit};
+use crate::limits::BodyLimit;
 
 /// What a caller expects of an answer: the limit of a successful answer's body, and the
 /// [`Error`] variant an error answer becomes.
@@ -41,7 +41,7 @@ impl HttpSender {
     /// ([`Error::ResponseTooLarge`] past it). Any other answer is `expect.error` of an
     /// [`ApiError`](crate::error::ApiError) with the status, the body's `error` and `error_description` (or the `error`
     /// of a `WWW-Authenticate` challenge) and `Retry-After`. An error body past its limit
-    /// ([`BodyKind::Error`]) is left unread: the status and headers alone make the error, so a
+    /// ([`BodyLimit::ERROR`]) is left unread: the status and headers alone make the error, so a
     /// 429 or 503 with a huge page in front of it is still retried. A 3xx is [`Error::Http`].
     pub(crate) async fn exchange(
         &self,
@@ -59,7 +59,7 @@ impl HttpSender {
             let body = read_body(&endpoint, response, expect.body).await?;
             return Ok(Response { status, headers, body });
         }
-        let body = match read_body(&endpoint, response, BodyKind::Error.into()).await {
+        let body = match read_body(&endpoint, response, BodyLimit::ERROR).await {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
         };
@@ -71,9 +71,9 @@ impl HttpSender {
 
 impl HttpSender {
     /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
-    /// read under `kind`'s limit; an error answer is [`Error::Api`] from the authorization server.
-    pub(crate) async fn get_document(&self, url: url::Url, kind: BodyKind) -> Result<Vec<u8>, Error> {
-        let expect = Expect { body: kind.into(), origin: Origin::AuthorizationServer, route: None };
+    /// read under `limit`; an error answer is [`Error::Api`] from the authorization server.
+    pub(crate) async fn get_document(&self, url: url::Url, limit: BodyLimit) -> Result<Vec<u8>, Error> {
+        let expect = Expect { body: limit, origin: Origin::AuthorizationServer, route: None };
         Ok(self.exchange(super::get_request(url), 1, expect, no_head).await?.body)
     }
 }

@@ -12,7 +12,7 @@ use super::super::verify::quoted;
 use super::super::{Claims, IdToken, TokenSet};
 use super::AuthorizationCodeFlow;
 use crate::Error;
-use crate::error::{ReauthenticationRequired, VerifyError};
+use crate::error::VerifyError;
 
 impl AuthorizationCodeFlow {
     /// Verifies an ID token as OpenID Connect Core sections 2 and 3.1.3.7 require: an RS256
@@ -85,7 +85,7 @@ pub(super) fn check_same_user(previous: &TokenSet, refreshed: &IdToken) -> Resul
     match changed_identity(&original, &new) {
         Some(reason) => {
             tracing::warn!(reason, "a refresh answered for another user; its tokens are discarded");
-            Err(Error::ReauthenticationRequired(ReauthenticationRequired::new(reason)))
+            Err(Error::ReauthenticationRequired(reason))
         }
         None => Ok(()),
     }
