@@ -124,7 +124,7 @@ mod loopback;
 mod oauth;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
-mod redis;
+pub(crate) mod redis;
 mod refresh_turn;
 pub(crate) mod seal;
 mod secret;

@@ -164,15 +164,23 @@ impl Redis {
 
     /// Logs a warning unless one was logged within [`WARNING_INTERVAL`].
     pub(crate) fn warn(&self, what: &'static str, failure: &str) {
-        let now = Instant::now();
-        let mut last = self.last_warning.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
-            *last = Some(now);
+        self.rate_limited(|| {
             tracing::warn!(
                 operation = what,
                 error = failure,
                 "redis token cache unavailable; this process uses its own tokens until it is back"
             );
+        });
+    }
+
+    /// Runs `warn` unless a warning about this Redis was logged within [`WARNING_INTERVAL`]:
+    /// the crate's one limit on warnings about Redis, the shared rate limit's included.
+    pub(crate) fn rate_limited(&self, warn: impl FnOnce()) {
+        let now = Instant::now();
+        let mut last = self.last_warning.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
+            *last = Some(now);
+            warn();
         }
     }
 }
