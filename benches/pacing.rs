@@ -371,34 +371,32 @@ async fn server() {
     // The server runs on the runtime's workers; this thread only reads commands.
     for line in std::io::stdin().lock().lines().map_while(Result::ok) {
         let bucket = TokenBucket::per_second(RATE).burst(BURST);
-        let reply = match line.split_whitespace().collect::<Vec<_>>()[..] {
-            ["settings"] => [
-                server.base_url(),
-                server.auth_url(),
-                server.client_id().to_owned(),
-                server.client_secret().to_owned(),
-            ]
-            .join(" "),
-            ["limit"] => ok(server.set_rate_limit(Some(bucket))),
-            ["limit", "fields"] => ok(server.set_rate_limit(Some(bucket.fields(true)))),
-            ["nolimit"] => ok(server.set_rate_limit(None)),
-            ["fault", n] => ok(server.set_faults(Faults::new().on(
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["settings"] => {
+                let (client_id, secret) = (server.client_id(), server.client_secret());
+                println!("{} {} {client_id} {secret}", server.base_url(), server.auth_url());
+                continue;
+            }
+            ["counts"] => {
+                let counts = server.rate_limit_counts();
+                println!("{} {}", counts.admitted, counts.refused);
+                continue;
+            }
+            ["limit"] => server.set_rate_limit(Some(bucket)),
+            ["limit", "fields"] => server.set_rate_limit(Some(bucket.fields(true))),
+            ["nolimit"] => server.set_rate_limit(None),
+            ["fault", n] => server.set_faults(Faults::new().on(
                 Endpoint::Companies,
                 n.parse().unwrap_or(1),
                 Fault::RateLimited(RetryAfter::Seconds(0)),
-            ))),
-            ["counts"] => {
-                let counts = server.rate_limit_counts();
-                format!("{} {}", counts.admitted, counts.refused)
+            )),
+            _ => {
+                println!("unknown command {line:?}");
+                continue;
             }
-            _ => format!("unknown command {line:?}"),
-        };
-        println!("{reply}");
+        }
+        println!("ok");
     }
-}
-
-fn ok(_: ()) -> String {
-    "ok".to_owned()
 }
 
 /// The client credentials of the server's settings: `auth_url`, `client_id`, `client_secret`.
