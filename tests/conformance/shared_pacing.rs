@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use business_records::{Client, Error, RateLimit};
+use business_records::{Client, Error, RateLimit, RetryPolicy};
 use business_records_reference_server::{
     Endpoint, Fault, Faults, RedisServer, ReferenceServer, ReferenceServerBuilder, RetryAfter, TokenBucket,
 };
@@ -23,6 +23,7 @@ crate::cases! {
     (ServerControl, Redis):
         processes_sharing_a_budget_in_redis_keep_to_the_servers_rate_together,
         a_429_seen_by_one_process_pauses_every_process,
+        a_pause_of_the_fleet_refuses_the_impatient_request_of_another_process,
         redis_stopped_mid_run_costs_no_listing;
 }
 
@@ -97,6 +98,29 @@ async fn a_429_seen_by_one_process_pauses_every_process() {
         .min()
         .expect("requests after the 429");
     assert!(quiet >= Duration::from_millis(950), "every process waited for the pause: {quiet:?}");
+}
+
+async fn a_pause_of_the_fleet_refuses_the_impatient_request_of_another_process() {
+    let faults = Faults::new().on(Endpoint::Companies, 1, Fault::RateLimited(RetryAfter::Seconds(30)));
+    let server = companies(10).faults(faults).start().await;
+    let redis = redis();
+    let first = process(&server, &redis, RateLimit::per_second(20)).await;
+    let second = process(&server, &redis, RateLimit::per_second(20)).await;
+    // Longer than the first client's `max_delay` (10 s): its request ends with the 429, and the
+    // fleet pauses for 10 s, the longest the client waits.
+    let refused = first.companies().send().await.expect_err("a 429 of 30 s");
+    assert_eq!(refused.status(), Some(429));
+    // The other process's request would wait no more than a second: it is refused at once.
+    let published = || String::from_utf8_lossy(&redis_cli(&redis, &["--scan"])).contains(":pause");
+    support::eventually("the pause is published", published).await;
+    let started = Instant::now();
+    let impatient = RetryPolicy::default().max_delay(Duration::from_secs(1));
+    let error = second.companies().retry(impatient).send().await.expect_err("the fleet is paused");
+    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    assert_eq!(error.status(), Some(429));
+    let left = error.retry_after().unwrap_or_default();
+    assert!(left > Duration::from_secs(8) && left <= Duration::from_secs(10), "{left:?}");
+    assert_eq!(support::api_requests(&server).len(), 1, "the second request was never sent");
 }
 
 async fn redis_stopped_mid_run_costs_no_listing() {
