@@ -207,7 +207,7 @@
 //! | foundation | `text`, `timestamp`, `limits`, `bounds` (the ranges numbers from a server are held to) | nothing of the crate |
 //! | | `deprecation` (header parsing) | `text`, `timestamp` |
 //! | | `error` | `deprecation`, `limits`, `text` |
-//! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts), `pacing` (the request budget: its state, the rate-limit fields, the queue; a fleet's budget is an interface, implemented over Redis in `auth`) | the foundation |
+//! | policies and records | `version`, `retry`, `telemetry`, `urls` (which uses `version`), `model` (companies, contacts, extra fields, sorts), `pacing` (the request budget: its state, the rate-limit fields, the queue; with the `redis` feature it holds the fleet's budget, `auth::redis::budget`: the one use of a layer above, of nothing there but the Redis connection and `seal`'s key names) | the foundation |
 //! | wire | `wire`: `HttpSender`, the one place requests are sent, and its one response path (`exchange`): bodies read under their limits, error answers typed | the rows above |
 //! | authentication | `auth`: token sources, flows, stores, verification, shared caches, the `oauth2` crate's HTTP client | the wire and the rows above it |
 //! | API pipeline | `pipeline`: the request budget before each attempt, bearer tokens, preview header, 401 resend, deprecation, sunset | `auth`, the wire and below |

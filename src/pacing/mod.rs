@@ -162,8 +162,47 @@ impl RateLimit {
     }
 
     /// Keeps the first invalid argument given, to return it when the client is built.
-    pub(crate) fn fail(mut self, message: impl Into<String>) -> Self {
+    fn fail(mut self, message: impl Into<String>) -> Self {
         self.error.get_or_insert(Error::invalid("rate_limit", message));
+        self
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+impl RateLimit {
+    /// One budget for every process that uses `cache`'s Redis with the same API (its versioned
+    /// URL) and client id (feature `redis`): requests take their slots from one schedule in
+    /// Redis, atomically and on Redis's clock, and a 429's `Retry-After` seen by one process
+    /// pauses all of them and lowers the rate of each. Needs a rate
+    /// ([`per_second`](Self::per_second) or [`per_minute`](Self::per_minute)); the key is a
+    /// hash, as the cache's other keys are.
+    ///
+    /// When Redis does not answer within the cache's timeout, or is gone, each process paces
+    /// itself at its share of the rate (the rate divided by [`processes`](Self::processes), or
+    /// by the number of processes Redis last counted), with a warning at most every 30 seconds,
+    /// asks Redis again every second, and shares again once it answers. Within a process,
+    /// requests still wait in order of arrival.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), business_records::Error> {
+    /// use business_records::auth::RedisTokenCache;
+    /// use business_records::{Auth, Client, RateLimit};
+    ///
+    /// let shared = RedisTokenCache::connect("redis://127.0.0.1:6379").await?;
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret")
+    ///         .shared_cache(shared.clone()))
+    ///     .rate_limit(RateLimit::per_second(20).burst(5).shared(&shared).processes(8))
+    ///     .build()?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub fn shared(mut self, cache: &crate::auth::RedisTokenCache) -> Self {
+        if self.rate().is_none() {
+            return self
+                .fail("a shared budget needs a rate: start from `RateLimit::per_second` or `per_minute`");
+        }
+        self.shared = Some(cache.clone());
         self
     }
 }
