@@ -43,13 +43,6 @@ const METER_WINDOW: f64 = 0.5;
 /// request waiting for a wait too short to sleep.
 const RESOLUTION: f64 = 1e-6;
 
-/// A pause of the whole client, and the answer that asked for it.
-#[derive(Debug, Clone)]
-pub(super) struct Pause {
-    pub(super) until: f64,
-    pub(super) cause: Option<Error>,
-}
-
 /// The rate from `since` on: `from`, doubling every [`STEP`] in a slow start, else growing
 /// along the cubic.
 #[derive(Debug, Clone, Copy)]
@@ -85,7 +78,10 @@ pub(super) struct Limiter {
     /// Tokens in the bucket when last counted, and when.
     tokens: f64,
     counted: f64,
-    pause: Option<Pause>,
+    /// Every request waits until then, for `cause` (the answer that asked, kept for requests
+    /// that will not wait).
+    paused_until: f64,
+    pub(super) cause: Option<Error>,
     /// `None` while an adaptive budget has had no reason to limit.
     curve: Option<Curve>,
     /// When the rate was last set.
@@ -109,7 +105,8 @@ impl Limiter {
             burst,
             tokens: burst,
             counted: 0.0,
-            pause: None,
+            paused_until: f64::NEG_INFINITY,
+            cause: None,
             curve: ceiling.is_finite().then_some(Curve { from: ceiling, since: 0.0, slow_start: false }),
             decided: f64::NEG_INFINITY,
             sending_since: f64::INFINITY,
@@ -125,16 +122,16 @@ impl Limiter {
         Some(self.curve?.at(now).clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
     }
 
-    /// The pause in force at `now`, if any.
-    pub(super) fn pause(&self, now: f64) -> Option<&Pause> {
-        self.pause.as_ref().filter(|pause| pause.until > now)
+    /// When the pause in force at `now` ends, if one is.
+    pub(super) fn pause(&self, now: f64) -> Option<f64> {
+        (self.paused_until > now).then_some(self.paused_until)
     }
 
     /// Takes a token for a request sent at `now` and returns `now`, or returns when the next
     /// token is due (the end of a pause at the soonest) and takes none.
     pub(super) fn take(&mut self, now: f64) -> f64 {
-        if let Some(pause) = self.pause(now) {
-            return pause.until;
+        if let Some(until) = self.pause(now) {
+            return until;
         }
         if let Some(rate) = self.rate(now).map(|rate| rate / self.share) {
             self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst);
@@ -169,16 +166,15 @@ impl Limiter {
         while self.accepted.front().is_some_and(|&at| at < start) {
             self.accepted.pop_front();
         }
-        let paused = self.pause.as_ref().is_some_and(|pause| pause.until > start);
-        (self.sending_since <= start && !paused).then(|| self.accepted.len() as f64 / METER_WINDOW)
+        (self.sending_since <= start && self.paused_until <= start)
+            .then(|| self.accepted.len() as f64 / METER_WINDOW)
     }
 
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
     /// a server's 429 takes the place of a cause made up for the same pause).
     pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
-        let current = self.pause.as_ref().map_or(f64::NEG_INFINITY, |pause| pause.until);
-        if until > current || (until == current && cause.is_some()) {
-            self.pause = Some(Pause { until, cause });
+        if until > self.paused_until || (until == self.paused_until && cause.is_some()) {
+            (self.paused_until, self.cause) = (until, cause);
         }
     }
 
@@ -210,8 +206,7 @@ impl Limiter {
         let measured = self.measured(now).filter(|_| self.ceiling.is_infinite());
         // A request sent within a step of the rate's last change, or of the last pause's end,
         // did not try that rate.
-        let tried =
-            sent >= self.decided.max(self.pause.as_ref().map_or(self.decided, |pause| pause.until)) + STEP;
+        let tried = sent >= self.decided.max(self.paused_until) + STEP;
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
@@ -297,7 +292,7 @@ mod tests {
         limiter.pause_until(4.0, Some(cause));
         limiter.pause_until(3.5, None);
         assert_eq!(limiter.take(3.0), 4.0, "a shorter pause does not shorten it");
-        assert!(limiter.pause(3.9).is_some_and(|p| p.cause.is_some()));
+        assert!(limiter.pause(3.9).is_some() && limiter.cause.is_some());
         assert!(limiter.pause(4.0).is_none());
     }
 
@@ -316,8 +311,8 @@ mod tests {
         assert!(
             close(limiter.rate(1.2), 5.0) && close(limiter.rate(1.3), 10.0) && close(limiter.rate(1.8), 40.0)
         );
-        assert!(limiter.pause(0.5).is_some_and(|pause| close(Some(pause.until), 1.01)));
-        assert_eq!(send(&mut limiter, 0.5, 1), [limiter.pause(0.5).map_or(0.0, |pause| pause.until)]);
+        assert!(close(limiter.pause(0.5), 1.01));
+        assert_eq!(send(&mut limiter, 0.5, 1), [limiter.pause(0.5).unwrap_or_default()]);
 
         // The next refusal, sent at 80 a second: back to 95% of the 40 held a step before, or
         // of what the server accepted over the last half second when that is less.

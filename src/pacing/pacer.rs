@@ -112,7 +112,7 @@ impl Pacer {
             if wait.is_zero() {
                 return Ok(started.elapsed());
             }
-            let paused = inner.state().pause(now).map(|pause| duration_from_secs(pause.until - now));
+            let paused = inner.state().pause(now).map(|until| duration_from_secs(until - now));
             if let Some(left) = paused.filter(|left| *left > patience) {
                 return Err(inner.refused(now, left));
             }
@@ -138,12 +138,8 @@ impl Pacer {
         // With a policy the client already paces at its rate (a quota at zero is how a budget
         // used in full looks); without one, a spent quota waits for its reset.
         if hints.exhausted() && state.advertised.is_none() {
-            state.throttled(
-                now,
-                sent,
-                hints.reset.map(|reset| reset.min(inner.longest_wait).as_secs_f64()),
-                None,
-            );
+            let reset = hints.reset.map(|reset| reset.min(inner.longest_wait).as_secs_f64());
+            state.throttled(now, sent, reset, None);
         }
     }
 
@@ -217,10 +213,13 @@ impl Inner {
     /// The 429 for a request that will not wait `left` more: the one behind the pause in force,
     /// or one made here that stands for the pause or the budget.
     fn refused(&self, now: f64, left: Duration) -> Error {
-        let why = match self.state().pause(now).map(|pause| pause.cause.clone()) {
-            Some(Some(Error::Api(response))) => return Error::Api(response.with_retry_after(Some(left))),
-            Some(_) => "the client is paused by an earlier 429",
-            None => "the client's rate limit would hold the request past its retry policy's time",
+        let state = self.state();
+        let why = match (state.pause(now), &state.cause) {
+            (Some(_), Some(Error::Api(cause))) => {
+                return Error::Api(cause.clone().with_retry_after(Some(left)));
+            }
+            (Some(_), _) => "the client is paused by an earlier 429",
+            (None, _) => "the client's rate limit would hold the request past its retry policy's time",
         };
         let response = ApiError::new(429, Some(ErrorCode::RateLimited), &self.api_path);
         Error::Api(response.with_description(Some(why.to_owned())).with_retry_after(Some(left)))
