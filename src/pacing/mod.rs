@@ -168,6 +168,7 @@ impl RateLimit {
     }
 }
 
+#[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 impl RateLimit {
     /// One budget for every process that uses `cache`'s Redis with the same API (its versioned
