@@ -2,22 +2,28 @@
 //! next request may go, pauses after a 429, and the rate, which follows what the server
 //! accepts.
 //!
-//! - A configured limit starts at its rate and keeps the last request of its burst in hand:
-//!   a request that reaches the server sooner after the one before than it left (scheduling,
-//!   a token fetch, a new connection) still finds a token there.
+//! - A configured limit starts at its rate and keeps half its burst in hand (a burst of 5 sends
+//!   2 at once): requests that reach the server closer together than they left (scheduling, a
+//!   token fetch, a new connection) still find a token there. At the same rate as the server,
+//!   the server's bucket keeps the other half of its burst for them.
 //! - An adaptive budget limits nothing until the server refuses. A refusal before the client
 //!   has sustained any rate answers a burst: it says how many requests the server takes at
 //!   once, and its `Retry-After` how soon it takes more. The rate starts at that many per
-//!   `Retry-After` and doubles every [`STEP`] (slow start) until the next refusal. A
+//!   `Retry-After`, with a burst of one fewer, and doubles every [`STEP`] (slow start) until
+//!   the next refusal; answers to the burst read after its refusal count too. A
 //!   `Retry-After: 0` says nothing of a rate: the client only waits that long.
 //! - Any other refusal sets the rate to [`MARGIN`] times the rate the client sustained: the
-//!   lower of the rate it held a [`STEP`] before it sent the refused request, and the rate the
-//!   server accepted over the last [`METER_WINDOW`] when the client sent through all of it,
-//!   unpaused. So a rate a slow start overshot is not taken for sustained, nor a burst for a
-//!   rate. From there the rate grows along a cubic, slowly at first (CUBIC's plateau):
-//!   `PROBE * t³` of it after `t` seconds, 6% after five seconds, 50% after ten.
-//! - One refusal per round counts: a 429 to a request sent before the rate was last set says
-//!   nothing about that rate.
+//!   rate it held a [`STEP`] before it sent the refused request, or, for an adaptive budget
+//!   whose requests did not wait for that rate lately, what the server accepted over the last
+//!   [`METER_WINDOW`] if that is lower. So a rate a slow start overshot, or one the client never
+//!   used, is not taken for sustained. (A configured rate backs off from itself alone: the
+//!   answers a client reads may be its share of a fleet's.) Before any rate, a refusal backs off from what the server accepted only when the
+//!   client sent through all of the window, unpaused; else it answered a burst (above). From
+//!   there the rate grows along a cubic, slowly at first (CUBIC's plateau): by `PROBE * t³`
+//!   requests a second after `t` seconds, 1.25 after five seconds, 10 after ten.
+//! - One refusal per round counts: a 429 to a request sent within a [`STEP`] of the rate's
+//!   last change says nothing about that rate. A pause of a fleet that ends about when the
+//!   client's own did is the one the client asked for.
 //! - The rate stays within the ceiling (the configured rate, or the server's advertised
 //!   policy), and at or above [`MIN_RATE`].
 //!
@@ -31,8 +37,9 @@ use crate::Error;
 const STEP: f64 = 0.25;
 /// The part of the sustained rate a refusal sets the rate to.
 const MARGIN: f64 = 0.95;
-/// How fast the rate grows after a refusal: by `PROBE * t³` of itself after `t` seconds.
-const PROBE: f64 = 0.0005;
+/// How fast the rate grows after a refusal: by `PROBE * t³` requests a second after `t`
+/// seconds.
+const PROBE: f64 = 0.01;
 /// The lowest rate, in requests per second.
 pub(super) const MIN_RATE: f64 = 0.5;
 /// The highest, so that no arithmetic meets an infinity.
@@ -58,7 +65,7 @@ impl Curve {
         if self.slow_start {
             self.from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
         } else {
-            self.from * PROBE.mul_add(t.powi(3), 1.0)
+            PROBE.mul_add(t.powi(3), self.from)
         }
     }
 }
@@ -89,6 +96,9 @@ pub(super) struct Limiter {
     /// Since when the client has sent without a gap of [`METER_WINDOW`], and its last send.
     sending_since: f64,
     last_sent: f64,
+    /// When a request last waited for the rate (not for a pause): until a step later, the
+    /// client sends at its rate.
+    waited: f64,
     /// When the answers the server accepted were read, over the last [`METER_WINDOW`].
     accepted: VecDeque<f64>,
 }
@@ -111,6 +121,7 @@ impl Limiter {
             decided: f64::NEG_INFINITY,
             sending_since: f64::INFINITY,
             last_sent: f64::NEG_INFINITY,
+            waited: f64::NEG_INFINITY,
             accepted: VecDeque::new(),
         }
     }
@@ -137,6 +148,7 @@ impl Limiter {
             self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst);
             self.counted = self.counted.max(now);
             if self.tokens < 1.0 - RESOLUTION {
+                self.waited = now;
                 return now + (1.0 - self.tokens) / rate;
             }
             self.tokens -= 1.0;
@@ -159,15 +171,14 @@ impl Limiter {
         self.measured(now);
     }
 
-    /// Requests a second the server accepted over the last [`METER_WINDOW`], when the client
-    /// sent through all of it, unpaused.
-    fn measured(&mut self, now: f64) -> Option<f64> {
+    /// Requests a second the server accepted over the last [`METER_WINDOW`], and whether the
+    /// client sent through all of it, unpaused.
+    fn measured(&mut self, now: f64) -> (f64, bool) {
         let start = now - METER_WINDOW;
         while self.accepted.front().is_some_and(|&at| at < start) {
             self.accepted.pop_front();
         }
-        (self.sending_since <= start && self.paused_until <= start)
-            .then(|| self.accepted.len() as f64 / METER_WINDOW)
+        (self.accepted.len() as f64 / METER_WINDOW, self.sending_since <= start && self.paused_until <= start)
     }
 
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
@@ -201,23 +212,22 @@ impl Limiter {
     /// for `quiet`, the refusal `cause` kept for those that will not wait, and, once a round, a
     /// lower rate.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
-        // A configured rate backs off from itself: the answers a client reads may be a fleet's
-        // part, and its measure a share.
-        let measured = self.measured(now).filter(|_| self.ceiling.is_infinite());
-        // A request sent within a step of the rate's last change, or of the last pause's end,
-        // did not try that rate.
-        let tried = sent >= self.decided.max(self.paused_until) + STEP;
+        let (measured, sustained) = self.measured(now);
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
-        if !tried {
+        // A request sent within a step of the rate's last change did not try that rate.
+        if sent < self.decided + STEP {
             return;
         }
         let since = now + quiet.unwrap_or(0.0);
-        let base = match (self.rate(sent - STEP), measured) {
-            (Some(held), Some(measured)) => held.min(measured),
-            (Some(rate), None) | (None, Some(rate)) => rate,
-            (None, None) => {
+        // A configured rate backs off from itself: the answers a client reads may be its part of
+        // a fleet's.
+        let base = match self.rate(sent - STEP) {
+            Some(held) if self.ceiling.is_finite() || now - self.waited < STEP => held,
+            Some(held) => held.min(measured),
+            None if sustained => measured,
+            None => {
                 self.decided = now;
                 // As many requests per `Retry-After` as the server took at once; none: a second.
                 let quiet = quiet.unwrap_or(1.0);
@@ -230,6 +240,14 @@ impl Limiter {
             }
         };
         self.engage(Curve { from: MARGIN * base, since, slow_start: false }, now);
+    }
+
+    /// The fleet is paused for `wait` seconds from `now`: a refusal for this client too, unless
+    /// it is the pause this client asked for (which ends about when its own did).
+    pub(super) fn fleet_paused(&mut self, now: f64, wait: f64) {
+        if now + wait > self.paused_until + STEP {
+            self.throttled(now, now, Some(wait), None);
+        }
     }
 }
 
@@ -345,8 +363,8 @@ mod tests {
         // A refusal of a request sent before is of the same round.
         limiter.throttled(10.01, 9.995, Some(1.0), None);
         assert!(close(limiter.rate(11.0), 19.0));
-        // The cubic: 0.05% after a second, 6.25% after five, never above the ceiling.
-        assert!(close(limiter.rate(12.0), 19.0 * 1.0005));
+        // The cubic: 0.01 a second more after a second, 1.25 after five, never above the ceiling.
+        assert!(close(limiter.rate(12.0), 19.01));
         assert!(close(limiter.rate(16.0), 20.0) && close(limiter.rate(60.0), 20.0));
         // A client that sends less than its rate backs off from what it sends.
         let mut idle = Limiter::new(f64::INFINITY, 1);
@@ -363,9 +381,12 @@ mod tests {
         send(&mut fleet, 0.0, 1);
         fleet.throttled(2.0, 1.95, Some(1.0), None);
         assert!(close(fleet.rate(3.0), 19.0), "{:?}", fleet.rate(3.0));
-        // A refusal read when the fleet's pause it caused ends is the same refusal.
-        fleet.throttled(3.0, 3.0, Some(0.01), None);
+        // The fleet's pause it asked for, read when its own ends, is the same refusal; another
+        // process's is a refusal for it too.
+        fleet.fleet_paused(3.0, 0.01);
         assert!(close(fleet.rate(3.0), 19.0), "{:?}", fleet.rate(3.0));
+        fleet.fleet_paused(4.0, 1.0);
+        assert!(fleet.rate(5.0).is_some_and(|rate| (rate - 18.05).abs() < 0.01), "{:?}", fleet.rate(5.0));
     }
 
     #[test]

@@ -30,16 +30,18 @@ use crate::Error;
 ///   429. A first 429 to a burst says how many requests the server takes at once and, with its
 ///   `Retry-After`, how soon it takes more: the client starts at that many per `Retry-After`
 ///   and doubles its rate every quarter of a second until the next 429 (a `Retry-After: 0`
-///   costs no more than that). A later 429 sets the rate a little below the one the client
-///   sustained (the rate it held before its last increase, or what the server accepted over
-///   the last half second, whichever is lower), from where it grows slowly, then faster. When
-///   the server sends the IETF `RateLimit-Policy` field, the client paces at that rate from the
-///   first answer, and when `RateLimit` (or `X-RateLimit-Remaining`) says no quota is left, it
-///   slows down before the server refuses.
+///   costs no more than that). A later 429 sets the rate 5% below the one the client
+///   sustained (the rate it held a quarter of a second before, or, when its requests were not
+///   waiting for that rate, what the server accepted over the last half second if that is
+///   lower), from where it grows slowly, then faster. When the server sends the IETF
+///   `RateLimit-Policy` field, the client paces at that rate from the first answer, and when
+///   `RateLimit` (or `X-RateLimit-Remaining`) says no quota is left, it waits for the reset
+///   before the server refuses.
 /// - **A known rate**: [`per_second`](Self::per_second) or [`per_minute`](Self::per_minute),
 ///   with [`burst`](Self::burst) requests at once after an idle time, of which the client keeps
-///   one in hand. The rate is a ceiling: a 429 sets the rate a little below it, and the client
-///   comes back to it slowly, so it settles on what the server accepts. `shared(&cache)`
+///   half in hand for arrival jitter. The rate is a ceiling: a 429 sets the rate 5% below the
+///   one held, and the client comes back to it slowly, so it settles on what the server
+///   accepts. `shared(&cache)`
 ///   (feature `redis`) makes it one budget for every process that uses the same Redis, API and
 ///   client id.
 /// - [`none`](Self::none): no pacing at all; each request retries its own 429s under its
@@ -115,9 +117,10 @@ impl RateLimit {
 
     /// How many requests may go at once after an idle time (the bucket's size). At least 1.
     /// Default: 1, evenly spaced requests, which never exceeds a server that allows the same
-    /// rate with any burst. Use the server's burst when you know it: the client sends one
-    /// request fewer at once, so that requests that reach the server closer together than they
-    /// left (scheduling, a token fetch, a new connection) still find it a token.
+    /// rate with any burst. Use the server's burst when you know it: the client sends half of
+    /// it at once (rounded down, at least 1) and leaves the rest to the server's bucket, so
+    /// that requests that reach the server closer together than they left (scheduling, a token
+    /// fetch, a new connection) still find it a token.
     pub fn burst(mut self, requests: u32) -> Self {
         match &mut self.setting {
             Setting::Fixed { burst, .. } if requests > 0 => *burst = requests,

@@ -187,7 +187,7 @@ impl Inner {
                 Answer::Wait { wait, paused } => {
                     let wait = wait.min(self.longest_wait);
                     if paused {
-                        state.throttled(now, now, Some(wait.as_secs_f64()), None);
+                        state.fleet_paused(now, wait.as_secs_f64());
                     }
                     Some(wait)
                 }
