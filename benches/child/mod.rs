@@ -27,6 +27,13 @@ impl Process {
         writeln!(self.stdin, "{line}").and_then(|()| self.stdin.flush()).expect("a live child");
     }
 
+    /// Sends `line` and waits for the answer.
+    #[allow(dead_code)]
+    pub(crate) fn call(&mut self, line: &str) -> String {
+        self.ask(line);
+        self.reply()
+    }
+
     pub(crate) fn reply(&mut self) -> String {
         let mut line = String::new();
         self.stdout.read_line(&mut line).expect("a reply");

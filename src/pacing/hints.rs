@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use http::HeaderMap;
 
 use crate::bounds::MAX_SERVER_WAIT;
+
 /// `X-RateLimit-Reset` values from here on are Unix times, not delays (GitHub sends seconds
 /// since the epoch, others send the seconds left).
 const EPOCH_SECONDS_FROM: u64 = 1_000_000_000;
@@ -26,21 +27,18 @@ pub(crate) struct Hints {
     pub(crate) reset: Option<Duration>,
 }
 
+/// One member of a structured-field list: its bare item under an empty name, then its
+/// parameters, unquoted.
+type Member = Vec<(String, String)>;
+
 impl Hints {
-    /// Reads the fields of `headers`; IETF fields first, then the older names.
+    /// Reads the fields of `headers`: the IETF fields, else the earlier drafts', else the
+    /// `X-RateLimit-*` ones.
     pub(crate) fn read(headers: &HeaderMap) -> Hints {
-        if headers.is_empty() {
-            return Hints::default();
-        }
-        let ietf = ietf(headers);
-        if ietf != Hints::default() {
-            return ietf;
-        }
-        let draft = legacy(headers, "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset");
-        if draft != Hints::default() {
-            return draft;
-        }
-        legacy(headers, "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset")
+        [ietf(headers), legacy(headers, "ratelimit-"), legacy(headers, "x-ratelimit-")]
+            .into_iter()
+            .find(|hints| *hints != Hints::default())
+            .unwrap_or_default()
     }
 
     /// True when the server says its quota is used up.
@@ -53,129 +51,93 @@ impl Hints {
 fn ietf(headers: &HeaderMap) -> Hints {
     let mut hints = Hints::default();
     for item in members(headers, "ratelimit-policy") {
-        let requests = item.param("qu").is_none_or(|unit| unit.eq_ignore_ascii_case("requests"));
-        if let (true, Some(quota), Some(window)) = (requests, item.integer("q"), item.integer("w")) {
-            hints.policy_rate = lowest(hints.policy_rate, rate(quota, window));
+        if param(&item, "qu").is_none_or(|unit| unit.eq_ignore_ascii_case("requests")) {
+            hints.policy_rate = lowest(hints.policy_rate, rate(integer(&item, "q"), integer(&item, "w")));
         }
     }
     for item in members(headers, "ratelimit") {
-        if let Some(left) = item.integer("r")
+        if let Some(left) = integer(&item, "r")
             && hints.remaining.is_none_or(|lowest| left < lowest)
         {
             hints.remaining = Some(left);
-            hints.reset = item.integer("t").map(Duration::from_secs).filter(|t| *t <= MAX_SERVER_WAIT);
+            hints.reset = integer(&item, "t").map(Duration::from_secs).filter(|t| *t <= MAX_SERVER_WAIT);
         }
     }
     hints
 }
 
-/// `{prefix}-Limit`, `-Remaining` and `-Reset`: the limit may carry windows as the early drafts
-/// wrote them (`10, 10;w=1, 1000;w=3600`).
-fn legacy(headers: &HeaderMap, limit: &str, remaining: &str, reset: &str) -> Hints {
+/// `{prefix}Limit`, `{prefix}Remaining` and `{prefix}Reset`: the limit may carry windows as the
+/// early drafts wrote them (`10, 10;w=1, 1000;w=3600`).
+fn legacy(headers: &HeaderMap, prefix: &str) -> Hints {
     let mut hints = Hints::default();
-    for item in members(headers, limit) {
-        if let (Ok(quota), Some(window)) = (item.value.parse::<u64>(), item.integer("w")) {
-            hints.policy_rate = lowest(hints.policy_rate, rate(quota, window));
-        }
+    for item in members(headers, &format!("{prefix}limit")) {
+        hints.policy_rate = lowest(hints.policy_rate, rate(integer(&item, ""), integer(&item, "w")));
     }
-    hints.remaining = first_integer(headers, remaining);
-    hints.reset = first_integer(headers, reset).and_then(reset_delay);
+    let first =
+        |name: &str| members(headers, &format!("{prefix}{name}")).first().and_then(|item| integer(item, ""));
+    hints.remaining = first("remaining");
+    hints.reset = first("reset").and_then(reset_delay);
     hints
 }
 
 /// A reset given as seconds left, or as a Unix time in seconds or milliseconds.
 fn reset_delay(value: u64) -> Option<Duration> {
-    let now = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let delay = if value >= EPOCH_MILLIS_FROM {
-        Duration::from_millis(value).saturating_sub(now())
-    } else if value >= EPOCH_SECONDS_FROM {
-        Duration::from_secs(value).saturating_sub(now())
-    } else {
-        Duration::from_secs(value)
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let delay = match value {
+        EPOCH_MILLIS_FROM.. => Duration::from_millis(value).saturating_sub(now),
+        EPOCH_SECONDS_FROM.. => Duration::from_secs(value).saturating_sub(now),
+        _ => Duration::from_secs(value),
     };
     (delay <= MAX_SERVER_WAIT).then_some(delay)
 }
 
-fn rate(quota: u64, window: u64) -> Option<f64> {
-    (window > 0).then(|| quota as f64 / window as f64)
+/// `quota` requests per `window` seconds, as requests a second.
+fn rate(quota: Option<u64>, window: Option<u64>) -> Option<f64> {
+    Some(quota? as f64 / window.filter(|window| *window > 0)? as f64)
 }
 
 fn lowest(current: Option<f64>, candidate: Option<f64>) -> Option<f64> {
-    match (current, candidate) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    current.into_iter().chain(candidate).reduce(f64::min)
 }
 
-fn first_integer(headers: &HeaderMap, name: &str) -> Option<u64> {
-    members(headers, name).into_iter().next().and_then(|item| item.value.parse().ok())
+/// The value of `member`'s parameter `name` (`""`: its bare item).
+fn param<'m>(member: &'m Member, name: &str) -> Option<&'m str> {
+    member.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
 }
 
-/// One member of a structured-field list: its value and its parameters, unquoted.
-#[derive(Debug)]
-struct Member {
-    value: String,
-    params: Vec<(String, String)>,
+fn integer(member: &Member, name: &str) -> Option<u64> {
+    param(member, name)?.parse().ok()
 }
 
-impl Member {
-    fn param(&self, name: &str) -> Option<&str> {
-        self.params.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
-    }
-
-    fn integer(&self, name: &str) -> Option<u64> {
-        self.param(name).and_then(|value| value.parse().ok())
-    }
-}
-
-/// The members of every `name` field line, read leniently as an RFC 8941 list: members split on
-/// commas and parameters on semicolons outside quoted strings. Not through an RFC 8941 parser
-/// (`sfv`): it refuses a whole field for one malformed member, as the RFC asks, where this
-/// reads the members it can.
+/// The members of every `name` field line, read leniently as an RFC 8941 list: split on commas,
+/// semicolons and equal signs outside quoted strings. Not through an RFC 8941 parser (`sfv`):
+/// it refuses a whole field for one malformed member, as the RFC asks, where this reads the
+/// members it can.
 fn members(headers: &HeaderMap, name: &str) -> Vec<Member> {
     let mut members = Vec::new();
-    for line in headers.get_all(name) {
-        let Ok(line) = line.to_str() else { continue };
-        for member in split_outside_quotes(line, ',') {
-            let mut parts = split_outside_quotes(member, ';').into_iter();
-            let value = unquote(parts.next().unwrap_or_default());
-            let params = parts
-                .filter_map(|param| {
-                    let (key, value) = param.split_once('=').unwrap_or((param, "?1"));
-                    Some((key.trim().to_owned(), unquote(value))).filter(|(key, _)| !key.is_empty())
-                })
-                .collect();
-            members.push(Member { value, params });
+    for line in headers.get_all(name).iter().filter_map(|line| line.to_str().ok()) {
+        let mut member: Member = vec![Default::default()];
+        let (mut quoted, mut escaped) = (false, false);
+        for c in line.chars().chain([',']) {
+            let last = member.len() - 1;
+            match c {
+                _ if escaped || (quoted && c != '"' && c != '\\') => {
+                    member[last].1.push(c);
+                    escaped = false;
+                }
+                '\\' if quoted => escaped = true,
+                '"' => quoted = !quoted,
+                ',' => members.push(std::mem::replace(&mut member, vec![Default::default()])),
+                ';' => member.push(Default::default()),
+                '=' if last > 0 && member[last].0.is_empty() => {
+                    member[last].0 = std::mem::take(&mut member[last].1)
+                }
+                c if !c.is_whitespace() => member[last].1.push(c),
+                _ => {}
+            }
         }
     }
     members
-}
-
-fn split_outside_quotes(text: &str, separator: char) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let (mut start, mut quoted, mut escaped) = (0, false, false);
-    for (at, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            c if c == separator && !quoted => {
-                parts.push(&text[start..at]);
-                start = at + c.len_utf8();
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
-
-fn unquote(value: &str) -> String {
-    let value = value.trim();
-    match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-        Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
-        None => value.to_owned(),
-    }
 }
 
 #[cfg(test)]

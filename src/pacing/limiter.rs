@@ -1,21 +1,31 @@
-//! The state of one client's budget, apart from any waiting: when the next request may go
-//! (GCRA), pauses after a 429, and the send rate that adapts to the server's answers.
+//! The state of one client's budget, apart from any waiting: a token bucket that says when the
+//! next request may go, pauses after a 429, and the rate, which follows what the server
+//! accepts.
 //!
-//! The rate follows aws-sdk-rust's adaptive retry mode (CUBIC, as TCP uses it): a throttling
-//! answer sets the rate to `BETA` times the rate the client was sending at, and successes then
-//! raise it along `SCALE * (t - K)^3 + last_max`, which comes back to the old rate after `K`
-//! seconds, stays near it for a while, and probes above it after. Two of TCP's refinements
-//! shorten the search: after the first throttle of a client that had no limit, the rate it
-//! measured then says little (a burst, or a second of mostly waiting), so the rate doubles every
-//! `SLOW_START_STEP` of successes until the next throttle (slow start); and a throttle at or
-//! below the rate of the one before sets `last_max` between the two (fast convergence), so the
-//! plateau settles under the server's limit instead of on the burst it absorbed. One throttle
-//! per round of
-//! requests counts: a 429 to a request sent before the last decrease, or within
-//! `ROUND` of it, does not decrease again, so that the refusals of one burst are one signal, as
-//! TCP counts one loss per window.
-//! The rate never exceeds the ceiling (the configured rate, or the server's advertised
-//! policy), and an increase never takes it past twice the rate actually sent.
+//! - A configured limit starts at its rate and keeps half its burst in hand (a burst of 5 sends
+//!   2 at once): requests that reach the server closer together than they left (scheduling, a
+//!   token fetch, a new connection) still find a token there. At the same rate as the server,
+//!   the server's bucket keeps the other half of its burst for them.
+//! - An adaptive budget limits nothing until the server refuses. A refusal before the client
+//!   has sustained any rate answers a burst: it says how many requests the server takes at
+//!   once, and its `Retry-After` how soon it takes more. The rate starts at that many per
+//!   `Retry-After`, with a burst of one fewer, and doubles every [`STEP`] (slow start) until
+//!   the next refusal; answers to the burst read after its refusal count too. A
+//!   `Retry-After: 0` says nothing of a rate: the client only waits that long.
+//! - Any other refusal sets the rate to [`MARGIN`] times the rate the client sustained: the
+//!   rate it held a [`STEP`] before it sent the refused request, or, for an adaptive budget
+//!   whose requests did not wait for that rate lately, what the server accepted over the last
+//!   [`METER_WINDOW`] if that is lower. So a rate a slow start overshot, or one the client never
+//!   used, is not taken for sustained. (A configured rate backs off from itself alone: the
+//!   answers a client reads may be its share of a fleet's.) Before any rate, a refusal backs off from what the server accepted only when the
+//!   client sent through all of the window, unpaused; else it answered a burst (above). From
+//!   there the rate grows along a cubic, slowly at first (CUBIC's plateau): by `PROBE * t³`
+//!   requests a second after `t` seconds, 1.25 after five seconds, 10 after ten.
+//! - One refusal per round counts: a 429 to a request sent within a [`STEP`] of the rate's
+//!   last change says nothing about that rate. A pause of a fleet that ends about when the
+//!   client's own did is the one the client asked for.
+//! - The rate stays within the ceiling (the configured rate, or the server's advertised
+//!   policy), and at or above [`MIN_RATE`].
 //!
 //! Times are seconds since the limiter was made, as `f64`.
 
@@ -23,31 +33,41 @@ use std::collections::VecDeque;
 
 use crate::Error;
 
-/// How much of the sending rate is kept after a throttling answer. aws-sdk-rust keeps 0.7; with
-/// a server that pauses every request for whole seconds after each 429, keeping more and
-/// settling sooner loses less (`benches/pacing.rs`).
-const BETA: f64 = 0.8;
-/// While in slow start, the rate doubles after this long without a throttle, in seconds.
-const SLOW_START_STEP: f64 = 0.25;
-/// How fast the rate grows back (requests per second per cubed second).
-const SCALE: f64 = 0.4;
-/// The shortest time between two decreases, in seconds.
-const ROUND: f64 = 0.5;
-/// The lowest rate a decrease can reach, in requests per second.
+/// The time the rate of a slow start takes to double, in seconds.
+const STEP: f64 = 0.25;
+/// The part of the sustained rate a refusal sets the rate to.
+const MARGIN: f64 = 0.95;
+/// How fast the rate grows after a refusal: by `PROBE * t³` requests a second after `t`
+/// seconds.
+const PROBE: f64 = 0.01;
+/// The lowest rate, in requests per second.
 pub(super) const MIN_RATE: f64 = 0.5;
-/// The window over which the sending rate is measured.
-const METER_WINDOW: f64 = 1.0;
-/// Sends remembered for the meter, at most.
-const METER_CAPACITY: usize = 10_000;
-/// Slots closer to now than this are now: the clock has nanoseconds, and rounding must not
-/// leave a request waiting for a wait too short to sleep.
+/// The highest, so that no arithmetic meets an infinity.
+const MAX_RATE: f64 = 1e6;
+/// The window over which the rate the server accepts is measured, in seconds.
+const METER_WINDOW: f64 = 0.5;
+/// Waits shorter than this are none: the clock has nanoseconds, and rounding must not leave a
+/// request waiting for a wait too short to sleep.
 const RESOLUTION: f64 = 1e-6;
 
-/// A pause of the whole client, and the answer that asked for it.
-#[derive(Debug, Clone)]
-pub(super) struct Pause {
-    pub(super) until: f64,
-    pub(super) cause: Option<Error>,
+/// The rate from `since` on: `from`, doubling every [`STEP`] in a slow start, else growing
+/// along the cubic.
+#[derive(Debug, Clone, Copy)]
+struct Curve {
+    from: f64,
+    since: f64,
+    slow_start: bool,
+}
+
+impl Curve {
+    fn at(self, now: f64) -> f64 {
+        let t = (now - self.since).max(0.0);
+        if self.slow_start {
+            self.from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
+        } else {
+            PROBE.mul_add(t.powi(3), self.from)
+        }
+    }
 }
 
 /// The budget's state.
@@ -56,176 +76,178 @@ pub(super) struct Limiter {
     /// The highest rate allowed: configured, or unbounded (`f64::INFINITY`) when adaptive.
     ceiling: f64,
     /// The rate the server's `RateLimit-Policy` advertises, when it does.
-    advertised: Option<f64>,
-    /// Requests that may go at once after an idle time.
-    burst: f64,
-    /// The send rate now; `None` while an adaptive budget has had no reason to limit.
-    rate: Option<f64>,
-    /// GCRA's theoretical arrival time of the next request.
-    tat: f64,
-    pause: Option<Pause>,
-    /// The last decrease: when, and the rate the cubic comes back to (`last_max`).
-    decreased: Option<(f64, f64)>,
-    /// In slow start since this time (the last doubling, or the first throttle).
-    slow_start: Option<f64>,
-    /// When an adaptive budget began to limit: a throttle of a request sent before then says
-    /// nothing about the rate set since.
-    engaged_at: Option<f64>,
-    /// When recent requests were sent, for the measured rate.
-    sends: VecDeque<f64>,
+    pub(super) advertised: Option<f64>,
+    /// The part of the rate this process takes: 1, or while a shared budget is out of reach the
+    /// number of processes sharing it.
+    pub(super) share: f64,
+    /// Requests that may go at once after an idle time: the bucket's size.
+    pub(super) burst: f64,
+    /// Tokens in the bucket when last counted, and when.
+    tokens: f64,
+    counted: f64,
+    /// Every request waits until then, for `cause` (the answer that asked, kept for requests
+    /// that will not wait).
+    paused_until: f64,
+    pub(super) cause: Option<Error>,
+    /// `None` while an adaptive budget has had no reason to limit.
+    curve: Option<Curve>,
+    /// When the rate was last set.
+    decided: f64,
+    /// Since when the client has sent without a gap of [`METER_WINDOW`], and its last send.
+    sending_since: f64,
+    last_sent: f64,
+    /// When a request last waited for the rate (not for a pause): until a step later, the
+    /// client sends at its rate.
+    waited: f64,
+    /// When the answers the server accepted were read, over the last [`METER_WINDOW`].
+    accepted: VecDeque<f64>,
 }
 
 impl Limiter {
     /// A budget of at most `ceiling` requests a second (`f64::INFINITY`: adaptive) and `burst`
-    /// at once.
+    /// at once, of which half are kept in hand.
     pub(super) fn new(ceiling: f64, burst: u32) -> Self {
+        let burst = f64::from((burst / 2).max(1));
         Limiter {
             ceiling,
             advertised: None,
-            burst: f64::from(burst.max(1)),
-            rate: ceiling.is_finite().then_some(ceiling),
-            tat: 0.0,
-            pause: None,
-            decreased: None,
-            slow_start: None,
-            engaged_at: None,
-            sends: VecDeque::new(),
+            share: 1.0,
+            burst,
+            tokens: burst,
+            counted: 0.0,
+            paused_until: f64::NEG_INFINITY,
+            cause: None,
+            curve: ceiling.is_finite().then_some(Curve { from: ceiling, since: 0.0, slow_start: false }),
+            decided: f64::NEG_INFINITY,
+            sending_since: f64::INFINITY,
+            last_sent: f64::NEG_INFINITY,
+            waited: f64::NEG_INFINITY,
+            accepted: VecDeque::new(),
         }
     }
 
-    /// The rate allowed now, `None` when nothing limits it.
-    #[cfg(test)]
-    pub(super) fn rate(&self) -> Option<f64> {
-        self.rate
+    /// The rate at `now` for the whole budget (every process of a shared one), `None` when
+    /// nothing limits it.
+    pub(super) fn rate(&self, now: f64) -> Option<f64> {
+        let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling));
+        Some(self.curve?.at(now).clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
     }
 
-    /// The highest rate: the configured one or the advertised one, whichever is lower.
-    fn limit(&self) -> f64 {
-        self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling))
+    /// When the pause in force at `now` ends, if one is.
+    pub(super) fn pause(&self, now: f64) -> Option<f64> {
+        (self.paused_until > now).then_some(self.paused_until)
     }
 
-    /// Sets the configured ceiling (a fleet's share while its shared budget is out of reach).
-    #[cfg(any(test, feature = "redis"))]
-    pub(super) fn set_ceiling(&mut self, ceiling: f64) {
-        self.ceiling = ceiling.max(MIN_RATE);
-        self.rate = Some(self.rate.map_or(self.limit(), |rate| rate.min(self.limit())));
-    }
-
-    /// The pause in force at `now`, if any.
-    pub(super) fn pause(&self, now: f64) -> Option<&Pause> {
-        self.pause.as_ref().filter(|pause| pause.until > now)
-    }
-
-    /// When the next request may go: after any pause, and on the GCRA schedule.
-    pub(super) fn next_slot(&self, now: f64) -> f64 {
-        let paused = self.pause(now).map_or(now, |pause| pause.until);
-        let scheduled = match self.rate {
-            Some(rate) => self.tat - (self.burst - 1.0) / rate,
-            None => now,
-        };
-        let slot = paused.max(scheduled);
-        if slot - now < RESOLUTION { now } else { slot }
-    }
-
-    /// Takes the slot of a request sent at `now` (at or after [`next_slot`](Self::next_slot)).
-    pub(super) fn take(&mut self, now: f64) {
-        if let Some(rate) = self.rate {
-            self.tat = self.tat.max(now) + 1.0 / rate;
+    /// Takes a token for a request sent at `now` and returns `now`, or returns when the next
+    /// token is due (the end of a pause at the soonest) and takes none.
+    pub(super) fn take(&mut self, now: f64) -> f64 {
+        if let Some(until) = self.pause(now) {
+            return until;
         }
-        self.record_send(now);
-    }
-
-    /// Counts a request sent at `now` for the measured rate (the shared budget's sends too).
-    pub(super) fn record_send(&mut self, now: f64) {
-        if self.sends.len() == METER_CAPACITY {
-            self.sends.pop_front();
-        }
-        self.sends.push_back(now);
-    }
-
-    /// Requests a second sent over the last [`METER_WINDOW`].
-    fn measured(&mut self, now: f64) -> f64 {
-        while self.sends.front().is_some_and(|&at| at < now - METER_WINDOW) {
-            self.sends.pop_front();
-        }
-        self.sends.len() as f64 / METER_WINDOW
-    }
-
-    /// Pauses every request until `until`, for `cause` (kept for requests that will not wait).
-    pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
-        match &mut self.pause {
-            // The same pause again: a server's 429 takes the place of a cause made up before it.
-            Some(pause) if pause.until == until => {
-                if cause.is_some() {
-                    pause.cause = cause;
-                }
+        if let Some(rate) = self.rate(now).map(|rate| rate / self.share) {
+            self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst);
+            self.counted = self.counted.max(now);
+            if self.tokens < 1.0 - RESOLUTION {
+                self.waited = now;
+                return now + (1.0 - self.tokens) / rate;
             }
-            Some(pause) if pause.until > until => {}
-            _ => self.pause = Some(Pause { until, cause }),
+            self.tokens -= 1.0;
+        }
+        if now - self.last_sent > METER_WINDOW {
+            self.sending_since = now;
+        }
+        self.last_sent = now;
+        now
+    }
+
+    /// An answer the server did not refuse, read at `now`, to a request sent at `sent`. One
+    /// to the burst that started a slow start, read after its refusal, counts in its rate.
+    pub(super) fn accepted(&mut self, now: f64, sent: f64) {
+        if let Some(curve) = self.curve.as_mut().filter(|curve| curve.slow_start && sent < self.decided) {
+            curve.from += 1.0 / (curve.since - self.decided);
+            self.burst += 1.0;
+        }
+        self.accepted.push_back(now);
+        self.measured(now);
+    }
+
+    /// Requests a second the server accepted over the last [`METER_WINDOW`], and whether the
+    /// client sent through all of it, unpaused.
+    fn measured(&mut self, now: f64) -> (f64, bool) {
+        let start = now - METER_WINDOW;
+        while self.accepted.front().is_some_and(|&at| at < start) {
+            self.accepted.pop_front();
+        }
+        (self.accepted.len() as f64 / METER_WINDOW, self.sending_since <= start && self.paused_until <= start)
+    }
+
+    /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
+    /// a server's 429 takes the place of a cause made up for the same pause).
+    pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
+        if until > self.paused_until || (until == self.paused_until && cause.is_some()) {
+            (self.paused_until, self.cause) = (until, cause);
         }
     }
 
     /// The server advertises `rate` requests a second as its policy, in an answer read at `now`.
     pub(super) fn advertise(&mut self, rate: f64, now: f64) {
         self.advertised = Some(rate.max(MIN_RATE));
-        let limit = self.limit();
-        self.engage(self.rate.map_or(limit, |current| current.min(limit)), now);
-    }
-
-    /// Limits to `rate` from now on. When nothing limited before, the last request sent takes
-    /// its slot, so the next one waits its interval after it: what was sent before the limit
-    /// was known counts against it.
-    fn engage(&mut self, rate: f64, now: f64) {
-        if self.rate.is_none() {
-            self.engaged_at = Some(now);
-            if let Some(&last) = self.sends.back() {
-                self.tat = self.tat.max(last + 1.0 / rate);
-            }
+        if self.curve.is_none() {
+            self.engage(Curve { from: MAX_RATE, since: now, slow_start: false }, now);
         }
-        self.rate = Some(rate);
     }
 
-    /// The rate the server advertised last, if it did.
-    pub(super) fn advertised(&self) -> Option<f64> {
-        self.advertised
+    /// Sets the rate from `now` on. When nothing limited before, the bucket starts empty: what
+    /// was sent before the limit was known counts against it.
+    fn engage(&mut self, curve: Curve, now: f64) {
+        if self.curve.is_none() {
+            (self.tokens, self.counted) = (0.0, now);
+        }
+        self.curve = Some(curve);
+        self.decided = now;
     }
 
-    /// A throttling answer at `now` to a request sent at `sent_at`: the rate drops to `BETA`
-    /// times what was being sent, once per round of requests.
-    pub(super) fn throttled(&mut self, now: f64, sent_at: f64) {
-        let stale = self.engaged_at.is_some_and(|at| sent_at < at);
-        if stale || self.decreased.is_some_and(|(at, _)| sent_at < at || now - at < ROUND) {
+    /// A refusal read at `now` of a request sent at `sent`, asking for `quiet` seconds before
+    /// the next request (a 429's `Retry-After`, a spent quota's reset): a pause of every request
+    /// for `quiet`, the refusal `cause` kept for those that will not wait, and, once a round, a
+    /// lower rate.
+    pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
+        let (measured, sustained) = self.measured(now);
+        if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
+            self.pause_until(now + quiet, cause);
+        }
+        // A request sent within a step of the rate's last change did not try that rate.
+        if sent < self.decided + STEP {
             return;
         }
-        let measured = self.measured(now).max(MIN_RATE);
-        let sending = self.rate.map_or(measured, |rate| rate.min(measured));
-        let last_max = match self.decreased {
-            Some((_, before)) if sending <= before * 1.05 => sending * (1.0 + BETA) / 2.0,
-            _ => sending,
+        let since = now + quiet.unwrap_or(0.0);
+        // A configured rate backs off from itself: the answers a client reads may be its part of
+        // a fleet's.
+        let base = match self.rate(sent - STEP) {
+            Some(held) if self.ceiling.is_finite() || now - self.waited < STEP => held,
+            Some(held) => held.min(measured),
+            None if sustained => measured,
+            None => {
+                self.decided = now;
+                // As many requests per `Retry-After` as the server took at once; none: a second.
+                let quiet = quiet.unwrap_or(1.0);
+                if quiet > 0.0 {
+                    let from = self.accepted.len() as f64 / quiet;
+                    self.burst = (self.accepted.len() as f64 - 1.0).max(1.0);
+                    self.engage(Curve { from, since: now + quiet, slow_start: true }, now);
+                }
+                return;
+            }
         };
-        self.slow_start = self.rate.is_none().then_some(now);
-        self.decreased = Some((now, last_max));
-        self.engage((sending * BETA).clamp(MIN_RATE, self.limit().max(MIN_RATE)), now);
+        self.engage(Curve { from: MARGIN * base, since, slow_start: false }, now);
     }
 
-    /// A successful answer at `now`: the rate grows back along the cubic (or doubles, in slow
-    /// start), up to the limit.
-    pub(super) fn succeeded(&mut self, now: f64) {
-        let (Some(rate), Some((at, last_max))) = (self.rate, self.decreased) else { return };
-        if let Some(since) = self.slow_start {
-            let paused = self.pause.as_ref().map_or(since, |pause| pause.until.max(since));
-            if now - paused >= SLOW_START_STEP {
-                self.slow_start = Some(now);
-                self.rate = Some((rate * 2.0).min(self.limit()));
-            }
-            return;
+    /// The fleet is paused for `wait` seconds from `now`: a refusal for this client too, unless
+    /// it is the pause this client asked for (which ends about when its own did).
+    pub(super) fn fleet_paused(&mut self, now: f64, wait: f64) {
+        if now + wait > self.paused_until + STEP {
+            self.throttled(now, now, Some(wait), None);
         }
-        let recovery = (last_max * (1.0 - BETA) / SCALE).cbrt();
-        let target = SCALE.mul_add((now - at - recovery).powi(3), last_max);
-        let measured = self.measured(now);
-        // Never faster than twice what is sent, so an idle client does not grow without bound.
-        let grown = target.min((2.0 * measured).max(rate));
-        self.rate = Some(grown.clamp(MIN_RATE, self.limit().max(MIN_RATE)));
     }
 }
 
@@ -238,129 +260,159 @@ mod tests {
         let mut now = from;
         (0..count)
             .map(|_| {
-                now = limiter.next_slot(now);
-                limiter.take(now);
-                now
+                loop {
+                    let at = limiter.take(now);
+                    if at == now {
+                        break now;
+                    }
+                    now = at;
+                }
             })
             .collect()
     }
 
+    /// A backlogged client from `from` to `until`: sends as soon as allowed (at most ten
+    /// thousand a second), each answer accepted at once.
+    fn drive(limiter: &mut Limiter, from: f64, until: f64) {
+        let mut now = from;
+        while now < until {
+            now = send(limiter, now, 1)[0];
+            limiter.accepted(now, now);
+            now += 1e-4;
+        }
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-6)
+    }
+
     #[test]
-    fn a_configured_budget_spaces_requests_after_its_burst() {
+    fn a_configured_budget_keeps_half_of_its_burst_in_hand() {
         let mut limiter = Limiter::new(20.0, 5);
         let times = send(&mut limiter, 10.0, 8);
-        assert!(times[..5].iter().all(|&t| t == 10.0), "the burst goes at once: {times:?}");
-        for pair in times[4..].windows(2) {
-            assert!((pair[1] - pair[0] - 0.05).abs() < 1e-9, "{times:?}");
+        assert!(times[..2].iter().all(|&t| t == 10.0), "two of the five at once: {times:?}");
+        for pair in times[1..].windows(2) {
+            assert!((pair[1] - pair[0] - 0.05).abs() < 1e-9, "then 50 ms apart: {times:?}");
         }
         let mut smooth = Limiter::new(4.0, 1);
-        assert_eq!(send(&mut smooth, 0.0, 3), [0.0, 0.25, 0.5]);
+        assert_eq!(send(&mut smooth, 0.0, 3), [0.0, 0.25, 0.5], "a burst of 1 keeps nothing back");
         // Idle for a while: the burst is back, no more.
-        let later = send(&mut limiter, 100.0, 6);
-        assert_eq!(&later[..5], &[100.0; 5]);
-        assert!((later[5] - 100.05).abs() < 1e-9);
+        let later = send(&mut limiter, 100.0, 3);
+        assert_eq!(later, [100.0, 100.0, 100.05]);
     }
 
     #[test]
     fn a_pause_holds_every_request_and_keeps_its_cause() {
         let mut limiter = Limiter::new(f64::INFINITY, 1);
-        assert_eq!(limiter.rate(), None);
-        assert_eq!(limiter.next_slot(3.0), 3.0, "adaptive: nothing limits before a signal");
+        assert_eq!(limiter.rate(3.0), None);
+        assert_eq!(limiter.take(3.0), 3.0, "adaptive: nothing limits before a signal");
         let cause = Error::invalid("x", "cause");
         limiter.pause_until(4.0, Some(cause));
         limiter.pause_until(3.5, None);
-        assert_eq!(limiter.next_slot(3.0), 4.0, "a shorter pause does not shorten it");
-        assert!(limiter.pause(3.9).is_some_and(|p| p.cause.is_some()));
+        assert_eq!(limiter.take(3.0), 4.0, "a shorter pause does not shorten it");
+        assert!(limiter.pause(3.9).is_some() && limiter.cause.is_some());
         assert!(limiter.pause(4.0).is_none());
     }
 
-    /// A backlogged client: sends as soon as allowed until `until`, each answer a success;
-    /// the rate after each.
-    fn drive(limiter: &mut Limiter, from: f64, until: f64) -> Vec<(f64, f64)> {
-        let mut now = from;
-        let mut rates = Vec::new();
-        loop {
-            now = limiter.next_slot(now);
-            if now >= until {
-                return rates;
-            }
-            limiter.take(now);
-            limiter.succeeded(now);
-            rates.push((now, limiter.rate.unwrap_or_default()));
+    #[test]
+    fn a_refused_burst_starts_a_slow_start_at_what_the_server_took_per_retry_after() {
+        let mut limiter = Limiter::new(f64::INFINITY, 1);
+        assert_eq!(send(&mut limiter, 0.0, 8), [0.0; 8]);
+        for _ in 0..5 {
+            limiter.accepted(0.01, 0.0);
         }
-    }
+        // Three refusals of one burst, `Retry-After: 1`: one signal.
+        for _ in 0..3 {
+            limiter.throttled(0.01, 0.0, Some(1.0), None);
+        }
+        assert!(close(limiter.rate(0.5), 5.0), "five a second: {:?}", limiter.rate(0.5));
+        assert!(
+            close(limiter.rate(1.2), 5.0) && close(limiter.rate(1.3), 10.0) && close(limiter.rate(1.8), 40.0)
+        );
+        assert!(close(limiter.pause(0.5), 1.01));
+        assert_eq!(send(&mut limiter, 0.5, 1), [limiter.pause(0.5).unwrap_or_default()]);
 
-    fn rate_at(rates: &[(f64, f64)], t: f64) -> f64 {
-        rates.iter().rev().find(|(when, _)| *when <= t).map(|(_, rate)| *rate).unwrap_or_default()
+        // The next refusal, sent at 80 a second: back to 95% of the 40 held a step before, or
+        // of what the server accepted over the last half second when that is less.
+        drive(&mut limiter, 1.01, 2.1);
+        limiter.throttled(2.1, 2.09, Some(1.0), None);
+        let rate = limiter.rate(3.1).unwrap_or_default();
+        assert!(rate <= 0.95f64.mul_add(40.0, 1e-9) && rate > 20.0, "{rate}");
     }
 
     #[test]
-    fn a_throttle_cuts_the_rate_once_per_round_then_slow_start_then_the_cubic() {
+    fn a_retry_after_of_zero_before_any_rate_costs_nothing() {
         let mut limiter = Limiter::new(f64::INFINITY, 1);
-        assert_eq!(send(&mut limiter, 0.0, 10), [0.0; 10]);
-        limiter.throttled(0.01, 0.0);
-        assert_eq!(limiter.rate(), Some(8.0), "BETA of the 10 sent in the last second");
-        // Refusals of the same round do not cut again.
-        limiter.throttled(0.02, 0.0);
-        assert_eq!(limiter.rate(), Some(8.0));
+        send(&mut limiter, 0.0, 2);
+        limiter.accepted(0.005, 0.0);
+        limiter.throttled(0.01, 0.005, Some(0.0), None);
+        assert_eq!(limiter.rate(0.01), None);
+        assert_eq!(send(&mut limiter, 0.01, 3), [0.01; 3]);
+        // Refused again and again: once the client has sent for half a second, the rate it
+        // backs off from is what the server accepted, which is nothing.
+        limiter.throttled(0.6, 0.59, Some(0.0), None);
+        assert!(close(limiter.rate(0.6), MIN_RATE), "{:?}", limiter.rate(0.6));
+    }
 
-        // The first throttle of a client without a limit: slow start, doubling every 0.25 s.
-        let rates = drive(&mut limiter, 0.01, 1.0);
-        assert_eq!(rate_at(&rates, 0.2), 8.0, "{rates:?}");
-        assert_eq!(rate_at(&rates, 0.4), 16.0, "{rates:?}");
-        assert_eq!(rate_at(&rates, 0.99), 64.0, "{rates:?}");
-
-        // The next throttle ends it: down to BETA of what was sent, then the cubic, which
-        // comes back to that rate after K = cbrt(last_max * (1 - BETA) / SCALE) seconds and
-        // probes above it after.
-        limiter.throttled(1.0, 0.99);
-        let (_, last_max) = limiter.decreased.expect("a decrease");
-        assert!(BETA.mul_add(-last_max, limiter.rate().unwrap_or_default()).abs() < 1e-9);
-        let recovery = (last_max * (1.0 - BETA) / SCALE).cbrt();
-        let rates = drive(&mut limiter, 1.0, 1.0 + recovery + 3.0);
-        let back = rate_at(&rates, 1.0 + recovery);
-        assert!(rate_at(&rates, 1.5) < last_max && rate_at(&rates, 1.5) > BETA * last_max, "{rates:?}");
-        assert!((back - last_max).abs() < 0.5, "back near {last_max} after {recovery} s: {rates:?}");
-        assert!(rate_at(&rates, 1.0 + recovery + 2.9) > last_max + 2.0, "probes above: {rates:?}");
-
-        // A throttle at about the same rate again: the plateau settles between the two.
-        let now = 1.0 + recovery + 0.1;
-        let mut again = Limiter::new(f64::INFINITY, 1);
-        again.rate = Some(last_max);
-        again.decreased = Some((0.0, last_max));
-        drive(&mut again, now - 1.0, now);
-        again.throttled(now, now - 0.01);
-        let (_, settled) = again.decreased.expect("a decrease");
-        assert!(settled < last_max && settled > BETA * last_max, "{settled} against {last_max}");
+    #[test]
+    fn a_refusal_lowers_a_configured_rate_a_little_and_it_comes_back_slowly() {
+        let mut limiter = Limiter::new(20.0, 5);
+        drive(&mut limiter, 0.0, 10.0);
+        limiter.throttled(10.0, 9.99, Some(1.0), None);
+        assert!(close(limiter.rate(11.0), 19.0), "{:?}", limiter.rate(11.0));
+        // A refusal of a request sent before is of the same round.
+        limiter.throttled(10.01, 9.995, Some(1.0), None);
+        assert!(close(limiter.rate(11.0), 19.0));
+        // The cubic: 0.01 a second more after a second, 1.25 after five, never above the ceiling.
+        assert!(close(limiter.rate(12.0), 19.01));
+        assert!(close(limiter.rate(16.0), 20.0) && close(limiter.rate(60.0), 20.0));
+        // A client that sends less than its rate backs off from what it sends.
+        let mut idle = Limiter::new(f64::INFINITY, 1);
+        idle.advertise(50.0, 0.0);
+        for t in 0..20 {
+            let at = f64::from(t) * 0.1;
+            idle.take(at);
+            idle.accepted(at, at);
+        }
+        idle.throttled(2.0, 1.95, Some(1.0), None);
+        assert!(close(idle.rate(3.0), 0.95 * 10.0), "{:?}", idle.rate(3.0));
+        // A configured rate backs off from itself: its answers may be a fleet's part.
+        let mut fleet = Limiter::new(20.0, 1);
+        send(&mut fleet, 0.0, 1);
+        fleet.throttled(2.0, 1.95, Some(1.0), None);
+        assert!(close(fleet.rate(3.0), 19.0), "{:?}", fleet.rate(3.0));
+        // The fleet's pause it asked for, read when its own ends, is the same refusal; another
+        // process's is a refusal for it too.
+        fleet.fleet_paused(3.0, 0.01);
+        assert!(close(fleet.rate(3.0), 19.0), "{:?}", fleet.rate(3.0));
+        fleet.fleet_paused(4.0, 1.0);
+        assert!(fleet.rate(5.0).is_some_and(|rate| (rate - 18.05).abs() < 0.01), "{:?}", fleet.rate(5.0));
     }
 
     #[test]
     fn the_rate_stays_within_the_ceiling_and_the_advertised_policy() {
         let mut limiter = Limiter::new(20.0, 1);
         limiter.advertise(5.0, 0.0);
-        assert_eq!(limiter.rate(), Some(5.0));
-        for t in 0..100 {
-            limiter.take(f64::from(t) * 0.2);
-            limiter.succeeded(f64::from(t) * 0.2);
-        }
-        assert_eq!(limiter.rate(), Some(5.0));
-        limiter.throttled(20.0, 19.9);
-        assert!(limiter.rate().is_some_and(|r| (MIN_RATE..5.0).contains(&r)));
+        assert_eq!(limiter.rate(0.0), Some(5.0));
+        drive(&mut limiter, 0.0, 20.0);
+        assert_eq!(limiter.rate(20.0), Some(5.0));
+        limiter.throttled(20.0, 19.9, None, None);
+        assert!(limiter.rate(21.0).is_some_and(|r| (MIN_RATE..5.0).contains(&r)));
 
         let mut adaptive = Limiter::new(f64::INFINITY, 1);
         adaptive.advertise(20.0, 0.0);
-        assert_eq!(adaptive.rate(), Some(20.0), "an advertised policy paces from the first answer");
-        adaptive.set_ceiling(2.5);
-        assert_eq!(adaptive.rate(), Some(2.5));
+        assert_eq!(adaptive.rate(0.0), Some(20.0), "an advertised policy paces from the first answer");
+        adaptive.share = 8.0;
+        assert_eq!(send(&mut adaptive, 1.0, 2), [1.0, 1.4], "a share of the rate: 2.5 a second");
         // Refusals of requests sent before the policy was known say nothing about it.
         let mut fresh = Limiter::new(f64::INFINITY, 1);
         send(&mut fresh, 0.0, 8);
         fresh.advertise(20.0, 0.005);
-        fresh.throttled(0.01, 0.0);
-        assert_eq!(fresh.rate(), Some(20.0));
-        // A decrease from an idle client stays at the floor, never at zero.
+        fresh.throttled(0.01, 0.0, Some(1.0), None);
+        assert_eq!(fresh.rate(5.0), Some(20.0));
+        // Nothing sent, nothing accepted: the floor, never zero.
         let mut idle = Limiter::new(f64::INFINITY, 1);
-        idle.throttled(50.0, 49.0);
-        assert_eq!(idle.rate(), Some(MIN_RATE));
+        idle.throttled(50.0, 49.0, None, None);
+        assert_eq!(idle.rate(50.0), Some(MIN_RATE));
     }
 }

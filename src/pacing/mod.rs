@@ -2,23 +2,17 @@
 //! one for a fleet of processes.
 //!
 //! - [`RateLimit`] is the setting ([`ClientBuilder::rate_limit`](crate::ClientBuilder::rate_limit)).
-//! - [`limiter`]: the budget's state, apart from any waiting: the GCRA schedule, pauses, and the
-//!   rate that adapts to the server's answers (CUBIC, as aws-sdk-rust's adaptive retry mode).
+//! - [`limiter`]: the budget's state, apart from any waiting: a token bucket, pauses, and the
+//!   rate, which follows what the server accepts.
 //! - [`hints`]: the `RateLimit` / `RateLimit-Policy` and `X-RateLimit-*` fields of a response.
-//! - [`pacer`]: the budget every request of a client waits for, in order of arrival.
-//! - `fleet` (feature `redis`): what a budget shared by processes offers; the Redis one lives
-//!   with the Redis connection, in `auth`.
+//! - [`pacer`]: the budget every request of a client waits for, in order of arrival; with
+//!   `shared`, the fleet's budget in Redis (`auth::redis::budget`, beside the connection it
+//!   uses).
 
-#[cfg(feature = "redis")]
-mod fleet;
 mod hints;
 mod limiter;
 mod pacer;
 
-use std::fmt;
-
-#[cfg(feature = "redis")]
-pub(crate) use fleet::{FleetBudget, FleetFactory, Reservation};
 pub(crate) use pacer::Pacer;
 
 use crate::Error;
@@ -33,14 +27,23 @@ use crate::Error;
 /// pauses the whole client until then, not only the request that got it.
 ///
 /// - **Adaptive** (the default, without any setting): nothing waits until the server answers
-///   429; then the client lowers its rate and raises it again with each success (as
-///   aws-sdk-rust's adaptive retry mode does). When the server sends the IETF `RateLimit-Policy`
-///   field, the client paces at that rate from the first answer, and when `RateLimit` (or
-///   `X-RateLimit-Remaining`) says no quota is left, it slows down before the server refuses.
+///   429. A first 429 to a burst says how many requests the server takes at once and, with its
+///   `Retry-After`, how soon it takes more: the client starts at that many per `Retry-After`
+///   and doubles its rate every quarter of a second until the next 429 (a `Retry-After: 0`
+///   costs no more than that). A later 429 sets the rate 5% below the one the client
+///   sustained (the rate it held a quarter of a second before, or, when its requests were not
+///   waiting for that rate, what the server accepted over the last half second if that is
+///   lower), from where it grows slowly, then faster. When the server sends the IETF
+///   `RateLimit-Policy` field, the client paces at that rate from the first answer, and when
+///   `RateLimit` (or `X-RateLimit-Remaining`) says no quota is left, it waits for the reset
+///   before the server refuses.
 /// - **A known rate**: [`per_second`](Self::per_second) or [`per_minute`](Self::per_minute),
-///   with [`burst`](Self::burst) requests at once after an idle time. The rate is a ceiling:
-///   a 429 still lowers it for a while. `shared(&cache)` (feature `redis`) makes it one budget
-///   for every process that uses the same Redis, API and client id.
+///   with [`burst`](Self::burst) requests at once after an idle time, of which the client keeps
+///   half in hand for arrival jitter. The rate is a ceiling: a 429 sets the rate 5% below the
+///   one held, and the client comes back to it slowly, so it settles on what the server
+///   accepts. `shared(&cache)`
+///   (feature `redis`) makes it one budget for every process that uses the same Redis, API and
+///   client id.
 /// - [`none`](Self::none): no pacing at all; each request retries its own 429s under its
 ///   [`RetryPolicy`](crate::RetryPolicy), counting them as attempts (the behaviour before
 ///   pacing existed).
@@ -54,7 +57,7 @@ use crate::Error;
 /// client's pause after a 429, or after `RateLimit` says the quota is spent, lasts the
 /// `Retry-After` (or the reset), at most the client's `max_delay` (or the listing's, when the
 /// 429 answered a listing with a longer one), and never more than a day. After it, requests are
-/// sent again. A 429 also lowers the client's rate, to 0.5 requests a second at the lowest.
+/// sent again. The rate never falls below 0.5 requests a second.
 ///
 /// ```
 /// use business_records::{Auth, Client, RateLimit};
@@ -66,39 +69,27 @@ use crate::Error;
 ///     .build()?;
 /// # Ok::<(), business_records::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use]
 pub struct RateLimit {
     pub(crate) setting: Setting,
     pub(crate) processes: Option<u32>,
+    /// The Redis of [`shared`](Self::shared).
     #[cfg(feature = "redis")]
-    pub(crate) fleet: Option<FleetFactory>,
+    pub(crate) shared: Option<crate::auth::RedisTokenCache>,
     pub(crate) error: Option<Error>,
 }
 
 /// What a [`RateLimit`] asks for.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub(crate) enum Setting {
+    #[default]
     Adaptive,
     Off,
-    Fixed { per_second: f64, burst: u32 },
-}
-
-impl fmt::Debug for RateLimit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut debug = f.debug_struct("RateLimit");
-        debug.field("setting", &self.setting).field("processes", &self.processes);
-        #[cfg(feature = "redis")]
-        debug.field("shared", &self.fleet.is_some());
-        debug.finish_non_exhaustive()
-    }
-}
-
-impl Default for RateLimit {
-    /// [`RateLimit::adaptive`].
-    fn default() -> Self {
-        RateLimit::adaptive()
-    }
+    Fixed {
+        per_second: f64,
+        burst: u32,
+    },
 }
 
 impl RateLimit {
@@ -126,18 +117,16 @@ impl RateLimit {
 
     /// How many requests may go at once after an idle time (the bucket's size). At least 1.
     /// Default: 1, evenly spaced requests, which never exceeds a server that allows the same
-    /// rate with any burst. Use the server's burst when you know it.
+    /// rate with any burst. Use the server's burst when you know it: the client sends half of
+    /// it at once (rounded down, at least 1) and leaves the rest to the server's bucket, so
+    /// that requests that reach the server closer together than they left (scheduling, a token
+    /// fetch, a new connection) still find it a token.
     pub fn burst(mut self, requests: u32) -> Self {
         match &mut self.setting {
-            _ if requests == 0 => {
-                return self.fail(Error::invalid("rate_limit", "expected a burst of at least 1 request"));
-            }
-            Setting::Fixed { burst, .. } => *burst = requests,
+            Setting::Fixed { burst, .. } if requests > 0 => *burst = requests,
+            Setting::Fixed { .. } => return self.fail("expected a burst of at least 1 request"),
             _ => {
-                return self.fail(Error::invalid(
-                    "rate_limit",
-                    "a burst needs a rate: start from `RateLimit::per_second` or `per_minute`",
-                ));
+                return self.fail("a burst needs a rate: start from `RateLimit::per_second` or `per_minute`");
             }
         }
         self
@@ -149,7 +138,7 @@ impl RateLimit {
     /// or 1 (the whole rate, still slowed down by 429s) when it never answered.
     pub fn processes(mut self, processes: u32) -> Self {
         if processes == 0 {
-            return self.fail(Error::invalid("rate_limit", "expected at least 1 process"));
+            return self.fail("expected at least 1 process");
         }
         self.processes = Some(processes);
         self
@@ -164,26 +153,60 @@ impl RateLimit {
     }
 
     fn with(setting: Setting) -> Self {
-        RateLimit {
-            setting,
-            processes: None,
-            #[cfg(feature = "redis")]
-            fleet: None,
-            error: None,
-        }
+        RateLimit { setting, ..RateLimit::default() }
     }
 
-    fn fixed(argument: &'static str, requests: u32, seconds: f64) -> Self {
+    fn fixed(argument: &str, requests: u32, seconds: f64) -> Self {
         let limit = RateLimit::with(Setting::Fixed { per_second: f64::from(requests) / seconds, burst: 1 });
         if requests == 0 {
-            let message = format!("expected at least 1 request, got 0 (`{argument}`)");
-            return limit.fail(Error::invalid("rate_limit", message));
+            return limit.fail(format!("expected at least 1 request, got 0 (`{argument}`)"));
         }
         limit
     }
 
-    pub(crate) fn fail(mut self, error: Error) -> Self {
-        self.error.get_or_insert(error);
+    /// Keeps the first invalid argument given, to return it when the client is built.
+    fn fail(mut self, message: impl Into<String>) -> Self {
+        self.error.get_or_insert(Error::invalid("rate_limit", message));
+        self
+    }
+}
+
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+impl RateLimit {
+    /// One budget for every process that uses `cache`'s Redis with the same API (its versioned
+    /// URL) and client id (feature `redis`): requests take their slots from one schedule in
+    /// Redis, atomically and on Redis's clock, and a 429's `Retry-After` seen by one process
+    /// pauses all of them and lowers the rate of each. Needs a rate
+    /// ([`per_second`](Self::per_second) or [`per_minute`](Self::per_minute)); the key is a
+    /// hash, as the cache's other keys are.
+    ///
+    /// When Redis does not answer within the cache's timeout, or is gone, each process paces
+    /// itself at its share of the rate (the rate divided by [`processes`](Self::processes), or
+    /// by the number of processes Redis last counted), with a warning at most every 30 seconds,
+    /// asks Redis again every second, and shares again once it answers. Within a process,
+    /// requests still wait in order of arrival.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), business_records::Error> {
+    /// use business_records::auth::RedisTokenCache;
+    /// use business_records::{Auth, Client, RateLimit};
+    ///
+    /// let shared = RedisTokenCache::connect("redis://127.0.0.1:6379").await?;
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret")
+    ///         .shared_cache(shared.clone()))
+    ///     .rate_limit(RateLimit::per_second(20).burst(5).shared(&shared).processes(8))
+    ///     .build()?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub fn shared(mut self, cache: &crate::auth::RedisTokenCache) -> Self {
+        if self.rate().is_none() {
+            return self
+                .fail("a shared budget needs a rate: start from `RateLimit::per_second` or `per_minute`");
+        }
+        self.shared = Some(cache.clone());
         self
     }
 }

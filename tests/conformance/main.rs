@@ -38,7 +38,6 @@ mod relying_party;
 mod resilience;
 mod secrets;
 mod shared_cache;
-#[cfg(feature = "redis")]
 mod shared_pacing;
 mod shared_user_store;
 mod telemetry;
@@ -76,7 +75,6 @@ fn catalogue() -> Vec<harness::Case> {
         relying_party::CASES,
         secrets::CASES,
         shared_cache::CASES,
-        #[cfg(feature = "redis")]
         shared_pacing::CASES,
         shared_user_store::CASES,
         telemetry::CASES,

@@ -1,6 +1,8 @@
 //! Pacing (issue 24): one budget for every request of a client, served in order of arrival,
 //! first pages included; a 429 pauses the whole client; without a setting the client adapts to
-//! the server's 429s and to its advertised `RateLimit-Policy`. The reference server's rate
+//! the server's 429s and to its advertised `RateLimit-Policy`. A configured limit keeps a
+//! margin for arrival jitter and slows down after a 429; an adaptive one backs off from a rate
+//! it sustained, so a `Retry-After: 0` costs about that long. The reference server's rate
 //! limit is a token bucket per client id, as docs/api.md decides.
 
 use std::time::{Duration, Instant, SystemTime};
@@ -18,7 +20,10 @@ crate::cases! {
         a_429_to_one_listing_delays_the_others,
         while_pacing_a_429_uses_up_no_attempt_and_only_time_ends_it,
         a_listing_reports_how_long_it_waited_for_the_budget,
-        an_advertised_limit_paces_an_adaptive_client_from_the_first_answer;
+        an_advertised_limit_paces_an_adaptive_client_from_the_first_answer,
+        a_retry_after_of_zero_early_in_a_listing_costs_no_more_than_that,
+        a_configured_limit_keeps_half_its_burst_in_hand,
+        a_429_under_a_configured_limit_lowers_the_pace_for_a_while;
 }
 
 /// A server of `companies` companies whose list endpoints allow 20 requests a second, 5 at
@@ -215,4 +220,64 @@ async fn an_advertised_limit_paces_an_adaptive_client_from_the_first_answer() {
     assert_eq!(refused.headers()["retry-after"], "1");
     let body: serde_json::Value = refused.json().await.expect("a JSON error");
     assert_eq!(body["error"], "rate_limited");
+}
+
+/// The times the API requests of `server` arrived, from the first.
+fn arrivals(server: &ReferenceServer) -> Vec<Duration> {
+    let requests = support::api_requests(server);
+    let first = requests.first().map(|r| r.received_at()).unwrap_or(SystemTime::UNIX_EPOCH);
+    requests.iter().map(|r| since(first, r.received_at())).collect()
+}
+
+async fn a_retry_after_of_zero_early_in_a_listing_costs_no_more_than_that() {
+    let server = ReferenceServer::builder()
+        .companies(30)
+        .contacts_per_company(0)
+        .faults(Faults::new().on(Endpoint::Companies, 2, Fault::RateLimited(RetryAfter::Seconds(0))))
+        .start()
+        .await;
+    // The default client: adaptive. One 429 to a client that has sustained no rate is no reason
+    // to pace it.
+    let client = support::client_for(&server).build().expect("client");
+    let mut companies = client.companies().limit(10).stream();
+    let (ids, error) = drain(&mut companies).await;
+    assert!(error.is_none() && ids.len() == 30, "{error:?}");
+    assert_eq!(support::api_requests(&server).len(), 4, "three pages, the second twice");
+    let waited = companies.rate_limit_wait();
+    assert!(waited < Duration::from_millis(100), "the 429 cost {waited:?} of waiting");
+}
+
+async fn a_configured_limit_keeps_half_its_burst_in_hand() {
+    let server = ReferenceServer::builder().companies(10).contacts_per_company(0).start().await;
+    let client =
+        support::client_for(&server).rate_limit(RateLimit::per_second(10).burst(6)).build().expect("client");
+    // The token first, so that the requests leave together.
+    client.companies().limit(1).send().await.expect("a page");
+    server.reset_counters();
+    let pages = join_all((0..6).map(|_| client.companies().limit(1).send())).await;
+    assert!(pages.iter().all(Result::is_ok), "{pages:?}");
+    let arrivals = arrivals(&server);
+    // Of the burst of 6, the bucket held 2 after the first request; then 100 ms apart.
+    assert!(arrivals[1] < Duration::from_millis(50), "{arrivals:?}");
+    assert!(arrivals[2] >= Duration::from_millis(60), "the third waited for the rate: {arrivals:?}");
+}
+
+async fn a_429_under_a_configured_limit_lowers_the_pace_for_a_while() {
+    let server = ReferenceServer::builder()
+        .companies(240)
+        .contacts_per_company(0)
+        .faults(Faults::new().on(Endpoint::Companies, 3, Fault::RateLimited(RetryAfter::Seconds(1))))
+        .start()
+        .await;
+    let client = support::client_for(&server).rate_limit(RateLimit::per_second(10)).build().expect("client");
+    let mut companies = client.companies().limit(10).stream();
+    let (ids, error) = drain(&mut companies).await;
+    assert!(error.is_none() && ids.len() == 240, "{error:?}");
+    let arrivals = arrivals(&server);
+    assert_eq!(arrivals.len(), 25, "24 pages, the third twice");
+    assert!(arrivals[3] - arrivals[2] >= Duration::from_millis(950), "the pause: {arrivals:?}");
+    // After the pause, the 22 requests left come 5% slower than the configured 10 a second:
+    // 21 intervals of 105 ms, not 100.
+    let after = arrivals[24] - arrivals[3];
+    assert!(after >= Duration::from_millis(2160), "{after:?}: {arrivals:?}");
 }

@@ -81,16 +81,27 @@ impl Redis {
             tracing::debug!(error = failure, "redis script failed");
             return None;
         };
-        let now = Instant::now();
         outage.1 = true;
-        if outage.0.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
-            outage.0 = Some(now);
+        drop(outage);
+        self.rate_limited(|| {
             tracing::warn!(
                 operation = what,
                 error = failure,
                 "redis token cache unavailable; this process uses its own tokens until it is back"
             );
-        }
+        });
         None
+    }
+
+    /// Runs `warn` unless a warning about this Redis was logged within [`WARNING_INTERVAL`]:
+    /// the crate's one limit on warnings about Redis, the shared rate limit's included.
+    pub(crate) fn rate_limited(&self, warn: impl FnOnce()) {
+        let now = Instant::now();
+        let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
+        if outage.0.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
+            outage.0 = Some(now);
+            drop(outage);
+            warn();
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! for the fleet, and users' token sets refreshed once across all processes; and the fleet's
 //! request budget (`RateLimit::shared`), which uses the same connection.
 
-mod budget;
+pub(crate) mod budget;
 mod connection;
 
 use std::ops::ControlFlow;

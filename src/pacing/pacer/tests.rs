@@ -63,14 +63,30 @@ async fn a_429_pauses_every_request_of_the_client_and_slows_it_down() {
     for _ in 0..10 {
         assert_eq!(pacer.admit(PATIENT, None).await.expect("admitted"), Duration::ZERO, "nothing limits yet");
     }
+    for _ in 0..6 {
+        pacer.response(Instant::now(), 200, &HeaderMap::new());
+    }
     assert_eq!(pacer.current_rate(), None);
-    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(1)), PATIENT);
+    pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(2)), PATIENT);
     let slowed = pacer.current_rate().expect("a rate after a 429");
-    assert!((slowed - 8.0).abs() < 1e-9, "BETA of the 10 requests of the last second: {slowed}");
+    assert!((slowed - 3.0).abs() < 1e-9, "the 6 requests the server took, per 2 s of Retry-After: {slowed}");
 
     // Another listing's request waits out the pause.
     let waited = pacer.admit(PATIENT, None).await.expect("admitted after the pause");
-    assert_eq!(waited, Duration::from_secs(1));
+    assert_eq!(waited, Duration::from_secs(2));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_of_zero_costs_no_more_than_that() {
+    let pacer = pacer(RateLimit::adaptive());
+    pacer.admit(PATIENT, None).await.expect("the first page");
+    pacer.response(Instant::now(), 200, &HeaderMap::new());
+    let sent = Instant::now();
+    pacer.admit(PATIENT, None).await.expect("the second page");
+    pacer.throttled(sent, &rate_limited(Duration::ZERO), PATIENT);
+    for _ in 0..2 {
+        assert_eq!(pacer.admit(PATIENT, None).await.expect("admitted"), Duration::ZERO);
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -208,99 +224,5 @@ proptest::proptest! {
             Ok(waited) => proptest::prop_assert!(waited <= bound, "waited {waited:?}, bound {bound:?}"),
             Err(refused) => proptest::prop_assert!(refused.retry_after().is_some_and(|left| left <= bound), "{refused:?}"),
         }
-    }
-}
-
-#[cfg(feature = "redis")]
-mod redis_fleet {
-    //! A fleet budget standing in for Redis: answering, pausing, or gone.
-
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use futures::future::BoxFuture;
-
-    use super::*;
-    use crate::pacing::{FleetBudget, FleetFactory, Reservation};
-
-    #[derive(Debug)]
-    struct Fake {
-        answer: StdMutex<Option<Reservation>>,
-        pauses: StdMutex<Vec<Duration>>,
-        asked: AtomicUsize,
-    }
-
-    impl FleetBudget for Fake {
-        fn reserve(
-            &self,
-            _rate: f64,
-            _burst: u32,
-            _patience: Duration,
-        ) -> BoxFuture<'_, Option<Reservation>> {
-            self.asked.fetch_add(1, Ordering::Relaxed);
-            let answer = *self.answer.lock().expect("answer");
-            Box::pin(async move { answer })
-        }
-
-        fn pause(&self, pause: Duration) -> BoxFuture<'_, ()> {
-            self.pauses.lock().expect("pauses").push(pause);
-            Box::pin(async {})
-        }
-    }
-
-    fn fleet(answer: Option<Reservation>, limit: RateLimit) -> (Arc<Fake>, Arc<Pacer>) {
-        let fake = Arc::new(Fake {
-            answer: StdMutex::new(answer),
-            pauses: StdMutex::default(),
-            asked: AtomicUsize::new(0),
-        });
-        let budget = Arc::clone(&fake);
-        let mut limit = limit;
-        limit.fleet =
-            Some(FleetFactory(Arc::new(move |_: &str, _: &str| Arc::clone(&budget) as Arc<dyn FleetBudget>)));
-        (fake, pacer(limit))
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_fleet_budget_sets_the_wait_and_its_pause_refuses_the_impatient() {
-        let go = Reservation::Go { wait: Duration::from_millis(300), processes: 4 };
-        let (fake, pacer) = fleet(Some(go), RateLimit::per_second(20));
-        assert_eq!(pacer.admit(PATIENT, None).await.expect("admitted"), Duration::from_millis(300));
-        *fake.answer.lock().expect("answer") =
-            Some(Reservation::Paused { remaining: Duration::from_secs(40), processes: 4 });
-        let refused = pacer.admit(PATIENT, None).await.expect_err("a fleet pause of 40 s");
-        assert_eq!((refused.status(), refused.retry_after()), (Some(429), Some(Duration::from_secs(40))));
-
-        // A 429 here is published to the fleet.
-        pacer.throttled(Instant::now(), &rate_limited(Duration::from_secs(2)), PATIENT);
-        tokio::task::yield_now().await;
-        assert_eq!(*fake.pauses.lock().expect("pauses"), [Duration::from_secs(2)]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_stopped_redis_leaves_each_process_its_share_and_it_is_asked_again_later() {
-        let go = Reservation::Go { wait: Duration::ZERO, processes: 4 };
-        let (fake, pacer) = fleet(Some(go), RateLimit::per_second(20));
-        pacer.admit(PATIENT, None).await.expect("admitted: Redis counts 4 processes");
-        *fake.answer.lock().expect("answer") = None;
-        let started = Instant::now();
-        for _ in 0..6 {
-            pacer.admit(PATIENT, None).await.expect("admitted without Redis");
-        }
-        // 20/s shared by 4: 5/s here, 200 ms apart after the first.
-        assert_eq!(started.elapsed(), Duration::from_secs(1));
-        assert_eq!(pacer.current_rate(), Some(5.0));
-        let asked = fake.asked.load(Ordering::Relaxed);
-        assert_eq!(asked, 3, "asked again once a second, not on every request");
-
-        // A setting wins over Redis's count.
-        let (fake, pacer) = fleet(None, RateLimit::per_second(20).processes(10));
-        pacer.admit(PATIENT, None).await.expect("admitted");
-        assert_eq!(pacer.current_rate(), Some(2.0));
-        *fake.answer.lock().expect("answer") = Some(go);
-        tokio::time::advance(Duration::from_secs(1)).await;
-        let started = Instant::now();
-        pacer.admit(PATIENT, None).await.expect("admitted");
-        pacer.admit(PATIENT, None).await.expect("admitted");
-        assert_eq!(started.elapsed(), Duration::ZERO, "back on the shared budget");
     }
 }
