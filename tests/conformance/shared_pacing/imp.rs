@@ -32,7 +32,7 @@ async fn list_everywhere(clients: &[Client], per_process: usize) -> Vec<(Vec<Str
     join_all(listings).await
 }
 
-async fn processes_sharing_a_budget_in_redis_keep_to_the_servers_rate_together() {
+pub async fn processes_sharing_a_budget_in_redis_keep_to_the_servers_rate_together() {
     let server = companies(40).rate_limit(TokenBucket::per_second(20).burst(5)).start().await;
     let redis = redis();
     let fleet = join_all((0..4).map(|_| process(&server, &redis, RateLimit::per_second(20)))).await;
@@ -52,7 +52,7 @@ async fn processes_sharing_a_budget_in_redis_keep_to_the_servers_rate_together()
     assert!(!keys.contains(server.client_id()) && !keys.contains("127.0.0.1"), "{keys}");
 }
 
-async fn a_429_seen_by_one_process_pauses_every_process() {
+pub async fn a_429_seen_by_one_process_pauses_every_process() {
     let faults = Faults::new().on(Endpoint::Companies, 4, Fault::RateLimited(RetryAfter::Seconds(1)));
     let server = companies(30).faults(faults).start().await;
     let redis = redis();
@@ -84,7 +84,7 @@ async fn a_429_seen_by_one_process_pauses_every_process() {
     assert!(quiet >= Duration::from_millis(950), "every process waited for the pause: {quiet:?}");
 }
 
-async fn a_pause_of_the_fleet_refuses_the_impatient_request_of_another_process() {
+pub async fn a_pause_of_the_fleet_refuses_the_impatient_request_of_another_process() {
     let faults = Faults::new().on(Endpoint::Companies, 1, Fault::RateLimited(RetryAfter::Seconds(30)));
     let server = companies(10).faults(faults).start().await;
     let redis = redis();
@@ -107,7 +107,7 @@ async fn a_pause_of_the_fleet_refuses_the_impatient_request_of_another_process()
     assert_eq!(support::api_requests(&server).len(), 1, "the second request was never sent");
 }
 
-async fn redis_stopped_mid_run_costs_no_listing() {
+pub async fn redis_stopped_mid_run_costs_no_listing() {
     let server = companies(60).rate_limit(TokenBucket::per_second(20).burst(5)).start().await;
     let mut redis = redis();
     // This test's runtime has one thread: every client logs through the capture.
