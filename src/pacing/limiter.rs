@@ -12,14 +12,18 @@
 //!   `Retry-After`, with a burst of one fewer, and doubles every [`STEP`] (slow start) until
 //!   the next refusal; answers to the burst read after its refusal count too. A
 //!   `Retry-After: 0` says nothing of a rate: the client only waits that long.
+//! - An adaptive budget refused as it resumes sending (within a [`STEP`] of a pause's end or
+//!   of an idle time) sent too many at once, not too fast: its burst shrinks by one, its rate
+//!   holds. With a burst of one already, other clients are sending too: the rate goes down.
 //! - Any other refusal sets the rate to [`MARGIN`] times the rate the client sustained: the
-//!   rate it held a [`STEP`] before it sent the refused request, or, for an adaptive budget
-//!   whose requests did not wait for that rate lately, what the server accepted over the last
-//!   [`METER_WINDOW`] if that is lower. So a rate a slow start overshot, or one the client never
-//!   used, is not taken for sustained. (A configured rate backs off from itself alone: the
-//!   answers a client reads may be its share of a fleet's.) Before any rate, a refusal backs off from what the server accepted only when the
-//!   client sent through all of the window, unpaused; else it answered a burst (above). From
-//!   there the rate grows along a cubic, slowly at first (CUBIC's plateau): by `PROBE * t³`
+//!   rate it held a [`STEP`] before it sent the refused request when its requests were
+//!   waiting for that rate; for an adaptive budget that sent less, what the server accepted
+//!   since the client last resumed sending (at least a [`METER_WINDOW`] ago), less its burst,
+//!   if that is lower. So a rate the client never used is not taken for sustained. (A
+//!   configured rate backs off from itself alone: the answers a client reads may be its share
+//!   of a fleet's.) Before any rate, a refusal backs off from what the server accepted only
+//!   when the client sent through the last [`METER_WINDOW`], unpaused; else it answered a
+//!   burst (above). From there the rate grows along a cubic, slowly at first (CUBIC's plateau): by `PROBE * t³`
 //!   requests a second after `t` seconds, 1.25 after five seconds, 10 after ten.
 //! - One refusal per round counts: a 429 to a request sent within a [`STEP`] of the rate's
 //!   last change says nothing about that rate. A pause of a fleet that ends about when the
@@ -80,7 +84,8 @@ pub(super) struct Limiter {
     /// The part of the rate this process takes: 1, or while a shared budget is out of reach the
     /// number of processes sharing it.
     pub(super) share: f64,
-    /// Requests that may go at once after an idle time: the bucket's size.
+    /// Requests that may go at once after an idle time: the bucket's size (at least one; below
+    /// one while a refused burst's answers are still being counted).
     pub(super) burst: f64,
     /// Tokens in the bucket when last counted, and when.
     tokens: f64,
@@ -96,6 +101,10 @@ pub(super) struct Limiter {
     /// Since when the client has sent without a gap of [`METER_WINDOW`], and its last send.
     sending_since: f64,
     last_sent: f64,
+    /// When the client last resumed sending (a pause's end, or a send after an idle time), and
+    /// the answers the server accepted since to requests sent since.
+    resumed: f64,
+    accepted_since: f64,
     /// When a request last waited for the rate (not for a pause): until a step later, the
     /// client sends at its rate.
     waited: f64,
@@ -121,6 +130,8 @@ impl Limiter {
             decided: f64::NEG_INFINITY,
             sending_since: f64::INFINITY,
             last_sent: f64::NEG_INFINITY,
+            resumed: 0.0,
+            accepted_since: 0.0,
             waited: f64::NEG_INFINITY,
             accepted: VecDeque::new(),
         }
@@ -145,7 +156,7 @@ impl Limiter {
             return until;
         }
         if let Some(rate) = self.rate(now).map(|rate| rate / self.share) {
-            self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst);
+            self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst.max(1.0));
             self.counted = self.counted.max(now);
             if self.tokens < 1.0 - RESOLUTION {
                 self.waited = now;
@@ -155,6 +166,7 @@ impl Limiter {
         }
         if now - self.last_sent > METER_WINDOW {
             self.sending_since = now;
+            (self.resumed, self.accepted_since) = (self.resumed.max(now), 0.0);
         }
         self.last_sent = now;
         now
@@ -166,6 +178,9 @@ impl Limiter {
         if let Some(curve) = self.curve.as_mut().filter(|curve| curve.slow_start && sent < self.decided) {
             curve.from += 1.0 / (curve.since - self.decided);
             self.burst += 1.0;
+        }
+        if sent >= self.resumed {
+            self.accepted_since += 1.0;
         }
         self.accepted.push_back(now);
         self.measured(now);
@@ -181,11 +196,19 @@ impl Limiter {
         (self.accepted.len() as f64 / METER_WINDOW, self.sending_since <= start && self.paused_until <= start)
     }
 
+    /// Requests a second the server accepted since the client last resumed sending, less the
+    /// burst its bucket held then; `None` until a [`METER_WINDOW`] has passed since.
+    fn sustained(&self, now: f64) -> Option<f64> {
+        let elapsed = now - self.resumed;
+        (elapsed >= METER_WINDOW).then(|| ((self.accepted_since - self.burst.max(1.0)) / elapsed).max(0.0))
+    }
+
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
     /// a server's 429 takes the place of a cause made up for the same pause).
     pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
         if until > self.paused_until || (until == self.paused_until && cause.is_some()) {
             (self.paused_until, self.cause) = (until, cause);
+            (self.resumed, self.accepted_since) = (until, 0.0);
         }
     }
 
@@ -213,6 +236,7 @@ impl Limiter {
     /// lower rate.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
         let (measured, sustained) = self.measured(now);
+        let (kept, resumed) = (self.sustained(now), self.resumed);
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
@@ -224,8 +248,15 @@ impl Limiter {
         // A configured rate backs off from itself: the answers a client reads may be its part of
         // a fleet's.
         let base = match self.rate(sent - STEP) {
-            Some(held) if self.ceiling.is_finite() || now - self.waited < STEP => held,
-            Some(held) => held.min(measured),
+            Some(held) if self.ceiling.is_finite() => held,
+            // Refused as it resumed sending: its burst was too big, not its rate (with a burst
+            // of one, the rate: other clients of the server's are sending too).
+            Some(_) if sent < resumed + STEP && self.burst > 1.0 => {
+                (self.burst, self.decided) = ((self.burst - 1.0).max(1.0), now);
+                return;
+            }
+            Some(held) if now - self.waited < STEP => held,
+            Some(held) => held.min(kept.unwrap_or(held)),
             None if sustained => measured,
             None => {
                 self.decided = now;
@@ -233,7 +264,7 @@ impl Limiter {
                 let quiet = quiet.unwrap_or(1.0);
                 if quiet > 0.0 {
                     let from = self.accepted.len() as f64 / quiet;
-                    self.burst = (self.accepted.len() as f64 - 1.0).max(1.0);
+                    self.burst = self.accepted.len() as f64 - 1.0;
                     self.engage(Curve { from, since: now + quiet, slow_start: true }, now);
                 }
                 return;
@@ -341,6 +372,27 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_as_the_client_resumes_lowers_its_burst_not_its_rate() {
+        let mut limiter = Limiter::new(f64::INFINITY, 1);
+        send(&mut limiter, 0.0, 8);
+        for _ in 0..5 {
+            limiter.accepted(0.01, 0.0);
+        }
+        limiter.throttled(0.01, 0.0, Some(1.0), None);
+        assert_eq!(limiter.burst, 4.0, "one fewer than the server took at once");
+        // The pause ends at 1.01; the first requests after it are refused.
+        let slow_start = limiter.rate(2.02);
+        limiter.throttled(1.02, 1.01, Some(1.0), None);
+        assert_eq!(limiter.burst, 3.0);
+        assert_eq!(limiter.rate(2.02), slow_start, "the rate holds");
+        // With a burst of one, the rate is what was too much: other clients are sending too. It
+        // backs off from the 40 a second it held a step before.
+        limiter.burst = 1.0;
+        limiter.throttled(2.05, 2.03, Some(1.0), None);
+        assert!(close(limiter.rate(3.05), 0.95 * 40.0), "{:?}", limiter.rate(3.05));
+    }
+
+    #[test]
     fn a_retry_after_of_zero_before_any_rate_costs_nothing() {
         let mut limiter = Limiter::new(f64::INFINITY, 1);
         send(&mut limiter, 0.0, 2);
@@ -375,7 +427,8 @@ mod tests {
             idle.accepted(at, at);
         }
         idle.throttled(2.0, 1.95, Some(1.0), None);
-        assert!(close(idle.rate(3.0), 0.95 * 10.0), "{:?}", idle.rate(3.0));
+        // Nineteen answers since it resumed at 0.1 s, less its burst of one, over 1.9 s.
+        assert!(close(idle.rate(3.0), 0.95 * 18.0 / 1.9), "{:?}", idle.rate(3.0));
         // A configured rate backs off from itself: its answers may be a fleet's part.
         let mut fleet = Limiter::new(20.0, 1);
         send(&mut fleet, 0.0, 1);

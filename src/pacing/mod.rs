@@ -30,10 +30,11 @@ use crate::Error;
 ///   429. A first 429 to a burst says how many requests the server takes at once and, with its
 ///   `Retry-After`, how soon it takes more: the client starts at that many per `Retry-After`
 ///   and doubles its rate every quarter of a second until the next 429 (a `Retry-After: 0`
-///   costs no more than that). A later 429 sets the rate 5% below the one the client
-///   sustained (the rate it held a quarter of a second before, or, when its requests were not
-///   waiting for that rate, what the server accepted over the last half second if that is
-///   lower), from where it grows slowly, then faster. When the server sends the IETF
+///   costs no more than that). A 429 just as the client resumes after a pause lowers how many
+///   it sends at once; any other sets the rate 5% below the one the client sustained (the
+///   rate it held a quarter of a second before, or, when its requests were not waiting for
+///   that rate, what the server accepted since it last resumed if that is lower), from where
+///   it grows slowly, then faster. When the server sends the IETF
 ///   `RateLimit-Policy` field, the client paces at that rate from the first answer, and when
 ///   `RateLimit` (or `X-RateLimit-Remaining`) says no quota is left, it waits for the reset
 ///   before the server refuses.

@@ -178,7 +178,7 @@ impl Inner {
         if let Some(shared) = &self.shared {
             let (rate, burst) = {
                 let state = self.state();
-                (state.rate(now).filter(|_| state.pause(now).is_none())?, state.burst)
+                (state.rate(now).filter(|_| state.pause(now).is_none())?, state.burst.max(1.0))
             };
             let answer = shared.take(rate, burst).await;
             let (now, mut state) = (self.at(None), self.state());
