@@ -275,6 +275,7 @@ impl Limiter {
 
     /// The fleet is paused for `wait` seconds from `now`: a refusal for this client too, unless
     /// it is the pause this client asked for (which ends about when its own did).
+    #[cfg(any(feature = "redis", test))]
     pub(super) fn fleet_paused(&mut self, now: f64, wait: f64) {
         if now + wait > self.paused_until + STEP {
             self.throttled(now, now, Some(wait), None);

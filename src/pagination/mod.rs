@@ -21,14 +21,13 @@ mod stream;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-
+use page::Arrived;
 pub use page::{Cursor, OnUndecodable, Page};
 pub use stream::{ItemStream, PageStream};
 
 use crate::Error;
+use crate::error::CursorRejected;
 use crate::error::ErrorCode;
-use crate::error::{CursorRejected, DecodeError};
 use crate::limits::DEFAULT_LIMIT;
 use crate::pipeline::Call;
 use crate::pipeline::Pipeline;
@@ -103,19 +102,15 @@ impl Query {
     }
 }
 
-/// Sends `call` for page `number` of a listing and reads the page: the one way every page
+/// Sends `call` for a page of a listing and reads its envelope: the one way every page
 /// arrives, [`List::send`](crate::List::send)'s and the streams'.
-pub(crate) async fn fetch<T: DeserializeOwned + Send + 'static>(
+pub(crate) async fn fetch(
     pipeline: &Pipeline,
     call: &Call,
     stats: Option<&CallStats>,
-    number: u64,
-    on_undecodable: OnUndecodable,
-) -> Result<Page<T>, Error> {
+) -> Result<Arrived, Error> {
     let reply = pipeline.send(call, stats).await?;
-    let endpoint = call.url.path();
-    let page = Page::read(&reply.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
-    Page { deprecation: reply.deprecation, ..page }.settle(number, endpoint, on_undecodable)
+    Arrived::read(reply.body, reply.deprecation, call.url.path())
 }
 
 /// An error answer to a page request: a cursor the server refused (`invalid_cursor`,

@@ -4,7 +4,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use serde::de::{DeserializeOwned, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, IgnoredAny, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
@@ -157,6 +157,43 @@ impl<T: DeserializeOwned> Page<T> {
             }
         }
         Ok(self)
+    }
+}
+
+/// A page's body as it arrived: its envelope read (without building an element), its items
+/// not yet, so that a listing can request the next page before it decodes them.
+pub(crate) struct Arrived {
+    body: Vec<u8>,
+    deprecation: Option<DeprecationNotice>,
+    pub(crate) has_more: bool,
+    pub(crate) next_cursor: Option<Cursor>,
+    /// Elements of `data`, items or not.
+    pub(crate) elements: u64,
+}
+
+impl Arrived {
+    /// Reads the envelope of `body`, a page of a listing of `endpoint`.
+    pub(crate) fn read(
+        body: Vec<u8>,
+        deprecation: Option<DeprecationNotice>,
+        endpoint: &str,
+    ) -> Result<Self, Error> {
+        let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
+            .map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+        let elements = envelope.data.len() as u64;
+        let head = envelope.pagination.into_page::<()>(Elements::from(Vec::new()));
+        Ok(Arrived { body, deprecation, has_more: head.has_more, next_cursor: head.next_cursor, elements })
+    }
+
+    /// Page `number` of a listing of `endpoint`, its items decoded; see [`Page::settle`].
+    pub(crate) fn page<T: DeserializeOwned>(
+        self,
+        number: u64,
+        endpoint: &str,
+        on: OnUndecodable,
+    ) -> Result<Page<T>, Error> {
+        let page = Page::read(&self.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+        Page { deprecation: self.deprecation, ..page }.settle(number, endpoint, on)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The state of one listing: where it is, what it has delivered, the page in flight.
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -8,9 +9,9 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::guards::Walk;
-use super::{Cursor, Page, Query, cursor_rejected};
+use super::{Arrived, Cursor, Page, Query, cursor_rejected};
 use crate::bounds::later;
-use crate::error::{HttpError, PaginationError};
+use crate::error::HttpError;
 use crate::limits::MAX_LIMIT;
 use crate::pipeline::Pipeline;
 use crate::retry::CallStats;
@@ -38,7 +39,7 @@ pub(super) struct Pager<T> {
     pages: u64,
     progress: Progress,
     finished: bool,
-    prefetched: Option<JoinHandle<Result<Page<T>, Error>>>,
+    prefetched: Option<JoinHandle<Result<Arrived, Error>>>,
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
@@ -48,6 +49,8 @@ pub(super) struct Pager<T> {
     /// The listing's span: a child of the span current when the stream was made, and the parent
     /// of every request of the listing, prefetched or not.
     span: tracing::Span,
+    /// The type of the listing's items.
+    items: PhantomData<fn() -> T>,
 }
 
 impl<T: DeserializeOwned + Send + 'static> Pager<T> {
@@ -66,6 +69,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             deferred: None,
             stats,
             span,
+            items: PhantomData,
         }
     }
 
@@ -74,24 +78,23 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
     }
 
     /// The request for the page at the walk's cursor, in the listing's span, once its time has
-    /// come: awaited right away, or spawned as a prefetch while the consumer reads the page
-    /// before. It reads the page too, so reading overlaps the consumer.
-    fn request(&mut self) -> impl Future<Output = Result<Page<T>, Error>> + Send + 'static {
-        let limit = self.query.page_limit(Some(MAX_LIMIT), self.progress.delivered);
+    /// come: awaited right away, or spawned as a prefetch while the page before is decoded and
+    /// read. It reads the page's envelope; its items are decoded once the next request is out.
+    /// Its `limit` counts `delivered` items delivered before it.
+    fn request(&mut self, delivered: u64) -> impl Future<Output = Result<Arrived, Error>> + Send + 'static {
+        let limit = self.query.page_limit(Some(MAX_LIMIT), delivered);
         let call = self.query.page(limit, self.walk.cursor());
         let not_before = self.not_before;
         if let Some(delay) = self.pipeline.settings().paging.page_delay {
             let now = Instant::now();
             self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
-        let (pipeline, stats, query) =
-            (self.pipeline.clone(), Arc::clone(&self.stats), Arc::clone(&self.query));
-        let number = self.pages + 1;
+        let (pipeline, stats) = (self.pipeline.clone(), Arc::clone(&self.stats));
         async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            super::fetch(&pipeline, &call, Some(&stats), number, query.on_undecodable).await
+            super::fetch(&pipeline, &call, Some(&stats)).await
         }
         .instrument(self.span.clone())
     }
@@ -114,10 +117,10 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             Some(handle) => handle.await.unwrap_or_else(|join| {
                 Err(Error::Http(HttpError::task_failed(self.query.call.url.path(), join)))
             }),
-            None => self.request().await,
+            None => self.request(self.progress.delivered).await,
         };
         Some(match arrived {
-            Ok(page) => self.accept(page),
+            Ok(arrived) => self.accept(arrived),
             Err(error) => Err(self.fail(error)),
         })
     }
@@ -130,18 +133,36 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         cursor_rejected(error, self.walk.cursor().is_some(), self.progress.delivered)
     }
 
-    /// Applies the pagination rules to a page that arrived, starts the next request, and hands
-    /// the page over. A page that breaks the contract is still delivered; the error follows it.
-    fn accept(&mut self, mut page: Page<T>) -> Result<Page<T>, Error> {
+    /// Applies the pagination rules to a page that arrived, starts the next request, then
+    /// decodes the page and hands it over. A page that breaks the contract is still delivered;
+    /// the error follows it.
+    fn accept(&mut self, arrived: Arrived) -> Result<Page<T>, Error> {
         self.pages += 1;
-        let empty = page.data.is_empty() && page.undecodable_total == 0;
+        let walked = self.walk.advance(
+            self.pages,
+            arrived.has_more,
+            arrived.next_cursor.as_ref(),
+            arrived.elements == 0,
+        );
+        // A page that may fill the listing's `max_items` starts no request it may not need.
+        let may_fill = self.remaining().is_some_and(|left| left <= arrived.elements);
+        if matches!(walked, Ok(true)) && !may_fill && self.pipeline.settings().paging.prefetch {
+            // Every element of this page counted as an item: at worst a page more.
+            let delivered = self.progress.delivered + arrived.elements;
+            self.prefetched = Some(tokio::spawn(self.request(delivered)));
+        }
+        let mut page = match arrived.page(self.pages, self.query.call.url.path(), self.query.on_undecodable) {
+            Ok(page) => page,
+            Err(error) => return Err(self.fail(error)),
+        };
         if let Some(remaining) = self.remaining() {
             page = page.truncated(remaining);
         }
         self.progress.delivered += page.data.len() as u64;
         self.progress.undecodable += page.undecodable_total;
-        match self.advance(page.has_more, page.next_cursor.as_ref(), empty) {
-            Ok(()) => {
+        match walked {
+            Ok(more) => {
+                self.finished = !more || self.remaining() == Some(0);
                 self.progress.resume = if page.has_more { page.next_cursor.clone() } else { None };
                 Ok(page)
             }
@@ -154,17 +175,6 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
                 Ok(page)
             }
         }
-    }
-
-    /// Moves to the page after one that says `has_more` and `next_cursor` (and holds no
-    /// elements when `empty`), or says which rule it broke.
-    fn advance(&mut self, has_more: bool, next: Option<&Cursor>, empty: bool) -> Result<(), PaginationError> {
-        if !self.walk.advance(self.pages, has_more, next, empty)? || self.remaining() == Some(0) {
-            self.finished = true;
-        } else if self.pipeline.settings().paging.prefetch {
-            self.prefetched = Some(tokio::spawn(self.request()));
-        }
-        Ok(())
     }
 }
 
