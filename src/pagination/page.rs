@@ -160,10 +160,12 @@ impl<T: DeserializeOwned> Page<T> {
     }
 }
 
-/// A page's body as it arrived: its envelope read (without building an element), its items
-/// not yet, so that a listing can request the next page before it decodes them.
-pub(crate) struct Arrived {
+/// A page as it arrived: its envelope read, and its items decoded at once, or (to request the
+/// next page first) only counted, without building an element, and decoded by
+/// [`page`](Arrived::page).
+pub(crate) struct Arrived<T> {
     body: Vec<u8>,
+    decoded: Option<Page<T>>,
     deprecation: Option<DeprecationNotice>,
     pub(crate) has_more: bool,
     pub(crate) next_cursor: Option<Cursor>,
@@ -171,28 +173,47 @@ pub(crate) struct Arrived {
     pub(crate) elements: u64,
 }
 
-impl Arrived {
-    /// Reads the envelope of `body`, a page of a listing of `endpoint`.
+impl<T: DeserializeOwned> Arrived<T> {
+    /// Reads `body`, a page of a listing of `endpoint`: all of it when `items_now`, else its
+    /// envelope.
     pub(crate) fn read(
         body: Vec<u8>,
         deprecation: Option<DeprecationNotice>,
         endpoint: &str,
+        items_now: bool,
     ) -> Result<Self, Error> {
-        let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
-            .map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
-        let elements = envelope.data.len() as u64;
-        let head = envelope.pagination.into_page::<()>(Elements::from(Vec::new()));
-        Ok(Arrived { body, deprecation, has_more: head.has_more, next_cursor: head.next_cursor, elements })
+        let error = |e| Error::Decode(DecodeError::new(endpoint, e));
+        let (head, elements, decoded) = if items_now {
+            let page = Page::<T>::read(&body).map_err(error)?;
+            let head = Page::new(Vec::<()>::new());
+            let elements = page.data.len() as u64 + page.undecodable_total;
+            (
+                Page { has_more: page.has_more, next_cursor: page.next_cursor.clone(), ..head },
+                elements,
+                Some(page),
+            )
+        } else {
+            let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body).map_err(error)?;
+            let elements = envelope.data.len() as u64;
+            (envelope.pagination.into_page(Elements::from(Vec::new())), elements, None)
+        };
+        let body = if decoded.is_some() { Vec::new() } else { body };
+        Ok(Arrived {
+            body,
+            decoded,
+            deprecation,
+            has_more: head.has_more,
+            next_cursor: head.next_cursor,
+            elements,
+        })
     }
 
     /// Page `number` of a listing of `endpoint`, its items decoded; see [`Page::settle`].
-    pub(crate) fn page<T: DeserializeOwned>(
-        self,
-        number: u64,
-        endpoint: &str,
-        on: OnUndecodable,
-    ) -> Result<Page<T>, Error> {
-        let page = Page::read(&self.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+    pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
+        let page = match self.decoded {
+            Some(page) => page,
+            None => Page::read(&self.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?,
+        };
         Page { deprecation: self.deprecation, ..page }.settle(number, endpoint, on)
     }
 }

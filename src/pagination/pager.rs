@@ -1,6 +1,5 @@
 //! The state of one listing: where it is, what it has delivered, the page in flight.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -39,7 +38,7 @@ pub(super) struct Pager<T> {
     pages: u64,
     progress: Progress,
     finished: bool,
-    prefetched: Option<JoinHandle<Result<Arrived, Error>>>,
+    prefetched: Option<JoinHandle<Result<Arrived<T>, Error>>>,
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
@@ -49,8 +48,6 @@ pub(super) struct Pager<T> {
     /// The listing's span: a child of the span current when the stream was made, and the parent
     /// of every request of the listing, prefetched or not.
     span: tracing::Span,
-    /// The type of the listing's items.
-    items: PhantomData<fn() -> T>,
 }
 
 impl<T: DeserializeOwned + Send + 'static> Pager<T> {
@@ -69,7 +66,6 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             deferred: None,
             stats,
             span,
-            items: PhantomData,
         }
     }
 
@@ -79,9 +75,13 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
 
     /// The request for the page at the walk's cursor, in the listing's span, once its time has
     /// come: awaited right away, or spawned as a prefetch while the page before is decoded and
-    /// read. It reads the page's envelope; its items are decoded once the next request is out.
+    /// read. With prefetch on, it reads the page's envelope, and its items are decoded once
+    /// the next request is out.
     /// Its `limit` counts `delivered` items delivered before it.
-    fn request(&mut self, delivered: u64) -> impl Future<Output = Result<Arrived, Error>> + Send + 'static {
+    fn request(
+        &mut self,
+        delivered: u64,
+    ) -> impl Future<Output = Result<Arrived<T>, Error>> + Send + 'static {
         let limit = self.query.page_limit(Some(MAX_LIMIT), delivered);
         let call = self.query.page(limit, self.walk.cursor());
         let not_before = self.not_before;
@@ -90,11 +90,12 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
         let (pipeline, stats) = (self.pipeline.clone(), Arc::clone(&self.stats));
+        let prefetch = pipeline.settings().paging.prefetch;
         async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            super::fetch(&pipeline, &call, Some(&stats)).await
+            super::fetch(&pipeline, &call, Some(&stats), !prefetch).await
         }
         .instrument(self.span.clone())
     }
@@ -136,7 +137,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
     /// Applies the pagination rules to a page that arrived, starts the next request, then
     /// decodes the page and hands it over. A page that breaks the contract is still delivered;
     /// the error follows it.
-    fn accept(&mut self, arrived: Arrived) -> Result<Page<T>, Error> {
+    fn accept(&mut self, arrived: Arrived<T>) -> Result<Page<T>, Error> {
         self.pages += 1;
         let walked = self.walk.advance(
             self.pages,
