@@ -212,6 +212,7 @@ mod bounds;
 mod client;
 mod deprecation;
 pub mod error;
+mod fleet;
 pub mod limits;
 mod list;
 mod model;

@@ -123,7 +123,7 @@ mod loopback;
 mod oauth;
 pub(crate) mod pkce;
 #[cfg(feature = "redis")]
-pub(crate) mod redis;
+mod redis;
 pub(crate) mod seal;
 mod secret;
 mod store;

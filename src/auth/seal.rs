@@ -6,7 +6,7 @@
 use std::fmt;
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use aws_lc_rs::{digest, hkdf};
+use aws_lc_rs::hkdf;
 
 use crate::Error;
 
@@ -65,7 +65,7 @@ impl Sealer {
     /// read back, and processes with different secrets never share an entry.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn key_name(&self, prefix: &str, kind: &str, parts: &[&str]) -> String {
-        key_name(prefix, kind, &self.key_id[..KEY_ID_LEN], parts)
+        crate::fleet::key_name(prefix, kind, &self.key_id[..KEY_ID_LEN], parts)
     }
 
     /// `VERSION || nonce || ciphertext || tag`, bound to `aad` (the Redis key).
@@ -86,22 +86,6 @@ impl Sealer {
         let plaintext = self.key.open_in_place(nonce, Aad::from(aad.as_bytes()), &mut body).ok()?;
         Some(plaintext.to_vec())
     }
-}
-
-/// `{prefix}:{kind}:{hex}`, where `hex` hashes `key_id` and `parts`: nothing in it can be read
-/// back. With an empty `key_id`, every process that knows the parts names the same entry (a
-/// rate limit shared by whoever uses the same API and client id).
-pub(crate) fn key_name(prefix: &str, kind: &str, key_id: &[u8], parts: &[&str]) -> String {
-    let mut hash = digest::Context::new(&digest::SHA256);
-    hash.update(key_id);
-    for part in parts {
-        // Length-prefixed, so that no two lists of parts hash alike.
-        hash.update(&(part.len() as u64).to_be_bytes());
-        hash.update(part.as_bytes());
-    }
-    let digest = hash.finish();
-    let hex: String = digest.as_ref()[..20].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}:{kind}:{hex}")
 }
 
 /// `N` bytes from the operating system's CSPRNG.

@@ -6,8 +6,8 @@
 //!   rate, which follows what the server accepts.
 //! - [`hints`]: the `RateLimit` / `RateLimit-Policy` and `X-RateLimit-*` fields of a response.
 //! - [`pacer`]: the budget every request of a client waits for, in order of arrival; with
-//!   `shared`, the fleet's budget in Redis (`auth::redis::budget`, beside the connection it
-//!   uses).
+//!   `shared`, the fleet's budget in Redis (`fleet`, with the connection the token cache uses
+//!   too).
 
 mod hints;
 mod limiter;
@@ -77,7 +77,7 @@ pub struct RateLimit {
     pub(crate) processes: Option<u32>,
     /// The Redis of [`shared`](Self::shared).
     #[cfg(feature = "redis")]
-    pub(crate) shared: Option<crate::auth::RedisTokenCache>,
+    pub(crate) shared: Option<crate::fleet::Store>,
     pub(crate) error: Option<Error>,
 }
 
@@ -166,48 +166,8 @@ impl RateLimit {
     }
 
     /// Keeps the first invalid argument given, to return it when the client is built.
-    fn fail(mut self, message: impl Into<String>) -> Self {
+    pub(crate) fn fail(mut self, message: impl Into<String>) -> Self {
         self.error.get_or_insert(Error::invalid("rate_limit", message));
-        self
-    }
-}
-
-#[cfg(feature = "redis")]
-#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
-impl RateLimit {
-    /// One budget for every process that uses `cache`'s Redis with the same API (its versioned
-    /// URL) and client id (feature `redis`): requests take their slots from one schedule in
-    /// Redis, atomically and on Redis's clock, and a 429's `Retry-After` seen by one process
-    /// pauses all of them and lowers the rate of each. Needs a rate
-    /// ([`per_second`](Self::per_second) or [`per_minute`](Self::per_minute)); the key is a
-    /// hash, as the cache's other keys are.
-    ///
-    /// When Redis does not answer within the cache's timeout, or is gone, each process paces
-    /// itself at its share of the rate (the rate divided by [`processes`](Self::processes), or
-    /// by the number of processes Redis last counted), with a warning at most every 30 seconds,
-    /// asks Redis again every second, and shares again once it answers. Within a process,
-    /// requests still wait in order of arrival.
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), business_records::Error> {
-    /// use business_records::auth::RedisTokenCache;
-    /// use business_records::{Auth, Client, RateLimit};
-    ///
-    /// let shared = RedisTokenCache::connect("redis://127.0.0.1:6379").await?;
-    /// let client = Client::builder()
-    ///     .base_url("https://api.example.com")
-    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret")
-    ///         .shared_cache(shared.clone()))
-    ///     .rate_limit(RateLimit::per_second(20).burst(5).shared(&shared).processes(8))
-    ///     .build()?;
-    /// # let _ = client; Ok(()) }
-    /// ```
-    pub fn shared(mut self, cache: &crate::auth::RedisTokenCache) -> Self {
-        if self.rate().is_none() {
-            return self
-                .fail("a shared budget needs a rate: start from `RateLimit::per_second` or `per_minute`");
-        }
-        self.shared = Some(cache.clone());
         self
     }
 }

@@ -15,10 +15,10 @@ use super::hints::Hints;
 use super::limiter::Limiter;
 use super::{RateLimit, Setting};
 use crate::Error;
-#[cfg(feature = "redis")]
-use crate::auth::redis::budget::{Answer, SharedBudget};
 use crate::bounds::{MAX_SERVER_WAIT, duration_from_secs};
 use crate::error::{ApiError, ErrorCode};
+#[cfg(feature = "redis")]
+use crate::fleet::{Answer, SharedBudget};
 
 /// A client's budget, `None` for a client that does not pace itself. Every client derived from
 /// one shares its pacer.

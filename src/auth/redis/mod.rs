@@ -2,19 +2,16 @@
 //! for the fleet, and users' token sets refreshed once across all processes; and the fleet's
 //! request budget (`RateLimit::shared`), which uses the same connection.
 
-pub(crate) mod budget;
-mod connection;
-
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use self::connection::Redis;
 use super::seal::{Sealer, random_bytes};
 use super::store::{StoreFuture, shared_turn, wait_for_lock};
 use super::{ClientSecret, KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 use crate::Error;
+use crate::fleet::{Redis, Store};
 
 /// Default time Redis has to answer before a process goes its own way.
 const DEFAULT_TIMEOUT: Duration = Duration::from_millis(500);
@@ -313,6 +310,45 @@ impl TokenStore for RedisUserStore {
             };
             Ok(shared_turn(self.lock(), || async move { Ok(self.read().await?.and_then(newer)) }).await)
         })
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+impl crate::RateLimit {
+    /// One budget for every process that uses `cache`'s Redis with the same API (its versioned
+    /// URL) and client id (feature `redis`): requests take their slots from one schedule in
+    /// Redis, atomically and on Redis's clock, and a 429's `Retry-After` seen by one process
+    /// pauses all of them and lowers the rate of each. Needs a rate
+    /// ([`per_second`](Self::per_second) or [`per_minute`](Self::per_minute)); the key is a
+    /// hash, as the cache's other keys are.
+    ///
+    /// When Redis does not answer within the cache's timeout, or is gone, each process paces
+    /// itself at its share of the rate (the rate divided by [`processes`](Self::processes), or
+    /// by the number of processes Redis last counted), with a warning at most every 30 seconds,
+    /// asks Redis again every second, and shares again once it answers. Within a process,
+    /// requests still wait in order of arrival.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), business_records::Error> {
+    /// use business_records::auth::RedisTokenCache;
+    /// use business_records::{Auth, Client, RateLimit};
+    ///
+    /// let shared = RedisTokenCache::connect("redis://127.0.0.1:6379").await?;
+    /// let client = Client::builder()
+    ///     .base_url("https://api.example.com")
+    ///     .auth(Auth::client_credentials("https://auth.example.com", "my-client-id", "my-secret")
+    ///         .shared_cache(shared.clone()))
+    ///     .rate_limit(RateLimit::per_second(20).burst(5).shared(&shared).processes(8))
+    ///     .build()?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub fn shared(mut self, cache: &RedisTokenCache) -> Self {
+        if self.rate().is_none() {
+            return self
+                .fail("a shared budget needs a rate: start from `RateLimit::per_second` or `per_minute`");
+        }
+        self.shared = Some(Store { redis: Arc::clone(&cache.redis), prefix: Arc::clone(&cache.prefix) });
+        self
     }
 }
 

@@ -10,7 +10,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, RedisResult, ScriptInvocation};
 use tokio::time::Instant;
 
-use crate::auth::TokenStoreError;
+use crate::error::TokenStoreError;
 
 /// At most one warning about Redis per this interval.
 const WARNING_INTERVAL: Duration = Duration::from_secs(30);

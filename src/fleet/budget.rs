@@ -9,9 +9,7 @@ use std::time::Duration;
 use redis::Script;
 use tokio::time::Instant;
 
-use super::RedisTokenCache;
-use super::connection::Redis;
-use crate::auth::seal;
+use super::{Redis, Store, key_name};
 use crate::bounds::{duration_from_secs, later};
 
 /// How long a process counts as one of the fleet after its last request, in microseconds.
@@ -78,12 +76,12 @@ pub(crate) enum Answer {
 }
 
 impl SharedBudget {
-    /// The budget in `cache`'s Redis for the API at `api` and `client_id`, shared by
-    /// `processes` when set.
-    pub(crate) fn new(cache: &RedisTokenCache, processes: Option<u32>, api: &str, client_id: &str) -> Self {
-        let base = seal::key_name(&cache.prefix, "rate-limit", &[], &[api, client_id]);
+    /// The budget in `store` for the API at `api` and `client_id`, shared by `processes` when
+    /// set.
+    pub(crate) fn new(store: &Store, processes: Option<u32>, api: &str, client_id: &str) -> Self {
+        let base = key_name(&store.prefix, "rate-limit", &[], &[api, client_id]);
         SharedBudget {
-            redis: Arc::clone(&cache.redis),
+            redis: Arc::clone(&store.redis),
             script: Script::new(SCRIPT),
             keys: ["schedule", "pause", "processes"].map(|key| format!("{base}:{key}")),
             member: format!("{:032x}", fastrand::u128(..)),

@@ -1,0 +1,44 @@
+//! What processes share through Redis (feature `redis`), below the layers that use it: the
+//! connection every command goes through, the fleet's request budget, and the hashed key names.
+//! The token cache (`auth::redis`) and the pacer both use it.
+
+#[cfg(feature = "redis")]
+mod budget;
+#[cfg(feature = "redis")]
+mod connection;
+
+#[cfg(feature = "redis")]
+use std::sync::Arc;
+
+use aws_lc_rs::digest;
+
+#[cfg(feature = "redis")]
+pub(crate) use budget::{Answer, SharedBudget};
+#[cfg(feature = "redis")]
+pub(crate) use connection::Redis;
+
+/// A Redis and the prefix of its keys, as a `RedisTokenCache` holds them: where a shared budget
+/// lives.
+#[cfg(feature = "redis")]
+#[derive(Debug, Clone)]
+pub(crate) struct Store {
+    pub(crate) redis: Arc<Redis>,
+    pub(crate) prefix: Arc<str>,
+}
+
+/// `{prefix}:{kind}:{hex}`, where `hex` hashes `key_id` and `parts`: nothing in it can be read
+/// back. With an empty `key_id`, every process that knows the parts names the same entry (a
+/// rate limit shared by whoever uses the same API and client id).
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn key_name(prefix: &str, kind: &str, key_id: &[u8], parts: &[&str]) -> String {
+    let mut hash = digest::Context::new(&digest::SHA256);
+    hash.update(key_id);
+    for part in parts {
+        // Length-prefixed, so that no two lists of parts hash alike.
+        hash.update(&(part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    let digest = hash.finish();
+    let hex: String = digest.as_ref()[..20].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{prefix}:{kind}:{hex}")
+}
