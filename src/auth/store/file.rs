@@ -28,7 +28,7 @@ pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
 /// Safe to share between processes, and between clients of one process that each have their
 /// own store object for the file: before a refresh, the client takes an exclusive lock on
 /// `.<file name>.lock` beside the file (`flock` on Unix, `LockFileEx` on Windows, through
-/// [`fs4`](https://docs.rs/fs4)), reads the file again under it and, when another process
+/// the standard library's `File::try_lock`), reads the file again under it and, when another process
 /// saved a newer set meanwhile, uses that set instead of presenting a refresh token the server
 /// has already replaced; the lock is released once the new set is saved. So a rotating refresh
 /// token is presented once, whichever process refreshes, and no process loses the sign-in.
@@ -97,10 +97,10 @@ impl FileTokenStore {
         let file = opened.await.unwrap_or_else(|stopped| Err(std::io::Error::other(stopped)));
         let file = file.inspect_err(warn).ok()?;
         let try_lock = || {
-            std::future::ready(match fs4::FileExt::try_lock(&file) {
+            std::future::ready(match file.try_lock() {
                 Ok(()) => ControlFlow::Break(Some(())),
-                Err(fs4::TryLockError::WouldBlock) => ControlFlow::Continue(()),
-                Err(fs4::TryLockError::Error(error)) => {
+                Err(std::fs::TryLockError::WouldBlock) => ControlFlow::Continue(()),
+                Err(std::fs::TryLockError::Error(error)) => {
                     warn(&error);
                     ControlFlow::Break(None)
                 }
@@ -109,7 +109,7 @@ impl FileTokenStore {
         wait_for_lock(LOCK_WAIT, try_lock).await?;
         // Closing the file releases the lock too, should the release never run.
         Some(RefreshLock::new(async move {
-            let _ = fs4::FileExt::unlock(&file);
+            let _ = file.unlock();
         }))
     }
 }
@@ -208,16 +208,25 @@ fn io_error(action: &str, path: &Path, error: std::io::Error) -> TokenStoreError
     TokenStoreError::with_source(format!("{action} the token file {}", path.display()), error)
 }
 
-/// Writes `contents` to a new owner-only file beside `path` (`tempfile` makes them with mode
-/// `0600` on Unix), flushes it to disk and renames it over `path`. On any failure the temporary
-/// file is removed and `path` is untouched.
+/// Writes `contents` to a new owner-only file beside `path` (mode `0600` on Unix, a name no
+/// other writer picks), flushes it to disk and renames it over `path`. On any failure the
+/// temporary file is removed and `path` is untouched.
 fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new(""));
     create_private_dir(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(contents)?;
-    file.as_file().sync_all()?;
-    file.persist(path)?;
+    let temporary = dir.join(format!(".tokens-{:032x}.tmp", fastrand::u128(..)));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let written = options.open(&temporary).and_then(|mut file| {
+        file.write_all(contents)?;
+        file.sync_all()
+    });
+    if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, path)) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error);
+    }
     // Makes the rename durable (best effort: not every platform can open a directory).
     if let Ok(dir) = std::fs::File::open(dir) {
         let _ = dir.sync_all();
