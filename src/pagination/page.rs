@@ -164,11 +164,9 @@ impl<T: DeserializeOwned> Page<T> {
 /// next page first) only counted, without building an element, and decoded by
 /// [`page`](Arrived::page).
 pub(crate) struct Arrived<T> {
-    body: Vec<u8>,
-    decoded: Option<Page<T>>,
-    deprecation: Option<DeprecationNotice>,
-    pub(crate) has_more: bool,
-    pub(crate) next_cursor: Option<Cursor>,
+    /// The page; without items while `body` still holds them.
+    pub(crate) head: Page<T>,
+    body: Option<Vec<u8>>,
     /// Elements of `data`, items or not.
     pub(crate) elements: u64,
 }
@@ -183,38 +181,28 @@ impl<T: DeserializeOwned> Arrived<T> {
         items_now: bool,
     ) -> Result<Self, Error> {
         let error = |e| Error::Decode(DecodeError::new(endpoint, e));
-        let (head, elements, decoded) = if items_now {
+        let (head, elements, body) = if items_now {
             let page = Page::<T>::read(&body).map_err(error)?;
-            let head = Page::new(Vec::<()>::new());
             let elements = page.data.len() as u64 + page.undecodable_total;
-            (
-                Page { has_more: page.has_more, next_cursor: page.next_cursor.clone(), ..head },
-                elements,
-                Some(page),
-            )
+            (page, elements, None)
         } else {
             let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body).map_err(error)?;
             let elements = envelope.data.len() as u64;
-            (envelope.pagination.into_page(Elements::from(Vec::new())), elements, None)
+            (envelope.pagination.into_page(Elements::from(Vec::new())), elements, Some(body))
         };
-        let body = if decoded.is_some() { Vec::new() } else { body };
-        Ok(Arrived {
-            body,
-            decoded,
-            deprecation,
-            has_more: head.has_more,
-            next_cursor: head.next_cursor,
-            elements,
-        })
+        Ok(Arrived { head: Page { deprecation, ..head }, body, elements })
     }
 
     /// Page `number` of a listing of `endpoint`, its items decoded; see [`Page::settle`].
     pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
-        let page = match self.decoded {
-            Some(page) => page,
-            None => Page::read(&self.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?,
+        let page = match &self.body {
+            Some(body) => {
+                let page = Page::read(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+                Page { deprecation: self.head.deprecation, ..page }
+            }
+            None => self.head,
         };
-        Page { deprecation: self.deprecation, ..page }.settle(number, endpoint, on)
+        page.settle(number, endpoint, on)
     }
 }
 

@@ -141,8 +141,8 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         self.pages += 1;
         let walked = self.walk.advance(
             self.pages,
-            arrived.has_more,
-            arrived.next_cursor.as_ref(),
+            arrived.head.has_more,
+            arrived.head.next_cursor.as_ref(),
             arrived.elements == 0,
         );
         // A page that may fill the listing's `max_items` starts no request it may not need.
