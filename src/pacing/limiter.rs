@@ -198,7 +198,7 @@ impl Limiter {
 
     /// Requests a second the server accepted since the client last resumed sending, less the
     /// burst its bucket held then; `None` until a [`METER_WINDOW`] has passed since.
-    fn sustained(&self, now: f64) -> Option<f64> {
+    fn since_resumed(&self, now: f64) -> Option<f64> {
         let elapsed = now - self.resumed;
         (elapsed >= METER_WINDOW).then(|| ((self.accepted_since - self.burst.max(1.0)) / elapsed).max(0.0))
     }
@@ -235,8 +235,8 @@ impl Limiter {
     /// for `quiet`, the refusal `cause` kept for those that will not wait, and, once a round, a
     /// lower rate.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
-        let (measured, sustained) = self.measured(now);
-        let (kept, resumed) = (self.sustained(now), self.resumed);
+        let (measured, unpaused) = self.measured(now);
+        let (since_resumed, resumed) = (self.since_resumed(now), self.resumed);
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
@@ -256,8 +256,8 @@ impl Limiter {
                 return;
             }
             Some(held) if now - self.waited < STEP => held,
-            Some(held) => held.min(kept.unwrap_or(held)),
-            None if sustained => measured,
+            Some(held) => held.min(since_resumed.unwrap_or(held)),
+            None if unpaused => measured,
             None => {
                 self.decided = now;
                 // As many requests per `Retry-After` as the server took at once; none: a second.
