@@ -262,8 +262,9 @@ mod tests {
                 "scopes",
             ),
         ];
+        let sender = HttpSender::shared_default().expect("the default sender");
         for (flow, argument) in cases {
-            match flow.into_grant(&HttpSender::with_client(reqwest::Client::new())).err() {
+            match flow.into_grant(&sender).err() {
                 Some(Error::InvalidArgument(got)) => assert_eq!(got.argument(), argument),
                 other => panic!("expected an error for {argument}, got {other:?}"),
             }
