@@ -19,8 +19,15 @@ const WARNING_INTERVAL: Duration = Duration::from_secs(30);
 pub(crate) struct Redis {
     manager: ConnectionManager,
     timeout: Duration,
-    /// When the last warning was logged, and whether Redis failed since it last answered.
-    outage: Mutex<(Option<Instant>, bool)>,
+    outage: Mutex<Outage>,
+}
+
+/// When the last warning about Redis was logged, and whether Redis failed since it last
+/// answered.
+#[derive(Default)]
+struct Outage {
+    last_warning: Option<Instant>,
+    failing: bool,
 }
 
 impl fmt::Debug for Redis {
@@ -69,7 +76,7 @@ impl Redis {
         let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
         let failure = match answer {
             Ok(Ok(value)) => {
-                if std::mem::take(&mut outage.1) {
+                if std::mem::take(&mut outage.failing) {
                     tracing::info!("redis answers again; tokens are shared again");
                 }
                 return Some(value);
@@ -81,7 +88,7 @@ impl Redis {
             tracing::debug!(error = failure, "redis script failed");
             return None;
         };
-        outage.1 = true;
+        outage.failing = true;
         drop(outage);
         self.rate_limited(|| {
             tracing::warn!(
@@ -98,8 +105,8 @@ impl Redis {
     pub(crate) fn rate_limited(&self, warn: impl FnOnce()) {
         let now = Instant::now();
         let mut outage = self.outage.lock().unwrap_or_else(|e| e.into_inner());
-        if outage.0.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
-            outage.0 = Some(now);
+        if outage.last_warning.is_none_or(|at| now.duration_since(at) >= WARNING_INTERVAL) {
+            outage.last_warning = Some(now);
             drop(outage);
             warn();
         }
