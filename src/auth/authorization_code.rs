@@ -10,8 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use oauth2::{AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, TokenResponse, TokenUrl};
+use oauth2::{AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, TokenUrl};
 use url::Url;
 
 use self::id_token::check_same_user;
@@ -20,11 +19,10 @@ pub(super) use self::request::CallbackParams;
 use self::request::parse_redirect_uri;
 use super::discovery::{AuthServerMetadata, missing_endpoint};
 pub(crate) use super::oauth::Refreshed;
-use super::oauth::{OAuthClient, OAuthHttp, token_error, token_set};
+use super::oauth::{OAuthClient, OAuthHttp, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
 use super::{TokenSet, TokenVerifier};
-use crate::bounds::clamp_lifetime;
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
@@ -406,18 +404,16 @@ impl AuthorizationCodeFlow {
         self.can_sign_in()?;
         let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
-        let sent_at = Utc::now();
-        let response = (self.config.client)
+        let http = OAuthHttp::token(&self.config.sender);
+        let exchange = (self.config.client)
             .exchange_code(oauth2::AuthorizationCode::new(code.to_owned()))
             .set_pkce_verifier(oauth2::PkceCodeVerifier::new(request.verifier.secret().to_owned()))
-            .request_async(&OAuthHttp::token(&self.config.sender))
-            .await
-            .map_err(|e| token_error(self.token_path(), e))?;
-        let mut tokens = token_set(self.token_path(), &response, sent_at, &self.config.scopes)?;
+            .request_async(&http);
+        let mut tokens = request_tokens(self.token_path(), &self.config.scopes, exchange).await?.tokens;
         match &tokens.id_token {
             Some(id_token) => {
                 let claims = self.verify_id(id_token, request.nonce.as_deref()).await?;
-                tokens.set_id_claims(Some(claims));
+                tokens.id_claims = Some(claims);
             }
             None if self.wants_id_token() => {
                 return Err(Error::Decode(DecodeError::invalid(
@@ -501,13 +497,10 @@ impl AuthorizationCodeFlow {
             .as_ref()
             .ok_or(Error::ReauthenticationRequired("no refresh token was issued"))?;
         let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
-        let sent_at = Utc::now();
-        let response = (self.config.client)
-            .exchange_refresh_token(&refresh_token)
-            .request_async(&OAuthHttp::token(&self.config.sender))
-            .await
-            .map_err(|e| token_error(self.token_path(), e))?;
-        let mut next = token_set(self.token_path(), &response, sent_at, &tokens.scopes)?;
+        let http = OAuthHttp::token(&self.config.sender);
+        let refresh = self.config.client.exchange_refresh_token(&refresh_token).request_async(&http);
+        let Refreshed { tokens: mut next, expires_in, .. } =
+            request_tokens(self.token_path(), &tokens.scopes, refresh).await?;
         if let Some(id_token) = &next.id_token {
             check_same_user(tokens, id_token)?;
         }
@@ -518,11 +511,11 @@ impl AuthorizationCodeFlow {
             Some(id_token) => Some((id_token, tokens.clone())),
             None => {
                 next.id_token = tokens.id_token.clone();
-                next.set_id_claims(tokens.id_token_claims().cloned());
+                next.id_claims = tokens.id_claims.clone();
                 None
             }
         };
-        Ok(Refreshed { tokens: next, expires_in: response.expires_in().map(clamp_lifetime), new_id_token })
+        Ok(Refreshed { tokens: next, expires_in, new_id_token })
     }
 }
 

@@ -4,13 +4,12 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use http::HeaderValue;
-use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenResponse, TokenUrl};
+use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenUrl};
 
-use super::oauth::{OAuthClient, OAuthHttp, Refreshed, token_error, token_set};
+use super::oauth::{OAuthClient, OAuthHttp, Refreshed, request_tokens};
 use super::token_manager::Grant;
 use super::{ClientSecret, TokenStore};
 use crate::Error;
-use crate::bounds::clamp_lifetime;
 use crate::text::shown_raw_url;
 use crate::urls;
 use crate::wire::HttpSender;
@@ -205,16 +204,9 @@ impl ClientCredentialsGrant {
     pub(crate) async fn request(&self) -> Result<Refreshed, Error> {
         let endpoint = self.client.token_uri().url().path();
         let send = OAuthHttp::token(&self.sender).authorization(self.literal_basic.as_ref());
-        let sent_at = chrono::Utc::now();
-        let response = self
-            .client
-            .exchange_client_credentials()
-            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
-            .request_async(&send)
-            .await
-            .map_err(|e| token_error(endpoint, e))?;
-        let tokens = token_set(endpoint, &response, sent_at, &self.scopes)?;
-        Ok(Refreshed { tokens, expires_in: response.expires_in().map(clamp_lifetime), new_id_token: None })
+        let scopes = self.scopes.iter().cloned().map(Scope::new);
+        let request = self.client.exchange_client_credentials().add_scopes(scopes).request_async(&send);
+        request_tokens(endpoint, &self.scopes, request).await
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::future::BoxFuture;
 use http::HeaderValue;
 use http::header::AUTHORIZATION;
@@ -160,25 +160,27 @@ pub(crate) struct Refreshed {
     pub(crate) new_id_token: Option<(IdToken, TokenSet)>,
 }
 
-/// The set a token response of `endpoint` holds; an access token that cannot be sent in a
-/// header makes the response unusable.
-pub(crate) fn token_set(
+/// Sends `request`, a token request to `endpoint` through [`OAuthHttp`], and reads the set its
+/// answer holds (`requested` as the scopes when it names none); an access token that cannot be
+/// sent in a header makes the answer unusable. No new ID token is set aside for verification.
+pub(crate) async fn request_tokens(
     endpoint: &str,
-    response: &OidcTokenResponse,
-    sent_at: DateTime<Utc>,
     requested: &[String],
-) -> Result<TokenSet, Error> {
+    request: impl Future<Output = Result<OidcTokenResponse, RequestTokenError<Error, BasicErrorResponse>>>,
+) -> Result<Refreshed, Error> {
+    let sent_at = Utc::now();
+    let response = request.await.map_err(|e| token_error(endpoint, e))?;
     let mut tokens = TokenSet::new(response.access_token().secret().clone());
     if !tokens.access_token.fits_header() {
         return Err(AccessToken::unsendable(endpoint));
     }
     tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
     tokens.id_token = response.extra_fields().id_token.clone();
-    let lifetime =
-        response.expires_in().and_then(|lifetime| chrono::Duration::from_std(clamp_lifetime(lifetime)).ok());
+    let expires_in = response.expires_in().map(clamp_lifetime);
+    let lifetime = expires_in.and_then(|lifetime| chrono::Duration::from_std(lifetime).ok());
     tokens.expires_at = lifetime.and_then(|lifetime| sent_at.checked_add_signed(lifetime));
     // RFC 6749 section 5.1: no `scope` in the response means the requested ones were granted.
     let granted = response.scopes().map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect());
     tokens.scopes = granted.unwrap_or_else(|| requested.to_vec());
-    Ok(tokens)
+    Ok(Refreshed { tokens, expires_in, new_id_token: None })
 }

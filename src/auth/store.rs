@@ -58,7 +58,7 @@ pub struct TokenSet {
     /// The ID token's claims, set only after the ID token was verified; kept through a store
     /// (sets saved before they were kept read back without them).
     #[serde(default, rename = "id_token_claims", skip_serializing_if = "Option::is_none")]
-    id_claims: Option<Claims>,
+    pub(crate) id_claims: Option<Claims>,
     /// Why the ID token of the refresh that made this set was dropped.
     #[serde(skip)]
     id_token_error: Option<Arc<crate::Error>>,
@@ -89,10 +89,6 @@ impl TokenSet {
     pub fn with_scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
         self
-    }
-
-    pub(crate) fn set_id_claims(&mut self, claims: Option<Claims>) {
-        self.id_claims = claims;
     }
 
     /// The verified claims of the ID token (`sub`, `email`, ...).

@@ -182,7 +182,7 @@ async fn verified_claims_survive_a_store_and_old_sets_still_load() {
     }))
     .expect("claims");
     let mut tokens = sample(1);
-    tokens.set_id_claims(Some(claims));
+    tokens.id_claims = Some(claims);
     let dir = TempDir::new("claims");
     let store = FileTokenStore::new(dir.0.join("tokens.json"));
     store.save(&tokens).await.expect("save");
