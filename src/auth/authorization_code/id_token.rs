@@ -35,14 +35,8 @@ impl AuthorizationCodeFlow {
     /// `nonce` equal to it.
     pub(super) async fn verify_id(&self, id_token: &IdToken, nonce: Option<&str>) -> Result<Claims, Error> {
         // The verifier checks the signature, `iss`, `exp`, `nbf`, `iat` when present, and that
-        // `aud` names the client.
+        // `aud` names the client; then the checks beyond those, the first that fails.
         let claims = self.config.id_verifier.verify(id_token.secret()).await?;
-        self.check_id_claims(&claims, nonce)?;
-        Ok(claims)
-    }
-
-    /// The checks of an ID token's claims beyond those of the verifier; the first that fails.
-    fn check_id_claims(&self, claims: &Claims, nonce: Option<&str>) -> Result<(), VerifyError> {
         let missing = |claim: &str| Err(VerifyError::MissingClaim { claim: claim.to_owned() });
         let client_id = self.client_id();
         let trusted =
@@ -65,7 +59,8 @@ impl AuthorizationCodeFlow {
             Err(VerifyError::InvalidNonce)
         } else {
             Ok(())
-        }
+        }?;
+        Ok(claims)
     }
 }
 
