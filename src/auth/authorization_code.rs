@@ -22,7 +22,7 @@ pub(crate) use super::oauth::Refreshed;
 use super::oauth::{OAuthClient, OAuthHttp, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
-use super::{TokenSet, TokenVerifier};
+use super::{TokenSet, TokenVerifier, check_client};
 use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
@@ -209,9 +209,7 @@ impl AuthorizationCodeFlow {
             AuthUrl::from_url(endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?);
         let token = TokenUrl::from_url(endpoint(&metadata.token_endpoint, "token_endpoint")?);
         let jwks = endpoint(&metadata.jwks_uri, "jwks_uri")?;
-        if client_id.trim().is_empty() {
-            return Err(Error::invalid("client_id", "expected a non-empty client id"));
-        }
+        check_client(&client_id, None)?;
         let id_verifier = TokenVerifier::new(jwks.as_str(), metadata.issuer.as_str(), client_id.as_str())?
             .leeway(DEFAULT_ID_TOKEN_LEEWAY);
         let client =

@@ -8,7 +8,7 @@ use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenUrl};
 
 use super::oauth::{OAuthClient, OAuthHttp, Refreshed, request_tokens};
 use super::token_manager::Grant;
-use super::{ClientSecret, TokenStore};
+use super::{ClientSecret, TokenStore, check_client};
 use crate::Error;
 use crate::text::shown_raw_url;
 use crate::urls;
@@ -133,7 +133,7 @@ impl ClientCredentials {
             Some(raw) => urls::parse_service_url("token_url", raw)?,
             None => urls::join_path(&urls::parse_service_url("auth_url", &self.auth_url)?, "oauth2/token"),
         };
-        check_client(&self.client_id, &self.client_secret)?;
+        check_client(&self.client_id, Some(&self.client_secret))?;
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
@@ -161,17 +161,6 @@ impl ClientCredentials {
             ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: http.clone() };
         Ok((Grant::ClientCredentials(Box::new(grant)), store))
     }
-}
-
-/// A confidential client's id and secret: neither empty.
-pub(crate) fn check_client(client_id: &str, client_secret: &ClientSecret) -> Result<(), Error> {
-    if client_id.trim().is_empty() {
-        return Err(Error::invalid("client_id", "expected a non-empty client id"));
-    }
-    if client_secret.secret().is_empty() {
-        return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
-    }
-    Ok(())
 }
 
 pub(crate) struct ClientCredentialsGrant {

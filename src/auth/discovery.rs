@@ -9,9 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use super::ClientSecret;
-use super::client_credentials::check_client;
 use super::oauth::{OAuthClient, OAuthHttp, token_error};
+use super::{ClientSecret, check_client};
 use crate::error::DecodeError;
 use crate::limits::BodyLimit;
 use crate::text::{shown_raw_url, shown_url};
@@ -238,7 +237,7 @@ impl TokenIntrospector {
 
     fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
         let client_secret = ClientSecret::new(client_secret);
-        check_client(&client_id, &client_secret)?;
+        check_client(&client_id, Some(&client_secret))?;
         let client = oauth2::Client::new(oauth2::ClientId::new(client_id))
             .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
             .set_introspection_url(IntrospectionUrl::from_url(endpoint));

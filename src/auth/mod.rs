@@ -161,6 +161,17 @@ pub(crate) fn check_token(token: &AccessToken) -> Result<(), Error> {
     Ok(())
 }
 
+/// A client's id and, for a confidential client, its secret: neither empty.
+pub(crate) fn check_client(client_id: &str, client_secret: Option<&ClientSecret>) -> Result<(), Error> {
+    if client_id.trim().is_empty() {
+        return Err(Error::invalid("client_id", "expected a non-empty client id"));
+    }
+    if client_secret.is_some_and(|secret| secret.secret().is_empty()) {
+        return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
+    }
+    Ok(())
+}
+
 /// How the client authenticates; passed to [`ClientBuilder::auth`](crate::ClientBuilder::auth).
 ///
 /// ```
