@@ -23,8 +23,8 @@ use futures::future::{BoxFuture, Shared};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::authorization_code::Refreshed;
 use super::client_credentials::ClientCredentialsGrant;
+use super::oauth::Refreshed;
 use super::{AccessToken, AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::bounds::{clamp_lifetime, later};
