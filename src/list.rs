@@ -57,16 +57,13 @@ impl<T> fmt::Debug for List<T> {
 
 impl<T: DeserializeOwned + Send + 'static> List<T> {
     pub(crate) fn new(pipeline: Pipeline, path: ApiPath) -> Self {
-        let query = Call::new(Method::GET, pipeline.api_root(), &path).map(Query::new);
+        let query = Call::new(Method::GET, &pipeline.settings.api_root, &path).map(Query::new);
         List { pipeline, query, items: PhantomData }
     }
 
+    /// Applies `change` unless an earlier setter failed; its error replaces the query.
     fn with(mut self, change: impl FnOnce(&mut Query) -> Result<(), Error>) -> Self {
-        if let Ok(query) = &mut self.query
-            && let Err(error) = change(query)
-        {
-            self.query = Err(error);
-        }
+        self.query = self.query.and_then(|mut query| change(&mut query).map(|()| query));
         self
     }
 

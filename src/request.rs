@@ -51,16 +51,13 @@ impl fmt::Debug for Request {
 
 impl Request {
     pub(crate) fn new(pipeline: Pipeline, method: Method, path: ApiPath) -> Request {
-        let call = Call::new(method, pipeline.api_root(), &path);
+        let call = Call::new(method, &pipeline.settings.api_root, &path);
         Request { pipeline, call }
     }
 
+    /// Applies `change` unless an earlier setter failed; its error replaces the call.
     fn with(mut self, change: impl FnOnce(&mut Call) -> Result<(), Error>) -> Self {
-        if let Ok(call) = &mut self.call
-            && let Err(error) = change(call)
-        {
-            self.call = Err(error);
-        }
+        self.call = self.call.and_then(|mut call| change(&mut call).map(|()| call));
         self
     }
 

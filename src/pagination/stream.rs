@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
+use futures::TryStreamExt;
 use futures::stream::{BoxStream, StreamExt};
 use sync_wrapper::SyncWrapper;
 
@@ -71,18 +72,14 @@ impl<T: DeserializeOwned + Send + 'static> PageStream<T> {
 
     /// The next page, `Ok(None)` at the end.
     pub async fn try_next(&mut self) -> Result<Option<Page<T>>, Error> {
-        self.next().await.transpose()
+        TryStreamExt::try_next(self).await
     }
 
     /// Every remaining page, in a collection of your choice (`Vec<Page<T>>` most often). The
     /// same signature and behaviour as [`TryStreamExt::try_collect`](futures::TryStreamExt::try_collect),
     /// so importing that trait changes nothing.
-    pub async fn try_collect<C: Default + Extend<Page<T>>>(mut self) -> Result<C, Error> {
-        let mut pages = C::default();
-        while let Some(page) = self.try_next().await? {
-            pages.extend(std::iter::once(page));
-        }
-        Ok(pages)
+    pub async fn try_collect<C: Default + Extend<Page<T>>>(self) -> Result<C, Error> {
+        TryStreamExt::try_collect(self).await
     }
 
     /// The cursor of the first page this stream has not yet delivered: pass it to
@@ -189,7 +186,7 @@ impl<T: DeserializeOwned + Send + 'static> ItemStream<T> {
 
     /// The next item, `Ok(None)` at the end.
     pub async fn try_next(&mut self) -> Result<Option<T>, Error> {
-        self.next().await.transpose()
+        TryStreamExt::try_next(self).await
     }
 
     /// Every remaining item, in a collection of your choice (`Vec<T>` most often). The same
@@ -202,12 +199,8 @@ impl<T: DeserializeOwned + Send + 'static> ItemStream<T> {
     /// # let _ = companies;
     /// # Ok(()) }
     /// ```
-    pub async fn try_collect<C: Default + Extend<T>>(mut self) -> Result<C, Error> {
-        let mut items = C::default();
-        while let Some(item) = self.try_next().await? {
-            items.extend(std::iter::once(item));
-        }
-        Ok(items)
+    pub async fn try_collect<C: Default + Extend<T>>(self) -> Result<C, Error> {
+        TryStreamExt::try_collect(self).await
     }
 
     /// The cursor of the first page none of whose items this stream has delivered yet, once
@@ -260,9 +253,8 @@ impl<T: DeserializeOwned + Send + 'static> ItemStream<T> {
     }
 }
 
-// Neither stream pins its items or pages; they are only moved.
+// The stream does not pin its items; they are only moved.
 impl<T> Unpin for ItemStream<T> {}
-impl<T> Unpin for PageStream<T> {}
 
 impl<T: DeserializeOwned + Send + 'static> Stream for ItemStream<T> {
     type Item = Result<T, Error>;
