@@ -13,7 +13,7 @@ use crate::deprecation::{DeprecationCallback, DeprecationNotice, DeprecationPoli
 use crate::list::List;
 use crate::model::{Company, Contact};
 use crate::pacing::{Pacer, RateLimit};
-use crate::pipeline::{Paging, Pipeline, Settings};
+use crate::pipeline::{Pipeline, Settings};
 use crate::request::Request;
 use crate::urls::ApiPath;
 use crate::version::Preview;
@@ -101,12 +101,12 @@ impl Client {
 
     /// The versioned API root every request goes below (`https://api.example.com/v1/`).
     pub fn api_root(&self) -> &Url {
-        self.pipeline.api_root()
+        &self.pipeline.settings.api_root
     }
 
     /// The API version in use.
     pub fn api_version(&self) -> ApiVersion {
-        self.pipeline.settings().api_version
+        self.pipeline.settings.api_version
     }
 
     /// A client that authenticates with `auth` and shares everything else with this one: the
@@ -131,8 +131,8 @@ impl Client {
     ///
     /// [`Error::InvalidArgument`] as [`ClientBuilder::build`] reports it for `auth`.
     pub fn with_auth(&self, auth: impl Into<Auth>) -> Result<Client, Error> {
-        let tokens = auth.into().into_token_manager(&self.pipeline.settings().sender)?;
-        Ok(Client { pipeline: self.pipeline.with_tokens(tokens) })
+        let tokens = auth.into().into_token_manager(&self.pipeline.settings.sender)?;
+        Ok(Client { pipeline: Pipeline { settings: Arc::clone(&self.pipeline.settings), tokens } })
     }
 
     /// Signs this client's user out: revokes the refresh token, then the access token, at the
@@ -159,7 +159,7 @@ impl Client {
     /// request fails; [`Error::TokenStore`] when the store cannot be cleared. Revoking tokens
     /// the server no longer knows is no error (RFC 7009 section 2.2).
     pub async fn sign_out(&self) -> Result<(), Error> {
-        self.pipeline.tokens().sign_out().await
+        self.pipeline.tokens.sign_out().await
     }
 
     /// The signed-in user's current tokens (renewed ones included), with the verified claims of
@@ -176,7 +176,7 @@ impl Client {
     /// # }
     /// ```
     pub async fn token_set(&self) -> Option<crate::auth::TokenSet> {
-        self.pipeline.tokens().current().await
+        self.pipeline.tokens.current().await
     }
 }
 
@@ -203,7 +203,7 @@ impl AuthorizationCodeFlow {
     /// # let _ = flow; Ok(()) }
     /// ```
     pub fn http(self, client: &Client) -> Self {
-        self.with_sender(client.pipeline.settings().sender.clone())
+        self.with_sender(client.pipeline.settings.sender.clone())
     }
 }
 
@@ -212,7 +212,7 @@ impl TokenIntrospector {
     /// [`AuthorizationCodeFlow::http`]). Default: the crate's shared HTTP client.
     #[must_use]
     pub fn http(self, client: &Client) -> Self {
-        self.with_sender(client.pipeline.settings().sender.clone())
+        self.with_sender(client.pipeline.settings.sender.clone())
     }
 }
 
@@ -231,7 +231,7 @@ impl AuthServerMetadata {
     ///
     /// As [`discover`](Self::discover).
     pub async fn discover_with(auth_url: impl AsRef<str>, client: &Client) -> Result<Self, Error> {
-        Self::fetch(&client.pipeline.settings().sender, auth_url.as_ref()).await
+        Self::fetch(&client.pipeline.settings.sender, auth_url.as_ref()).await
     }
 }
 
@@ -572,12 +572,10 @@ impl ClientBuilder {
             deprecation: DeprecationReporter::new(self.deprecation_policy, self.on_deprecation),
             max_body_bytes: self.max_page_bytes.unwrap_or(crate::limits::DEFAULT_MAX_PAGE_BYTES),
             pacer,
-            paging: Paging {
-                prefetch: self.prefetch.unwrap_or(true),
-                page_delay: self.page_delay.filter(|d| !d.is_zero()),
-            },
+            prefetch: self.prefetch.unwrap_or(true),
+            page_delay: self.page_delay.filter(|d| !d.is_zero()),
         };
-        Ok(Client { pipeline: Pipeline::new(settings, tokens) })
+        Ok(Client { pipeline: Pipeline { settings: Arc::new(settings), tokens } })
     }
 }
 
@@ -638,9 +636,9 @@ mod tests {
         let user = app
             .with_auth(Auth::user(flow.clone(), crate::auth::TokenSet::new("alice-token")))
             .expect("derived");
-        assert!(user.pipeline.shares_with(&app.pipeline));
+        assert!(Arc::ptr_eq(&user.pipeline.settings, &app.pipeline.settings));
         assert_eq!(user.api_root(), app.api_root());
-        assert!(!user.pipeline.settings().paging.prefetch, "paging settings are shared");
+        assert!(!user.pipeline.settings.prefetch, "paging settings are shared");
         let tokens = user.token_set().await.expect("a user's client has tokens");
         assert_eq!(tokens.access_token.secret(), "alice-token");
         assert!(app.token_set().await.is_none(), "a static token is no user");

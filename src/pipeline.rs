@@ -83,15 +83,6 @@ pub(crate) struct Reply {
     pub(crate) deprecation: Option<DeprecationNotice>,
 }
 
-/// How a client's listings move from page to page.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Paging {
-    /// Request page k+1 as soon as page k arrives.
-    pub(crate) prefetch: bool,
-    /// The least time between two page requests of a listing.
-    pub(crate) page_delay: Option<Duration>,
-}
-
 /// What every client derived from one another shares: the HTTP configuration (connection
 /// pool, timeout, middleware, user agent, retry policy), the versioned root, the request
 /// budget, the preview label, deprecation reporting and the listings' settings.
@@ -104,45 +95,23 @@ pub(crate) struct Settings {
     pub(crate) deprecation: DeprecationReporter,
     pub(crate) max_body_bytes: u64,
     pub(crate) pacer: Pacer,
-    pub(crate) paging: Paging,
+    /// Request page k+1 of a listing as soon as page k arrives.
+    pub(crate) prefetch: bool,
+    /// The least time between two page requests of a listing.
+    pub(crate) page_delay: Option<Duration>,
 }
 
 /// The API pipeline: the shared settings and this client's tokens. Cheap to clone: listings
 /// and prefetch tasks hold one each.
 #[derive(Debug, Clone)]
 pub(crate) struct Pipeline {
-    settings: Arc<Settings>,
-    tokens: TokenManager,
+    /// Shared by every client derived from one another.
+    pub(crate) settings: Arc<Settings>,
+    /// This client's own.
+    pub(crate) tokens: TokenManager,
 }
 
 impl Pipeline {
-    pub(crate) fn new(settings: Settings, tokens: TokenManager) -> Self {
-        Pipeline { settings: Arc::new(settings), tokens }
-    }
-
-    /// The same pipeline with its own tokens: a signed-in user's client derived from the app's.
-    pub(crate) fn with_tokens(&self, tokens: TokenManager) -> Self {
-        Pipeline { settings: Arc::clone(&self.settings), tokens }
-    }
-
-    /// Whether `other` shares this pipeline's settings and connection pool.
-    #[cfg(test)]
-    pub(crate) fn shares_with(&self, other: &Pipeline) -> bool {
-        Arc::ptr_eq(&self.settings, &other.settings)
-    }
-
-    pub(crate) fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
-    pub(crate) fn api_root(&self) -> &Url {
-        &self.settings.api_root
-    }
-
-    pub(crate) fn tokens(&self) -> &TokenManager {
-        &self.tokens
-    }
-
     /// Sends `call`: each attempt after waiting for the client's budget, transient failures
     /// retried under the call's retry policy (or the client's), counted in `stats`.
     pub(crate) async fn send(&self, call: &Call, stats: Option<&CallStats>) -> Result<Reply, Error> {
@@ -171,18 +140,35 @@ impl Pipeline {
                 Err(failed) => return Ok(Err(failed)),
             };
             let sent_at = tokio::time::Instant::now();
-            let mut head = Head::default();
+            let (mut deprecation, mut successor) = (None, None);
             // A resend with a new token counts as an attempt of its own on the request's span.
             let number = number + u32::from(resent_for_token);
-            let answer = self
-                .settings
-                .sender
-                .exchange(self.request(call, &token)?, number, expect, |status, headers| {
-                    self.read_head(call, sent_at, status, headers, &mut head)
-                })
-                .await;
+            // The head of every answer, before its body is read: the budget learns of it, its
+            // deprecation headers are reported, and an error answer's successor link kept. The
+            // notice goes with an error answer.
+            let read_head = |status: StatusCode, headers: &HeaderMap| {
+                self.settings.pacer.response(sent_at, status.as_u16(), headers);
+                deprecation = DeprecationNotice::from_headers(&call.method, &call.url, headers);
+                if let Some(notice) = &deprecation {
+                    self.settings.deprecation.report(notice, &call.route);
+                }
+                if !status.is_success() {
+                    successor = successor_link(headers, &call.url);
+                }
+                deprecation.clone()
+            };
+            let answer =
+                self.settings.sender.exchange(self.request(call, &token)?, number, expect, read_head).await;
             let error = match answer {
-                Ok(response) => return self.accept(response.body, head.deprecation).map(Ok),
+                // A successful answer, unless the client fails deprecated ones.
+                Ok(response) => {
+                    return match deprecation {
+                        Some(notice) if self.settings.deprecation.policy() == DeprecationPolicy::Fail => {
+                            Err(Error::Deprecated(Arc::new(notice)))
+                        }
+                        deprecation => Ok(Ok(Reply { body: response.body, deprecation })),
+                    };
+                }
                 Err(Error::Api(error)) => error,
                 Err(other) => return Err(other),
             };
@@ -197,44 +183,12 @@ impl Pipeline {
                 self.settings.pacer.admit(policy.longest_delay(), None).await?;
                 continue;
             }
-            let error = classify(error, head.successor);
+            let error = classify(error, successor);
             if is_throttle(&error) {
                 self.settings.pacer.throttled(sent_at, &error, policy.longest_delay());
             }
             return Err(error);
         }
-    }
-
-    /// What the head of an answer to a request sent at `sent_at` says, before its body is read:
-    /// the budget learns of it, its deprecation headers are reported, and an error answer's
-    /// successor link kept. The notice goes with an error answer.
-    fn read_head(
-        &self,
-        call: &Call,
-        sent_at: tokio::time::Instant,
-        status: StatusCode,
-        headers: &HeaderMap,
-        head: &mut Head,
-    ) -> Option<DeprecationNotice> {
-        self.settings.pacer.response(sent_at, status.as_u16(), headers);
-        head.deprecation = DeprecationNotice::from_headers(&call.method, &call.url, headers);
-        if let Some(notice) = &head.deprecation {
-            self.settings.deprecation.report(notice, &call.route);
-        }
-        if !status.is_success() {
-            head.successor = successor_link(headers, &call.url);
-        }
-        head.deprecation.clone()
-    }
-
-    /// A successful answer, unless the client fails deprecated ones.
-    fn accept(&self, body: Vec<u8>, deprecation: Option<DeprecationNotice>) -> Result<Reply, Error> {
-        if let Some(notice) =
-            deprecation.as_ref().filter(|_| self.settings.deprecation.policy() == DeprecationPolicy::Fail)
-        {
-            return Err(Error::Deprecated(Arc::new(notice.clone())));
-        }
-        Ok(Reply { body, deprecation })
     }
 
     /// The request of `call` for one attempt, with `token` as its bearer token and the
@@ -260,14 +214,6 @@ impl Pipeline {
         *request.body_mut() = call.body.clone().map(reqwest::Body::from);
         Ok(request)
     }
-}
-
-/// What the pipeline reads from the head of an answer.
-#[derive(Default)]
-struct Head {
-    deprecation: Option<DeprecationNotice>,
-    /// An error answer's `rel="successor-version"` link.
-    successor: Option<Url>,
 }
 
 /// Chooses the variant for an API error response to a request for `url`.

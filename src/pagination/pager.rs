@@ -85,12 +85,12 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         let limit = self.query.page_limit(Some(MAX_LIMIT), delivered);
         let call = self.query.page(limit, self.walk.cursor());
         let not_before = self.not_before;
-        if let Some(delay) = self.pipeline.settings().paging.page_delay {
+        if let Some(delay) = self.pipeline.settings.page_delay {
             let now = Instant::now();
             self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
         let (pipeline, stats) = (self.pipeline.clone(), Arc::clone(&self.stats));
-        let prefetch = pipeline.settings().paging.prefetch;
+        let prefetch = pipeline.settings.prefetch;
         async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
@@ -147,7 +147,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         );
         // A page that may fill the listing's `max_items` starts no request it may not need.
         let may_fill = self.remaining().is_some_and(|left| left <= arrived.elements);
-        if matches!(walked, Ok(true)) && !may_fill && self.pipeline.settings().paging.prefetch {
+        if matches!(walked, Ok(true)) && !may_fill && self.pipeline.settings.prefetch {
             // Every element of this page counted as an item: at worst a page more.
             let delivered = self.progress.delivered + arrived.elements;
             self.prefetched = Some(tokio::spawn(self.request(delivered)));
