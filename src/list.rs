@@ -208,7 +208,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     pub async fn send(self) -> Result<Page<T>, Error> {
         let query = self.query?;
         let call = query.page(query.page_limit(None, 0), query.cursor.as_ref());
-        let arrived = fetch(&self.pipeline, &call, None, true).await;
+        let arrived = fetch(&self.pipeline, &call, None).await;
         let arrived = arrived.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
         let page = arrived.page(1, call.url.path(), query.on_undecodable)?;
         Ok(match query.max_items {

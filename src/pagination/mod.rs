@@ -104,17 +104,15 @@ impl Query {
     }
 }
 
-/// Sends `call` for a page of a listing and reads it (its items now when `items_now`, else
-/// its envelope): the one way every page arrives, [`List::send`](crate::List::send)'s and the
-/// streams'.
+/// Sends `call` for a page of a listing and reads its envelope: the one way every page
+/// arrives, [`List::send`](crate::List::send)'s and the streams'.
 pub(crate) async fn fetch<T: DeserializeOwned>(
     pipeline: &Pipeline,
     call: &Call,
     stats: Option<&CallStats>,
-    items_now: bool,
 ) -> Result<Arrived<T>, Error> {
     let reply = pipeline.send(call, stats).await?;
-    Arrived::read(reply.body, reply.deprecation, call.url.path(), items_now)
+    Arrived::read(reply.body, reply.deprecation, call.url.path())
 }
 
 /// An error answer to a page request: a cursor the server refused (`invalid_cursor`,

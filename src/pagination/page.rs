@@ -139,15 +139,42 @@ impl<T: DeserializeOwned> Page<T> {
                 .map(|envelope| envelope.pagination.into_page(envelope.data)),
         }
     }
+}
 
-    /// With [`OnUndecodable::Fail`], the first element that is not a `T` as the listing's
-    /// error; page `number` of a listing of `endpoint` either way.
-    pub(crate) fn settle(mut self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Self, Error> {
-        for item in &mut self.undecodable {
+/// A page as it arrived: its envelope read and its elements counted, without building one, so
+/// the next page can be requested before its items are decoded by [`page`](Arrived::page).
+pub(crate) struct Arrived<T> {
+    /// The page without its items, which `body` still holds.
+    pub(crate) head: Page<T>,
+    body: Vec<u8>,
+    /// Elements of `data`, items or not.
+    pub(crate) elements: u64,
+}
+
+impl<T: DeserializeOwned> Arrived<T> {
+    /// Reads the envelope of `body`, a page of a listing of `endpoint`.
+    pub(crate) fn read(
+        body: Vec<u8>,
+        deprecation: Option<DeprecationNotice>,
+        endpoint: &str,
+    ) -> Result<Self, Error> {
+        let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
+            .map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+        let elements = envelope.data.len() as u64;
+        let head = Page { deprecation, ..envelope.pagination.into_page(Elements::from(Vec::new())) };
+        Ok(Arrived { head, body, elements })
+    }
+
+    /// Page `number` of a listing of `endpoint`, its items decoded. With
+    /// [`OnUndecodable::Fail`], the first element that is not a `T` is the listing's error.
+    pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
+        let page = Page::read(&self.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+        let mut page = Page { deprecation: self.head.deprecation, ..page };
+        for item in &mut page.undecodable {
             item.page = number;
         }
-        if let Some(first) = self.undecodable.first() {
-            tracing::warn!(endpoint, more = self.undecodable_total - 1, "{first}");
+        if let Some(first) = page.undecodable.first() {
+            tracing::warn!(endpoint, more = page.undecodable_total - 1, "{first}");
             if on == OnUndecodable::Fail {
                 let item = first.clone();
                 return Err(Error::Undecodable(Arc::new(UndecodableError {
@@ -156,53 +183,7 @@ impl<T: DeserializeOwned> Page<T> {
                 })));
             }
         }
-        Ok(self)
-    }
-}
-
-/// A page as it arrived: its envelope read, and its items decoded at once, or (to request the
-/// next page first) only counted, without building an element, and decoded by
-/// [`page`](Arrived::page).
-pub(crate) struct Arrived<T> {
-    /// The page; without items while `body` still holds them.
-    pub(crate) head: Page<T>,
-    body: Option<Vec<u8>>,
-    /// Elements of `data`, items or not.
-    pub(crate) elements: u64,
-}
-
-impl<T: DeserializeOwned> Arrived<T> {
-    /// Reads `body`, a page of a listing of `endpoint`: all of it when `items_now`, else its
-    /// envelope.
-    pub(crate) fn read(
-        body: Vec<u8>,
-        deprecation: Option<DeprecationNotice>,
-        endpoint: &str,
-        items_now: bool,
-    ) -> Result<Self, Error> {
-        let error = |e| Error::Decode(DecodeError::new(endpoint, e));
-        let (head, elements, body) = if items_now {
-            let page = Page::<T>::read(&body).map_err(error)?;
-            let elements = page.data.len() as u64 + page.undecodable_total;
-            (page, elements, None)
-        } else {
-            let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body).map_err(error)?;
-            let elements = envelope.data.len() as u64;
-            (envelope.pagination.into_page(Elements::from(Vec::new())), elements, Some(body))
-        };
-        Ok(Arrived { head: Page { deprecation, ..head }, body, elements })
-    }
-
-    /// Page `number` of a listing of `endpoint`, its items decoded; see [`Page::settle`].
-    pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
-        let page = match &self.body {
-            Some(body) => {
-                let page = Page::read(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
-                Page { deprecation: self.head.deprecation, ..page }
-            }
-            None => self.head,
-        };
-        page.settle(number, endpoint, on)
+        Ok(page)
     }
 }
 

@@ -36,7 +36,7 @@ pub(super) struct Pager<T> {
     /// The cursor of the next page, and the rules every page must keep.
     walk: Walk,
     pages: u64,
-    progress: Progress,
+    pub(super) progress: Progress,
     finished: bool,
     prefetched: Option<JoinHandle<Result<Arrived<T>, Error>>>,
     not_before: Option<Instant>,
@@ -75,8 +75,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
 
     /// The request for the page at the walk's cursor, in the listing's span, once its time has
     /// come: awaited right away, or spawned as a prefetch while the page before is decoded and
-    /// read. With prefetch on, it reads the page's envelope, and its items are decoded once
-    /// the next request is out.
+    /// read. It reads the page's envelope; its items are decoded once the next request is out.
     /// Its `limit` counts `delivered` items delivered before it.
     fn request(
         &mut self,
@@ -90,23 +89,17 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
         let (pipeline, stats) = (self.pipeline.clone(), Arc::clone(&self.stats));
-        let prefetch = pipeline.settings.prefetch;
         async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            super::fetch(&pipeline, &call, Some(&stats), !prefetch).await
+            super::fetch(&pipeline, &call, Some(&stats)).await
         }
         .instrument(self.span.clone())
     }
 
-    /// The next page and what the listing has delivered with it; `None` at the end.
-    pub(super) async fn next_page(&mut self) -> Option<(Result<Page<T>, Error>, Progress)> {
-        let result = self.next().await?;
-        Some((result, self.progress.clone()))
-    }
-
-    async fn next(&mut self) -> Option<Result<Page<T>, Error>> {
+    /// The next page, or the error the listing ends with; `None` at the end.
+    pub(super) async fn next(&mut self) -> Option<Result<Page<T>, Error>> {
         if let Some(error) = self.deferred.take() {
             return Some(Err(error));
         }

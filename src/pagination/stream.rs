@@ -62,7 +62,9 @@ impl<T: DeserializeOwned + Send + 'static> PageStream<T> {
                 let progress = Progress { resume: query.cursor.clone(), ..Progress::default() };
                 let pager = Pager::<T>::new(pipeline, query, Arc::clone(&stats));
                 let pages = futures::stream::unfold(pager, |mut pager| async move {
-                    pager.next_page().await.map(|item| (item, pager))
+                    let page = pager.next().await?;
+                    let progress = pager.progress.clone();
+                    Some(((page, progress), pager))
                 });
                 (pages.boxed(), progress)
             }
