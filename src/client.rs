@@ -558,9 +558,9 @@ impl ClientBuilder {
         let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());
         let user_agent = HeaderValue::from_str(&user_agent)
             .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
-        let sender = HttpSender::new(http, Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT)), user_agent)
-            .with_retry(self.retry.unwrap_or_default())
-            .with_middleware(&self.middleware);
+        let timeout = Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT));
+        let sender = HttpSender::new(http, self.middleware, timeout, user_agent)
+            .with_retry(self.retry.unwrap_or_default());
         let limit = self.rate_limit.unwrap_or_default();
         let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().longest_delay())?;
         let tokens = auth.into_token_manager(&sender)?;

@@ -5,7 +5,7 @@
 //! middleware layers, the client's timeout, and no redirects followed.
 //! [`HttpSender::exchange`] is the one response path: it sends a request and turns any answer
 //! into a [`Response`] or a typed error, its body read under its limit by [`read_body`] and an
-//! error answer made into an [`ApiError`](crate::error::ApiError) by [`error_response`]. Everything
+//! error answer made into an [`ApiError`](crate::error::ApiError) by [`api_error`]. Everything
 //! that talks HTTP goes through it: the API pipeline ([`pipeline`](crate::pipeline)), and the
 //! token, discovery, introspection and JWKS requests of [`auth`](crate::auth).
 //!
@@ -13,21 +13,23 @@
 
 mod body;
 mod error_response;
-mod exchange;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use http::header::{ACCEPT, HeaderValue, USER_AGENT};
+use http::StatusCode;
+use http::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
+use reqwest_middleware::ClientWithMiddleware;
 use tracing::Instrument;
 use url::Url;
 
 pub(crate) use body::decode;
 use body::read_body;
 use error_response::api_error;
-pub(crate) use exchange::{Expect, no_head};
 
-use crate::error::HttpError;
+use crate::deprecation::DeprecationNotice;
+use crate::error::{HttpError, Origin};
+use crate::limits::BodyLimit;
 use crate::{Error, RetryPolicy, telemetry};
 
 /// Middleware layers, in the order they run.
@@ -42,9 +44,8 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Puts requests on the wire.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpSender {
-    http: reqwest::Client,
-    /// `http` behind the caller's middleware layers, when there are any.
-    layered: Option<reqwest_middleware::ClientWithMiddleware>,
+    /// The HTTP client behind the caller's middleware layers (none: straight to the wire).
+    http: ClientWithMiddleware,
     timeout: Option<Duration>,
     user_agent: HeaderValue,
     /// How requests outside the API pipeline are retried (the authorization server's); API
@@ -53,15 +54,16 @@ pub(crate) struct HttpSender {
 }
 
 impl HttpSender {
-    pub(crate) fn new(http: reqwest::Client, timeout: Option<Duration>, user_agent: HeaderValue) -> Self {
-        HttpSender { http, layered: None, timeout, user_agent, retry: RetryPolicy::default() }
-    }
-
-    /// The same sender with every request passing through `layers` (none: straight to the wire).
-    pub(crate) fn with_middleware(mut self, layers: &Layers) -> Self {
-        self.layered = (!layers.is_empty())
-            .then(|| reqwest_middleware::ClientWithMiddleware::new(self.http.clone(), layers.clone()));
-        self
+    /// A sender over `http`, every request passing through `layers` (none: straight to the
+    /// wire).
+    pub(crate) fn new(
+        http: reqwest::Client,
+        layers: Layers,
+        timeout: Option<Duration>,
+        user_agent: HeaderValue,
+    ) -> Self {
+        let http = ClientWithMiddleware::new(http, layers);
+        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default() }
     }
 
     /// The same sender, with `policy` for the requests that retry outside the API pipeline.
@@ -82,7 +84,12 @@ impl HttpSender {
 
     /// A sender over the caller's `reqwest::Client`, with the crate's timeout and user agent.
     pub(crate) fn with_client(http: reqwest::Client) -> Self {
-        HttpSender::new(http, Some(DEFAULT_TIMEOUT), HeaderValue::from_static(DEFAULT_USER_AGENT))
+        HttpSender::new(
+            http,
+            Layers::new(),
+            Some(DEFAULT_TIMEOUT),
+            HeaderValue::from_static(DEFAULT_USER_AGENT),
+        )
     }
 
     /// The crate-wide sender of everything sent outside a [`Client`](crate::Client) (a flow,
@@ -92,48 +99,94 @@ impl HttpSender {
         SENDER.get_or_init(|| default_http_client().map(HttpSender::with_client)).clone()
     }
 
-    /// Sends one request. A 3xx answer is an error: credentials are never carried to another
-    /// address.
-    async fn dispatch(
+    /// Sends `request` (attempt number `attempt` on its span) and reads its answer: every
+    /// response anything of the crate reads comes through here.
+    ///
+    /// `head` sees the status and headers of every answer before its body is read (the API
+    /// pipeline paces itself and reads deprecation headers there); the notice it returns goes
+    /// with an error answer's [`ApiError`](crate::error::ApiError).
+    ///
+    /// A 2xx answer is a [`Response`], its body read under `expect.body`
+    /// ([`Error::ResponseTooLarge`] past it). Any other answer is an [`Error::Api`] from
+    /// `expect.origin` with the status, the body's `error` and `error_description` (or the
+    /// `error` of a `WWW-Authenticate` challenge) and `Retry-After`. An error body past its
+    /// limit ([`BodyLimit::ERROR`]) is left unread: the status and headers alone make the error,
+    /// so a 429 or 503 with a huge page in front of it is still retried. A 3xx is
+    /// [`Error::Http`]: credentials are never carried to another address.
+    pub(crate) async fn exchange(
         &self,
         mut request: reqwest::Request,
         attempt: u32,
-        route: Option<&str>,
-    ) -> Result<reqwest::Response, Error> {
-        let path = request.url().path().to_owned();
-        let span = telemetry::request_span(request.method(), request.url(), route, attempt);
+        expect: Expect<'_>,
+        head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
+    ) -> Result<Response, Error> {
+        let endpoint = request.url().path().to_owned();
+        let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }
         if let Some(timeout) = self.timeout {
             request.timeout_mut().get_or_insert(timeout);
         }
-        let sent = async {
-            match &self.layered {
-                Some(layered) => {
-                    layered.execute(request).await.map_err(|e| HttpError::from_middleware(&path, e))
-                }
-                None => self.http.execute(request).await.map_err(|e| HttpError::from_reqwest(&path, e)),
-            }
-        };
-        let outcome = sent.instrument(span.clone()).await.map_err(Error::Http);
+        let sent = self.http.execute(request).instrument(span.clone()).await;
+        let outcome = sent.map_err(|e| Error::Http(HttpError::from_middleware(&endpoint, e)));
         match &outcome {
             Ok(response) => telemetry::record_status(&span, response.status()),
             Err(error) => telemetry::record_error(&span, error),
         }
-        let response = outcome?;
-        if response.status().is_redirection() {
-            return Err(Error::Http(HttpError::redirect(&path, response.status().as_u16())));
+        let mut response = outcome?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(Error::Http(HttpError::redirect(&endpoint, status.as_u16())));
         }
-        Ok(response)
+        let deprecation = head(status, response.headers());
+        let headers = std::mem::take(response.headers_mut());
+        if status.is_success() {
+            let body = read_body(&endpoint, response, expect.body).await?;
+            return Ok(Response { status, headers, body });
+        }
+        let body = match read_body(&endpoint, response, BodyLimit::ERROR).await {
+            Err(Error::ResponseTooLarge(_)) => Vec::new(),
+            other => other?,
+        };
+        Err(Error::Api(
+            api_error(status.as_u16(), &headers, &body, &endpoint, deprecation).with_origin(expect.origin),
+        ))
+    }
+
+    /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
+    /// read under `limit`; an error answer is [`Error::Api`] from the authorization server.
+    pub(crate) async fn get_document(&self, url: Url, limit: BodyLimit) -> Result<Vec<u8>, Error> {
+        let mut request = reqwest::Request::new(reqwest::Method::GET, url);
+        request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let expect = Expect { body: limit, origin: Origin::AuthorizationServer, route: None };
+        Ok(self.exchange(request, 1, expect, no_head).await?.body)
     }
 }
 
-/// A GET for the JSON document at `url`.
-pub(crate) fn get_request(url: Url) -> reqwest::Request {
-    let mut request = reqwest::Request::new(reqwest::Method::GET, url);
-    request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
-    request
+/// A `head` for callers that read nothing from an answer's head.
+pub(crate) fn no_head(_: StatusCode, _: &HeaderMap) -> Option<DeprecationNotice> {
+    None
+}
+
+/// What a caller expects of an answer: the limit of a successful answer's body, and the
+/// origin of an error answer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expect<'a> {
+    /// The kind and limit of a 2xx answer's body.
+    pub(crate) body: BodyLimit,
+    /// Which server an error answer comes from.
+    pub(crate) origin: Origin,
+    /// The request's path with the values of its segments left out, for its span.
+    pub(crate) route: Option<&'a str>,
+}
+
+/// A successful (2xx) answer, its body read whole under its limit.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Vec<u8>,
 }
 
 /// The user's settings for the HTTP client (proxies, root certificates, default headers), with
