@@ -248,7 +248,7 @@ pub struct ClientBuilder {
     preview: Option<Preview>,
     timeout: Option<Duration>,
     http: Option<reqwest::Client>,
-    user_agent: Option<String>,
+    user_agent: Option<HeaderValue>,
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
     retry: Option<RetryPolicy>,
@@ -397,13 +397,11 @@ impl ClientBuilder {
     }
 
     /// The `User-Agent` header. Default: `business-records/<version>`.
-    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
-        let value = user_agent.into();
-        if HeaderValue::from_str(&value).is_err() {
-            return self.fail(Error::invalid("user_agent", "expected visible ASCII characters only"));
+    pub fn user_agent(self, user_agent: impl Into<String>) -> Self {
+        match HeaderValue::try_from(user_agent.into()) {
+            Ok(value) => ClientBuilder { user_agent: Some(value), ..self },
+            Err(_) => self.fail(Error::invalid("user_agent", "expected visible ASCII characters only")),
         }
-        self.user_agent = Some(value);
-        self
     }
 
     /// Requests page k+1 as soon as page k arrives, while the caller still reads page k.
@@ -551,13 +549,9 @@ impl ClientBuilder {
         let auth =
             self.auth.ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
 
-        let http = match self.http {
-            Some(http) => http,
-            None => crate::wire::default_http_client()?,
-        };
-        let user_agent = self.user_agent.unwrap_or_else(|| crate::wire::DEFAULT_USER_AGENT.to_owned());
-        let user_agent = HeaderValue::from_str(&user_agent)
-            .map_err(|_| Error::invalid("user_agent", "expected visible ASCII characters only"))?;
+        let http = self.http.map_or_else(crate::wire::default_http_client, Ok)?;
+        let user_agent =
+            self.user_agent.unwrap_or_else(|| HeaderValue::from_static(crate::wire::DEFAULT_USER_AGENT));
         let timeout = Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT));
         let sender = HttpSender::new(http, self.middleware, timeout, user_agent)
             .with_retry(self.retry.unwrap_or_default());
