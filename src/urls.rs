@@ -92,15 +92,11 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
 /// A base URL that already ends in the version segment is not doubled; one that ends in another
 /// version segment is an error rather than a silent `/v2/v1/`.
 pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
-    let mut root = base.clone();
-    let segments: Vec<String> = base
-        .path_segments()
-        .map(|s| s.filter(|s| !s.is_empty()).map(str::to_owned).collect())
-        .unwrap_or_default();
-    let mut kept = segments.clone();
+    let mut segments: Vec<&str> =
+        base.path_segments().map(|s| s.filter(|s| !s.is_empty()).collect()).unwrap_or_default();
     // A version segment at the end, in any case (`/v1`, `/V1`), is the one the client adds.
     match segments.last().map(|last| last.parse::<ApiVersion>()) {
-        Some(Ok(ending)) if ending == version => drop(kept.pop()),
+        Some(Ok(ending)) if ending == version => drop(segments.pop()),
         Some(Ok(ending)) => {
             return Err(Error::invalid(
                 "base_url",
@@ -111,8 +107,10 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
         }
         _ => {}
     }
-    kept.push(version.segment());
-    root.set_path(&format!("/{}/", kept.join("/")));
+    let segment = version.segment();
+    segments.push(&segment);
+    let mut root = base.clone();
+    root.set_path(&format!("/{}/", segments.join("/")));
     Ok(root)
 }
 
@@ -173,7 +171,10 @@ impl From<&str> for ApiPath {
         };
         match refused {
             Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", server_text(literal))) },
-            None => ApiPath::from_segments(literal.split('/').map(percent_decoded)),
+            // `%XX` encodings are decoded (an encoded `/` stays in its segment).
+            None => ApiPath::from_segments(
+                literal.split('/').map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy()),
+            ),
         }
     }
 }
@@ -209,11 +210,6 @@ impl<S: AsRef<str>> From<Vec<S>> for ApiPath {
     fn from(segments: Vec<S>) -> Self {
         ApiPath::from_segments(segments)
     }
-}
-
-/// A literal segment with its `%XX` encodings decoded (an encoded `/` stays in the segment).
-fn percent_decoded(segment: &str) -> String {
-    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
