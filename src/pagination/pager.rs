@@ -32,7 +32,7 @@ pub(super) struct Progress {
 /// The state of one listing: where it is, what it has seen, and the page in flight.
 pub(super) struct Pager<T> {
     pipeline: Pipeline,
-    query: Arc<Query>,
+    query: Query,
     /// The cursor of the next page, and the rules every page must keep.
     walk: Walk,
     pages: u64,
@@ -57,7 +57,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         Pager {
             pipeline,
             progress: Progress { resume: query.cursor.clone(), ..Progress::default() },
-            query: Arc::new(query),
+            query,
             walk,
             pages: 0,
             finished: false,
