@@ -12,11 +12,10 @@ use super::{Cause, Error, Part};
 pub struct HttpError(Arc<HttpInner>);
 
 #[derive(Debug, thiserror::Error)]
-#[error("request to {endpoint} {kind}{}", Part(" (status ", .status.as_ref(), ")"))]
+#[error("request to {endpoint} {kind}")]
 struct HttpInner {
     kind: HttpErrorKind,
     endpoint: String,
-    status: Option<u16>,
     source: Option<Cause>,
 }
 
@@ -31,8 +30,9 @@ pub(crate) enum HttpErrorKind {
     ConnectionLost,
     #[error("failed while reading the response")]
     Body,
-    #[error("answered with a redirect, which is not followed")]
-    Redirect,
+    /// With the status of the answer, when there was one.
+    #[error("answered with a redirect, which is not followed{}", Part(" (status ", .0.as_ref(), ")"))]
+    Redirect(Option<u16>),
     #[error("was stopped by a middleware layer")]
     Middleware,
     /// Anything else, such as a task that sent the request and stopped.
@@ -44,7 +44,7 @@ impl HttpError {
     /// A request to `endpoint` (a path, or what the request was for) that failed as `kind`
     /// says, `cause` telling how when there is one.
     pub(crate) fn new(kind: HttpErrorKind, endpoint: &str, cause: Option<Cause>) -> Self {
-        HttpError(Arc::new(HttpInner { kind, endpoint: endpoint.to_owned(), status: None, source: cause }))
+        HttpError(Arc::new(HttpInner { kind, endpoint: endpoint.to_owned(), source: cause }))
     }
 
     pub(crate) fn from_reqwest(endpoint: &str, err: reqwest::Error) -> Self {
@@ -57,7 +57,7 @@ impl HttpError {
         } else if err.is_body() || err.is_decode() {
             HttpErrorKind::Body
         } else if err.is_redirect() {
-            HttpErrorKind::Redirect
+            HttpErrorKind::Redirect(None)
         } else {
             HttpErrorKind::Other
         };
@@ -83,13 +83,7 @@ impl HttpError {
 
     /// An answer with a redirect `status`, which the client never follows.
     pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
-        let inner = HttpInner {
-            kind: HttpErrorKind::Redirect,
-            endpoint: endpoint.to_owned(),
-            status: Some(status),
-            source: None,
-        };
-        HttpError(Arc::new(inner))
+        HttpError::new(HttpErrorKind::Redirect(Some(status)), endpoint, None)
     }
 
     /// The request path (no query string), or what the request was for.
@@ -99,7 +93,10 @@ impl HttpError {
 
     /// The status of the answer, when there was one (a redirect).
     pub fn status(&self) -> Option<u16> {
-        self.0.status
+        match self.0.kind {
+            HttpErrorKind::Redirect(status) => status,
+            _ => None,
+        }
     }
 
     /// True when the request timed out.
@@ -120,7 +117,7 @@ impl HttpError {
 
     /// True when the server answered with a redirect, which the client never follows.
     pub fn is_redirect(&self) -> bool {
-        self.0.kind == HttpErrorKind::Redirect
+        matches!(self.0.kind, HttpErrorKind::Redirect(_))
     }
 
     /// A failure that sending again may not repeat: a timeout, no connection, a connection
