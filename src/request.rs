@@ -8,7 +8,6 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::DecodeError;
 use crate::pipeline::{Call, IDEMPOTENCY_KEY, Pipeline};
 use crate::urls::ApiPath;
 use crate::version::Preview;
@@ -143,7 +142,7 @@ impl Request {
     pub async fn send<T: DeserializeOwned>(self) -> Result<T, Error> {
         let call = self.call?;
         let reply = self.pipeline.send(&call, None).await?;
-        serde_json::from_slice(&reply.body).map_err(|e| Error::Decode(DecodeError::new(call.url.path(), e)))
+        crate::wire::decode(call.url.path(), &reply.body)
     }
 
     /// Sends the request and reads nothing of a successful answer (a 204, or any 2xx).
