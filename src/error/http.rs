@@ -137,27 +137,20 @@ impl HttpError {
 fn connection_lost(err: &reqwest::Error) -> bool {
     use std::error::Error as _;
     use std::io::ErrorKind;
-    let mut cause = err.source();
-    while let Some(e) = cause {
-        if let Some(e) = e.downcast_ref::<hyper::Error>()
-            && (e.is_incomplete_message() || e.is_closed() || e.is_canceled())
-        {
-            return true;
-        }
-        if let Some(e) = e.downcast_ref::<std::io::Error>()
-            && matches!(
-                e.kind(),
-                ErrorKind::ConnectionReset
-                    | ErrorKind::ConnectionAborted
-                    | ErrorKind::BrokenPipe
-                    | ErrorKind::UnexpectedEof
+    std::iter::successors(err.source(), |&e| e.source()).any(|e| {
+        let hyper = e.downcast_ref::<hyper::Error>();
+        let io = e.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
+        hyper.is_some_and(|e| e.is_incomplete_message() || e.is_closed() || e.is_canceled())
+            || matches!(
+                io,
+                Some(
+                    ErrorKind::ConnectionReset
+                        | ErrorKind::ConnectionAborted
+                        | ErrorKind::BrokenPipe
+                        | ErrorKind::UnexpectedEof
+                )
             )
-        {
-            return true;
-        }
-        cause = e.source();
-    }
-    false
+    })
 }
 
 /// A response body that could not be decoded, or lacks what the client needs from it: the

@@ -200,13 +200,8 @@ pub(crate) fn http_client(
     configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
 ) -> Result<reqwest::Client, Error> {
     configure(reqwest::Client::builder()).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| {
-        let mut message = String::from("the HTTP client cannot be built");
-        let mut cause: Option<&dyn std::error::Error> = Some(&e);
-        while let Some(error) = cause {
-            message.push_str(": ");
-            message.push_str(&error.to_string());
-            cause = error.source();
-        }
+        let chain = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source());
+        let message = chain.fold(String::from("the HTTP client cannot be built"), |m, e| format!("{m}: {e}"));
         Error::invalid("http_config", message)
     })
 }
