@@ -281,9 +281,8 @@ impl ClientBuilder {
     /// The API's base address, without the version segment (`https://api.example.com`); a
     /// trailing `/v1` is accepted and not doubled. HTTPS is required except on loopback hosts.
     /// Required.
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = Some(url.into());
-        self
+    pub fn base_url(self, url: impl Into<String>) -> Self {
+        ClientBuilder { base_url: Some(url.into()), ..self }
     }
 
     /// Settings given as name-value pairs, as a configuration file, the environment or a test
@@ -337,15 +336,13 @@ impl ClientBuilder {
     }
 
     /// How the client authenticates. Required.
-    pub fn auth(mut self, auth: impl Into<Auth>) -> Self {
-        self.auth = Some(auth.into());
-        self
+    pub fn auth(self, auth: impl Into<Auth>) -> Self {
+        ClientBuilder { auth: Some(auth.into()), ..self }
     }
 
     /// The API version, the path segment after the base URL. Default: [`ApiVersion::V1`].
-    pub fn api_version(mut self, version: ApiVersion) -> Self {
-        self.api_version = version;
-        self
+    pub fn api_version(self, version: ApiVersion) -> Self {
+        ClientBuilder { api_version: version, ..self }
     }
 
     /// Requests preview features on every call with `X-API-Preview: YYYY-MM`. Default: none.
@@ -357,12 +354,11 @@ impl ClientBuilder {
     }
 
     /// Timeout of each HTTP request, from sending to the end of the body. Default: 30 seconds.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
+    pub fn timeout(self, timeout: Duration) -> Self {
         if timeout.is_zero() {
             return self.fail(Error::invalid("timeout", "expected a timeout greater than zero"));
         }
-        self.timeout = Some(timeout);
-        self
+        ClientBuilder { timeout: Some(timeout), ..self }
     }
 
     /// Settings of the HTTP client: `configure` receives a `reqwest::ClientBuilder` and returns
@@ -384,14 +380,11 @@ impl ClientBuilder {
     /// # Ok::<(), business_records::Error>(())
     /// ```
     pub fn http_config(
-        mut self,
+        self,
         configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
     ) -> Self {
         match crate::wire::http_client(configure) {
-            Ok(http) => {
-                self.http = Some(http);
-                self
-            }
+            Ok(http) => ClientBuilder { http: Some(http), ..self },
             Err(error) => self.fail(error),
         }
     }
@@ -406,30 +399,27 @@ impl ClientBuilder {
 
     /// Requests page k+1 as soon as page k arrives, while the caller still reads page k.
     /// Default: on.
-    pub fn prefetch(mut self, prefetch: bool) -> Self {
-        self.prefetch = Some(prefetch);
-        self
+    pub fn prefetch(self, prefetch: bool) -> Self {
+        ClientBuilder { prefetch: Some(prefetch), ..self }
     }
 
     /// Minimum pause between the starts of two page requests of one listing (API Part 8
     /// advises pausing when paging through large datasets), at most an hour. It paces each
     /// listing on its own and never its first page; [`rate_limit`](Self::rate_limit) paces the
     /// whole client. Default: none.
-    pub fn page_delay(mut self, delay: Duration) -> Self {
+    pub fn page_delay(self, delay: Duration) -> Self {
         if delay > Duration::from_secs(3600) {
             return self
                 .fail(Error::invalid("page_delay", format!("expected at most an hour, got {delay:?}")));
         }
-        self.page_delay = Some(delay);
-        self
+        ClientBuilder { page_delay: Some(delay), ..self }
     }
 
     /// How transient failures are retried, of API calls and of token requests alike. Default:
     /// [`RetryPolicy::default`]; a listing can override it with
     /// [`List::retry`](crate::List::retry).
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = Some(policy);
-        self
+    pub fn retry(self, policy: RetryPolicy) -> Self {
+        ClientBuilder { retry: Some(policy), ..self }
     }
 
     /// How fast the client sends API requests: one budget for every request of this client and
@@ -448,9 +438,8 @@ impl ClientBuilder {
     ///     .build()?;
     /// # Ok::<(), business_records::Error>(())
     /// ```
-    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
-        self.rate_limit = Some(limit);
-        self
+    pub fn rate_limit(self, limit: RateLimit) -> Self {
+        ClientBuilder { rate_limit: Some(limit), ..self }
     }
 
     /// Runs `layer` on every request the client sends: API calls and token requests alike
@@ -509,18 +498,16 @@ impl ClientBuilder {
     }
 
     /// What to do with deprecated responses. Default: [`DeprecationPolicy::WarnOnce`].
-    pub fn deprecation_policy(mut self, policy: DeprecationPolicy) -> Self {
-        self.deprecation_policy = policy;
-        self
+    pub fn deprecation_policy(self, policy: DeprecationPolicy) -> Self {
+        ClientBuilder { deprecation_policy: policy, ..self }
     }
 
     /// Called with every deprecation notice, whatever the policy. Default: none.
-    pub fn on_deprecation<F>(mut self, callback: F) -> Self
+    pub fn on_deprecation<F>(self, callback: F) -> Self
     where
         F: Fn(&DeprecationNotice) + Send + Sync + 'static,
     {
-        self.on_deprecation = Some(Arc::new(callback));
-        self
+        ClientBuilder { on_deprecation: Some(Arc::new(callback)), ..self }
     }
 
     /// The most bytes read of one page's body; a larger page fails with
@@ -528,13 +515,12 @@ impl ClientBuilder {
     /// decoded. At least 1 KiB. Default: 32 MiB
     /// ([`DEFAULT_MAX_PAGE_BYTES`](crate::limits::DEFAULT_MAX_PAGE_BYTES)). See
     /// [`limits`](crate::limits) for the other bodies' limits.
-    pub fn max_page_bytes(mut self, bytes: u64) -> Self {
+    pub fn max_page_bytes(self, bytes: u64) -> Self {
         if bytes < 1024 {
             return self
                 .fail(Error::invalid("max_page_bytes", format!("expected at least 1024, got {bytes}")));
         }
-        self.max_page_bytes = Some(bytes);
-        self
+        ClientBuilder { max_page_bytes: Some(bytes), ..self }
     }
 
     /// Checks every setting and builds the client.
