@@ -16,7 +16,6 @@ use crate::model::{Company, CompanyStatus, Contact};
 use crate::pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected, fetch};
 use crate::pipeline::{Call, Pipeline};
 use crate::urls::ApiPath;
-use crate::version::Preview;
 use crate::{Error, RetryPolicy, Sort};
 
 /// Names reserved for the paging parameters, which have methods of their own.
@@ -189,11 +188,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     /// Asks for preview features with `X-API-Preview` on this listing, overriding the client's
     /// label. The label is `YYYY-MM`.
     pub fn preview(self, label: impl AsRef<str>) -> Self {
-        let label = Preview::new(label);
-        self.with(|query| {
-            query.call.preview(&label?);
-            Ok(())
-        })
+        self.with(|query| query.call.preview(label))
     }
 
     /// The retry policy for this listing's requests, instead of the client's.

@@ -65,9 +65,10 @@ impl Call {
         !matches!(self.method, Method::POST | Method::PATCH) || self.headers.contains_key(IDEMPOTENCY_KEY)
     }
 
-    /// Asks for preview features with `X-API-Preview: label`.
-    pub(crate) fn preview(&mut self, label: &Preview) {
-        self.headers.insert(PREVIEW_HEADER, label.header());
+    /// Asks for preview features with `X-API-Preview: label`, a `YYYY-MM` label.
+    pub(crate) fn preview(&mut self, label: impl AsRef<str>) -> Result<(), Error> {
+        self.headers.insert(PREVIEW_HEADER, Preview::new(label)?.header());
+        Ok(())
     }
 }
 

@@ -10,7 +10,6 @@ use serde::de::DeserializeOwned;
 
 use crate::pipeline::{Call, IDEMPOTENCY_KEY, Pipeline};
 use crate::urls::ApiPath;
-use crate::version::Preview;
 use crate::{Error, RetryPolicy};
 
 /// A request to any endpoint of the API: made by [`Client::get`](crate::Client::get) or
@@ -117,11 +116,7 @@ impl Request {
     /// Asks for preview features with `X-API-Preview` on this request, overriding the
     /// client's label. The label is `YYYY-MM`.
     pub fn preview(self, label: impl AsRef<str>) -> Self {
-        let label = Preview::new(label);
-        self.with(|call| {
-            call.preview(&label?);
-            Ok(())
-        })
+        self.with(|call| call.preview(label))
     }
 
     /// The retry policy of this request, instead of the client's.
