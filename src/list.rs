@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact};
-use crate::pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected, fetch};
+use crate::pagination::{
+    Arrived, Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected,
+};
 use crate::pipeline::{Call, Pipeline};
 use crate::urls::ApiPath;
 use crate::{Error, RetryPolicy, Sort};
@@ -203,7 +205,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     pub async fn send(self) -> Result<Page<T>, Error> {
         let query = self.query?;
         let call = query.page(query.page_limit(None, 0), query.cursor.as_ref());
-        let arrived = fetch(&self.pipeline, &call, None).await;
+        let arrived = Arrived::fetch(&self.pipeline, &call, None).await;
         let arrived = arrived.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
         let page = arrived.page(1, call.url.path(), query.on_undecodable)?;
         Ok(match query.max_items {

@@ -21,9 +21,7 @@ mod stream;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-
-use page::Arrived;
+pub(crate) use page::Arrived;
 pub use page::{Cursor, OnUndecodable, Page};
 pub use stream::{ItemStream, PageStream};
 
@@ -32,8 +30,6 @@ use crate::error::CursorRejected;
 use crate::error::ErrorCode;
 use crate::limits::DEFAULT_LIMIT;
 use crate::pipeline::Call;
-use crate::pipeline::Pipeline;
-use crate::retry::CallStats;
 
 /// Empty pages with `hasMore: true` tolerated in a row, unless the listing says otherwise.
 pub(crate) const DEFAULT_MAX_EMPTY_PAGES: u32 = 25;
@@ -102,17 +98,6 @@ impl Query {
             None => limit,
         }
     }
-}
-
-/// Sends `call` for a page of a listing and reads its envelope: the one way every page
-/// arrives, [`List::send`](crate::List::send)'s and the streams'.
-pub(crate) async fn fetch<T: DeserializeOwned>(
-    pipeline: &Pipeline,
-    call: &Call,
-    stats: Option<&CallStats>,
-) -> Result<Arrived<T>, Error> {
-    let reply = pipeline.send(call, stats).await?;
-    Arrived::read(reply.body, reply.deprecation, call.url.path())
 }
 
 /// An error answer to a page request: a cursor the server refused (`invalid_cursor`,

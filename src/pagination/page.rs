@@ -11,6 +11,8 @@ use serde_json::value::RawValue;
 use crate::deprecation::DeprecationNotice;
 use crate::error::{DecodeError, Undecodable, UndecodableError};
 use crate::model::Lenient;
+use crate::pipeline::{Call, Pipeline, Reply};
+use crate::retry::CallStats;
 use crate::{Error, text};
 
 /// The elements of one page kept as [`Undecodable`]: the first ones; the rest are counted.
@@ -127,17 +129,18 @@ impl<T: DeserializeOwned> Page<T> {
     /// `pagination.hasMore`, not JSON, not UTF-8); the error holds the parser's position,
     /// never the body.
     pub fn from_json(body: &[u8]) -> Result<Page<T>, Error> {
-        Self::read(body).map_err(|e| Error::Decode(DecodeError::new("page", e)))
+        Self::read(body, "page")
     }
 
-    /// The page in `body`: decoded in one pass when every element is a `T`; otherwise read
-    /// again element by element.
-    pub(crate) fn read(body: &[u8]) -> Result<Page<T>, serde_json::Error> {
-        match serde_json::from_slice::<Envelope<Vec<T>>>(body) {
+    /// The page in `body`, an answer of `endpoint`: decoded in one pass when every element is
+    /// a `T`; otherwise read again element by element.
+    fn read(body: &[u8], endpoint: &str) -> Result<Page<T>, Error> {
+        let page = match serde_json::from_slice::<Envelope<Vec<T>>>(body) {
             Ok(envelope) => Ok(envelope.pagination.into_page(Elements::from(envelope.data))),
             Err(_) => serde_json::from_slice::<Envelope<Elements<T>>>(body)
                 .map(|envelope| envelope.pagination.into_page(envelope.data)),
-        }
+        };
+        page.map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
     }
 }
 
@@ -152,14 +155,16 @@ pub(crate) struct Arrived<T> {
 }
 
 impl<T: DeserializeOwned> Arrived<T> {
-    /// Reads the envelope of `body`, a page of a listing of `endpoint`.
-    pub(crate) fn read(
-        body: Vec<u8>,
-        deprecation: Option<DeprecationNotice>,
-        endpoint: &str,
+    /// Sends `call` for a page of a listing and reads its envelope: the one way every page
+    /// arrives, [`List::send`](crate::List::send)'s and the streams'.
+    pub(crate) async fn fetch(
+        pipeline: &Pipeline,
+        call: &Call,
+        stats: Option<&CallStats>,
     ) -> Result<Self, Error> {
+        let Reply { body, deprecation } = pipeline.send(call, stats).await?;
         let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
-            .map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+            .map_err(|e| Error::Decode(DecodeError::new(call.url.path(), e)))?;
         let elements = envelope.data.len() as u64;
         let head = Page { deprecation, ..envelope.pagination.into_page(Elements::from(Vec::new())) };
         Ok(Arrived { head, body, elements })
@@ -168,7 +173,7 @@ impl<T: DeserializeOwned> Arrived<T> {
     /// Page `number` of a listing of `endpoint`, its items decoded. With
     /// [`OnUndecodable::Fail`], the first element that is not a `T` is the listing's error.
     pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
-        let page = Page::read(&self.body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))?;
+        let page = Page::read(&self.body, endpoint)?;
         let mut page = Page { deprecation: self.head.deprecation, ..page };
         for item in &mut page.undecodable {
             item.page = number;

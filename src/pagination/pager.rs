@@ -93,7 +93,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            super::fetch(&pipeline, &call, Some(&stats)).await
+            Arrived::fetch(&pipeline, &call, Some(&stats)).await
         }
         .instrument(self.span.clone())
     }
