@@ -207,11 +207,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
         let call = query.page(query.page_limit(None, 0), query.cursor.as_ref());
         let arrived = Arrived::fetch(&self.pipeline, &call, None).await;
         let arrived = arrived.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
-        let page = arrived.page(1, call.url.path(), query.on_undecodable)?;
-        Ok(match query.max_items {
-            Some(max) => page.truncated(max),
-            None => page,
-        })
+        Ok(arrived.page(1, call.url.path(), query.on_undecodable)?.truncated(query.max_items))
     }
 
     /// Every page, following `nextCursor` while `hasMore` is true.

@@ -110,9 +110,12 @@ impl<T> Page<T> {
         }
     }
 
-    /// Keeps at most `max` items; a page cut short reports `has_more` as the server sent it.
-    pub(crate) fn truncated(mut self, max: u64) -> Self {
-        self.data.truncate(usize::try_from(max).unwrap_or(usize::MAX));
+    /// Keeps at most `max` items, when there is a cap; a page cut short reports `has_more` as
+    /// the server sent it.
+    pub(crate) fn truncated(mut self, max: Option<u64>) -> Self {
+        if let Some(max) = max {
+            self.data.truncate(usize::try_from(max).unwrap_or(usize::MAX));
+        }
         self
     }
 }

@@ -145,13 +145,10 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             let delivered = self.progress.delivered + arrived.elements;
             self.prefetched = Some(tokio::spawn(self.request(delivered)));
         }
-        let mut page = match arrived.page(self.pages, self.query.call.url.path(), self.query.on_undecodable) {
-            Ok(page) => page,
+        let page = match arrived.page(self.pages, self.query.call.url.path(), self.query.on_undecodable) {
+            Ok(page) => page.truncated(self.remaining()),
             Err(error) => return Err(self.fail(error)),
         };
-        if let Some(remaining) = self.remaining() {
-            page = page.truncated(remaining);
-        }
         self.progress.delivered += page.data.len() as u64;
         self.progress.undecodable += page.undecodable_total;
         match walked {
