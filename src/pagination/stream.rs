@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use futures::Stream;
@@ -142,14 +142,11 @@ impl<T: DeserializeOwned + Send + 'static> Stream for PageStream<T> {
     type Item = Result<Page<T>, Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.inner.get_mut().poll_next_unpin(cx) {
-            Poll::Ready(Some((result, progress))) => {
-                self.progress = progress;
-                Poll::Ready(Some(result))
-            }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
-        }
+        let Some((result, progress)) = ready!(self.inner.get_mut().poll_next_unpin(cx)) else {
+            return Poll::Ready(None);
+        };
+        self.progress = progress;
+        Poll::Ready(Some(result))
     }
 }
 
@@ -266,15 +263,14 @@ impl<T: DeserializeOwned + Send + 'static> Stream for ItemStream<T> {
             if let Some(item) = self.buffer.pop_front() {
                 return Poll::Ready(Some(Ok(item)));
             }
-            match self.pages.poll_next_unpin(cx) {
-                Poll::Ready(Some(Ok(page))) => {
+            match ready!(self.pages.poll_next_unpin(cx)) {
+                Some(Ok(page)) => {
                     let room = KEPT_UNDECODABLE.saturating_sub(self.undecodable.len());
                     self.undecodable.extend(page.undecodable.into_iter().take(room));
                     self.buffer.extend(page.data);
                 }
-                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => return Poll::Ready(None),
             }
         }
     }
