@@ -9,7 +9,7 @@ use crate::deprecation::DeprecationNotice;
 use crate::error::{ApiError, ErrorCode};
 
 /// The wire shape of an error body (API Part 7).
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
 struct ErrorBody {
     error: Option<String>,
     error_description: Option<String>,
@@ -23,16 +23,11 @@ pub(crate) fn api_error(
     endpoint: &str,
     deprecation: Option<DeprecationNotice>,
 ) -> ApiError {
-    let parsed: Option<ErrorBody> = serde_json::from_slice(body).ok();
-    let (code, description) = match parsed {
-        Some(ErrorBody { error, error_description }) => {
-            (error.map(|code| ErrorCode::parse(&code)), error_description)
-        }
-        None => (None, None),
-    };
-    let code = code.or_else(|| www_authenticate_error(headers));
+    // A body in another shape has neither.
+    let ErrorBody { error, error_description } = serde_json::from_slice(body).unwrap_or_default();
+    let code = error.map(|code| ErrorCode::parse(&code)).or_else(|| www_authenticate_error(headers));
     ApiError::new(status, code, endpoint)
-        .with_description(description.map(crate::text::server_text_owned))
+        .with_description(error_description.map(crate::text::server_text_owned))
         .with_retry_after(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after))
         .with_deprecation(deprecation)
 }
