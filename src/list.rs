@@ -68,6 +68,14 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
         self
     }
 
+    /// Applies `change`, which cannot fail, unless an earlier setter failed.
+    fn set(self, change: impl FnOnce(&mut Query)) -> Self {
+        self.with(|query| {
+            change(query);
+            Ok(())
+        })
+    }
+
     /// Results per page, 1 to 100. Default: the server's (20) for [`send`](List::send), 100 for
     /// [`pages`](List::pages) and [`stream`](List::stream). This is a page size, not a total:
     /// see [`max_items`](List::max_items).
@@ -144,10 +152,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     /// [`ItemStream::take_undecodable`], in the stream's counts and as a `tracing` warning.
     /// [`OnUndecodable::Fail`] ends the listing with [`Error::Undecodable`] instead.
     pub fn on_undecodable(self, policy: OnUndecodable) -> Self {
-        self.with(|query| {
-            query.on_undecodable = policy;
-            Ok(())
-        })
+        self.set(|query| query.on_undecodable = policy)
     }
 
     /// Starts at this cursor instead of the first page (a `nextCursor` from this session:
@@ -181,10 +186,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     /// How many empty pages with `hasMore: true` may come in a row before the listing fails
     /// with [`PaginationError::TooManyEmptyPages`](crate::error::PaginationError). Default: 25.
     pub fn max_empty_pages(self, count: u32) -> Self {
-        self.with(|query| {
-            query.max_empty_pages = count;
-            Ok(())
-        })
+        self.set(|query| query.max_empty_pages = count)
     }
 
     /// Asks for preview features with `X-API-Preview` on this listing, overriding the client's
@@ -195,10 +197,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
 
     /// The retry policy for this listing's requests, instead of the client's.
     pub fn retry(self, policy: RetryPolicy) -> Self {
-        self.with(|query| {
-            query.call.retry = Some(policy);
-            Ok(())
-        })
+        self.set(|query| query.call.retry = Some(policy))
     }
 
     /// Fetches one page.
