@@ -11,7 +11,6 @@
 //!
 //! This layer knows nothing of tokens or of the API's endpoints.
 
-mod body;
 mod error_response;
 
 use std::sync::{Arc, OnceLock};
@@ -20,15 +19,14 @@ use std::time::Duration;
 use http::StatusCode;
 use http::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
 use reqwest_middleware::ClientWithMiddleware;
+use serde::de::DeserializeOwned;
 use tracing::Instrument;
 use url::Url;
 
-pub(crate) use body::decode;
-use body::read_body;
 use error_response::api_error;
 
 use crate::deprecation::DeprecationNotice;
-use crate::error::{HttpError, Origin};
+use crate::error::{DecodeError, HttpError, Origin, ResponseTooLarge};
 use crate::limits::BodyLimit;
 use crate::{Error, RetryPolicy, telemetry};
 
@@ -218,4 +216,37 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| Error::Http(HttpError::from_reqwest("the default HTTP client", e)))
+}
+
+/// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
+/// passes `limit` (or at once when `Content-Length` says it will), so an oversized body is
+/// never held in memory.
+async fn read_body(
+    endpoint: &str,
+    mut response: reqwest::Response,
+    limit: BodyLimit,
+) -> Result<Vec<u8>, Error> {
+    let too_large = || {
+        let (endpoint, body, limit) = (endpoint.to_owned(), limit.body, limit.bytes);
+        Error::ResponseTooLarge(Arc::new(ResponseTooLarge { endpoint, body, limit }))
+    };
+    let announced = response.content_length();
+    if announced.is_some_and(|length| length > limit.bytes) {
+        return Err(too_large());
+    }
+    let capacity = usize::try_from(announced.unwrap_or(0)).unwrap_or(0);
+    let mut body = Vec::with_capacity(capacity);
+    while let Some(chunk) =
+        response.chunk().await.map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?
+    {
+        if (body.len() + chunk.len()) as u64 > limit.bytes {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
 }
