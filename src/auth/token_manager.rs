@@ -101,10 +101,36 @@ struct State {
     cached: Option<CachedToken>,
     /// The token request under way, if any.
     flight: Option<Flight>,
-    /// The last token request failed: its error, and no new request before the instant.
-    failure: Option<(Error, Instant)>,
-    /// The pauses after failures in a row (the crate's one backoff); `None` after a success.
+    /// The token requests that failed since the last success.
+    failures: Failures,
+}
+
+/// Requests that failed in a row: the last error, the instant before which no new request is
+/// made, and the crate's one backoff between them. A success starts over from the default.
+#[derive(Default)]
+pub(crate) struct Failures {
+    /// The last error, and no new request before the instant.
+    last: Option<(Error, Instant)>,
+    /// The coming pauses; `None` before the first failure.
     backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
+}
+
+impl Failures {
+    /// The last error, while its pause has not ended at `now`.
+    pub(crate) fn pending(&self, now: Instant) -> Option<&Error> {
+        self.last.as_ref().filter(|(_, retry_at)| now < *retry_at).map(|(error, _)| error)
+    }
+
+    /// Records and logs `error` of `what`, holding the next request back for the next pause of
+    /// the backoff from `initial` doubling up to `max`, or `floor` when longer, never over `max`.
+    pub(crate) fn record(&mut self, what: &str, error: &Error, span: (Duration, Duration), floor: Duration) {
+        let (initial, max) = span;
+        let pause = self.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
+        let delay = pause.unwrap_or(max).max(floor).min(max);
+        let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        tracing::warn!(error = %error, retry_in_ms, "{what} failed");
+        self.last = Some((error.clone(), later(Instant::now(), delay)));
+    }
 }
 
 struct Inner {
@@ -166,9 +192,7 @@ impl TokenManager {
                 return Ok(cached.token.clone());
             }
             // No request before the backoff after a failure is over.
-            if let Some((error, retry_at)) = &state.failure
-                && now < *retry_at
-            {
+            if let Some(error) = state.failures.pending(now) {
                 return fallback(state.cached.as_ref(), error.clone());
             }
             // A flight that ended without an answer (its task panicked) is over too.
@@ -203,11 +227,8 @@ impl TokenManager {
                 }
                 Err(error) => error,
             };
-            let (initial, max) = FAILURE_BACKOFF;
-            let pause = state.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
-            let delay = pause.unwrap_or(max).max(error.retry_after().unwrap_or_default()).min(max);
-            tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "token request failed");
-            state.failure = Some((error.clone(), later(Instant::now(), delay)));
+            let retry_after = error.retry_after().unwrap_or_default();
+            state.failures.record("token request", &error, FAILURE_BACKOFF, retry_after);
             fallback(state.cached.as_ref(), error)
         };
         let abandoned = |e| Err(Error::Http(HttpError::task_failed(TOKEN_ENDPOINT, e)));

@@ -36,7 +36,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{VerifyError, quoted};
-use crate::bounds::later;
+use crate::auth::token_manager::Failures;
 use crate::error::Error;
 
 /// The RS256 signature keys of a JWKS document, with their `kid`.
@@ -111,10 +111,8 @@ struct KeySet {
 struct FetchState {
     /// When a key id the young keys lacked last made a fetch.
     last_refetch: Option<Instant>,
-    /// After a failed fetch: no fetch before this instant, and why it failed.
-    failed: Option<(Instant, Error)>,
-    /// The coming backoffs of failures in a row.
-    backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
+    /// The fetches that failed since the last success.
+    failures: Failures,
 }
 
 /// The keys of a verifier, shared by its clones.
@@ -187,9 +185,7 @@ impl KeyCache {
             }
             set.fetched_at.is_some_and(|at| now.duration_since(at) < policy.max_age)
         };
-        if let Some((retry_at, error)) = &fetch.failed
-            && now < *retry_at
-        {
+        if let Some(error) = fetch.failures.pending(now) {
             return stale.ok_or_else(|| VerifyError::Jwks(error.clone()));
         }
         if young {
@@ -201,7 +197,7 @@ impl KeyCache {
         }
         match fetch_jwks().await {
             Ok(jwks) => {
-                *fetch = FetchState { last_refetch: fetch.last_refetch, ..FetchState::default() };
+                fetch.failures = Failures::default();
                 let mut set = self.keys.write().unwrap_or_else(|e| e.into_inner());
                 *set = KeySet {
                     jwks,
@@ -211,23 +207,11 @@ impl KeyCache {
                 set.jwks.require(kid)
             }
             Err(error) => {
-                let delay = fetch.failed(&error, policy.backoff);
-                let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-                tracing::warn!(error = %error, retry_in_ms, "jwks fetch failed");
+                fetch.failures.record("jwks fetch", &error, policy.backoff, Duration::ZERO);
                 // Nothing shows a cached key was withdrawn: it stays in use until a fetch succeeds.
                 stale.ok_or(VerifyError::Jwks(error))
             }
         }
-    }
-}
-
-impl FetchState {
-    /// Records a failed fetch; returns the wait before the next one.
-    fn failed(&mut self, error: &Error, (initial, max): (Duration, Duration)) -> Duration {
-        let backoff = self.backoff.get_or_insert_with(|| Box::new(crate::retry::backoff(initial, max)));
-        let delay = backoff.next().unwrap_or(max);
-        self.failed = Some((later(Instant::now(), delay), error.clone()));
-        delay
     }
 }
 

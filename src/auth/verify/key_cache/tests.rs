@@ -187,20 +187,6 @@ async fn a_failed_fetch_backs_off_and_stale_keys_serve_meanwhile() {
     assert_eq!(endpoint.fetches(), 3);
 }
 
-#[test]
-fn backoff_follows_the_policy_schedule() {
-    let mut state = FetchState::default();
-    let err = Error::Api(ApiError::new(503, None, "/jwks").with_origin(Origin::AuthorizationServer));
-    for ceiling in [100, 200, 350, 350] {
-        let delay = state.failed(&err, (Duration::from_millis(100), Duration::from_millis(350)));
-        let ceiling = Duration::from_millis(ceiling);
-        assert!(delay <= ceiling, "{delay:?} for {ceiling:?}");
-    }
-    let (retry_at, last_error) = state.failed.expect("a failure is kept");
-    assert_eq!(last_error.status(), Some(503));
-    assert!(retry_at <= Instant::now() + Duration::from_millis(350));
-}
-
 const N: &str = "AQAB";
 
 fn kids(jwks: &Jwks) -> Vec<Option<&str>> {
