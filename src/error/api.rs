@@ -49,31 +49,26 @@ impl ApiError {
 
     /// With the `error_description` (already made safe to show).
     pub(crate) fn with_description(mut self, description: Option<String>) -> Self {
-        self.inner_mut().description = description;
+        Arc::make_mut(&mut self.0).description = description;
         self
     }
 
     /// With the delay `Retry-After` asked for.
     pub(crate) fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
-        self.inner_mut().retry_after = retry_after;
+        Arc::make_mut(&mut self.0).retry_after = retry_after;
         self
     }
 
     /// With the deprecation headers of the response.
     pub(crate) fn with_deprecation(mut self, deprecation: Option<DeprecationNotice>) -> Self {
-        self.inner_mut().deprecation = deprecation;
+        Arc::make_mut(&mut self.0).deprecation = deprecation;
         self
     }
 
     /// The same error, answered by `origin`.
     pub(crate) fn with_origin(mut self, origin: Origin) -> Self {
-        self.inner_mut().origin = origin;
+        Arc::make_mut(&mut self.0).origin = origin;
         self
-    }
-
-    fn inner_mut(&mut self) -> &mut ApiInner {
-        // Built before it is shared: `make_mut` does not copy here.
-        Arc::make_mut(&mut self.0)
     }
 
     /// Which server answered: the API, or the authorization server (token, discovery,
