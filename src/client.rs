@@ -538,7 +538,7 @@ impl ClientBuilder {
         let http = self.http.map_or_else(crate::wire::default_http_client, Ok)?;
         let user_agent =
             self.user_agent.unwrap_or_else(|| HeaderValue::from_static(crate::wire::DEFAULT_USER_AGENT));
-        let timeout = Some(self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT));
+        let timeout = self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT);
         let sender = HttpSender::new(http, self.middleware, timeout, user_agent)
             .with_retry(self.retry.unwrap_or_default());
         let limit = self.rate_limit.unwrap_or_default();

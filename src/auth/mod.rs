@@ -148,7 +148,7 @@ pub use verify::{Claims, TokenVerifier};
 
 use self::token_manager::{Grant, TokenManager};
 use crate::Error;
-use crate::wire::{DEFAULT_TIMEOUT, HttpSender};
+use crate::wire::HttpSender;
 
 /// A token the client can send: not empty, and only of characters allowed in a header.
 pub(crate) fn check_token(token: &AccessToken) -> Result<(), Error> {
@@ -259,7 +259,7 @@ impl Auth {
                 (Grant::Fixed, None, tokens)
             }
         };
-        Ok(TokenManager::new(grant, store, tokens, sender.timeout().unwrap_or(DEFAULT_TIMEOUT)))
+        Ok(TokenManager::new(grant, store, tokens, sender.timeout()))
     }
 
     /// The client id the authorization server knows the client by (which keys a rate limit

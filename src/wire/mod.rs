@@ -44,7 +44,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct HttpSender {
     /// The HTTP client behind the caller's middleware layers (none: straight to the wire).
     http: ClientWithMiddleware,
-    timeout: Option<Duration>,
+    timeout: Duration,
     user_agent: HeaderValue,
     /// How requests outside the API pipeline are retried (the authorization server's); API
     /// calls carry their own policy.
@@ -57,7 +57,7 @@ impl HttpSender {
     pub(crate) fn new(
         http: reqwest::Client,
         layers: Layers,
-        timeout: Option<Duration>,
+        timeout: Duration,
         user_agent: HeaderValue,
     ) -> Self {
         let http = ClientWithMiddleware::new(http, layers);
@@ -76,18 +76,13 @@ impl HttpSender {
     }
 
     /// The timeout of one request.
-    pub(crate) fn timeout(&self) -> Option<Duration> {
+    pub(crate) fn timeout(&self) -> Duration {
         self.timeout
     }
 
     /// A sender over the caller's `reqwest::Client`, with the crate's timeout and user agent.
     pub(crate) fn with_client(http: reqwest::Client) -> Self {
-        HttpSender::new(
-            http,
-            Layers::new(),
-            Some(DEFAULT_TIMEOUT),
-            HeaderValue::from_static(DEFAULT_USER_AGENT),
-        )
+        HttpSender::new(http, Layers::new(), DEFAULT_TIMEOUT, HeaderValue::from_static(DEFAULT_USER_AGENT))
     }
 
     /// The crate-wide sender of everything sent outside a [`Client`](crate::Client) (a flow,
@@ -123,9 +118,7 @@ impl HttpSender {
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }
-        if let Some(timeout) = self.timeout {
-            request.timeout_mut().get_or_insert(timeout);
-        }
+        request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
         let outcome = sent.map_err(|e| Error::Http(HttpError::from_middleware(&endpoint, e)));
         match &outcome {
