@@ -17,7 +17,7 @@ use self::id_token::check_same_user;
 pub use self::request::AuthorizationRequest;
 pub(super) use self::request::CallbackParams;
 use self::request::parse_redirect_uri;
-use super::discovery::{AuthServerMetadata, missing_endpoint};
+use super::discovery::{AuthServerMetadata, required};
 use super::oauth::{OAuthClient, OAuthHttp, Refreshed, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
@@ -203,11 +203,10 @@ impl AuthorizationCodeFlow {
         client_id: String,
         redirect_uri: Option<RedirectUrl>,
     ) -> Result<Self, Error> {
-        let endpoint = |url: &Option<Url>, name: &str| url.clone().ok_or_else(|| missing_endpoint(name));
         let authorize =
-            AuthUrl::from_url(endpoint(&metadata.authorization_endpoint, "authorization_endpoint")?);
-        let token = TokenUrl::from_url(endpoint(&metadata.token_endpoint, "token_endpoint")?);
-        let jwks = endpoint(&metadata.jwks_uri, "jwks_uri")?;
+            AuthUrl::from_url(required(&metadata.authorization_endpoint, "authorization_endpoint")?);
+        let token = TokenUrl::from_url(required(&metadata.token_endpoint, "token_endpoint")?);
+        let jwks = required(&metadata.jwks_uri, "jwks_uri")?;
         check_client(&client_id, None)?;
         let id_verifier = TokenVerifier::new(jwks.as_str(), metadata.issuer.as_str(), client_id.as_str())?
             .leeway(DEFAULT_ID_TOKEN_LEEWAY);

@@ -168,12 +168,13 @@ impl fmt::Debug for AuthServerMetadata {
     }
 }
 
-/// A discovery document that names no usable `name` (an endpoint the caller needs).
-pub(crate) fn missing_endpoint(name: &str) -> Error {
-    Error::Decode(DecodeError::invalid(
-        "the discovery document",
-        format!("it names no usable {name} (an https URL, or http on a loopback host)"),
-    ))
+/// The endpoint `url` of the member `name` that the caller needs; [`Error::Decode`] when the
+/// discovery document names none.
+pub(crate) fn required(url: &Option<Url>, name: &str) -> Result<Url, Error> {
+    url.clone().ok_or_else(|| {
+        let message = format!("it names no usable {name} (an https URL, or http on a loopback host)");
+        Error::Decode(DecodeError::invalid("the discovery document", message))
+    })
 }
 
 type IntrospectClient = OAuthClient<EndpointNotSet, EndpointSet, EndpointNotSet>;
@@ -230,9 +231,8 @@ impl TokenIntrospector {
         client_secret: impl Into<String>,
     ) -> Result<Self, Error> {
         metadata.check_endpoints()?;
-        let endpoint = metadata.introspection_endpoint.as_ref();
-        let endpoint = endpoint.ok_or_else(|| missing_endpoint("introspection_endpoint"))?;
-        Self::with_endpoint(endpoint.clone(), client_id.into(), client_secret.into())
+        let endpoint = required(&metadata.introspection_endpoint, "introspection_endpoint")?;
+        Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
     }
 
     fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
