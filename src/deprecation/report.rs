@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, TimeDelta, Utc};
+use tracing::Level;
 
 use super::{DeprecationNotice, rfc3339};
 use crate::text::shown_url;
@@ -86,35 +87,20 @@ impl DeprecationReporter {
 
     /// [`DeprecationReporter::report`] with the current time given.
     fn report_at(&self, notice: &DeprecationNotice, route: &str, now: DateTime<Utc>) {
-        if self.should_log(notice, route) {
-            log(notice, now);
+        let log = match self.policy {
+            DeprecationPolicy::WarnEvery => true,
+            DeprecationPolicy::Ignore | DeprecationPolicy::Fail => false,
+            DeprecationPolicy::WarnOnce => {
+                let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+                warned.len() < REMEMBERED_ENDPOINTS && warned.insert(format!("{} {route}", notice.method))
+            }
+        };
+        if log {
+            self::log(notice, now);
         }
         if let Some(callback) = &self.callback {
             callback(notice);
         }
-    }
-
-    fn should_log(&self, notice: &DeprecationNotice, route: &str) -> bool {
-        match self.policy {
-            DeprecationPolicy::WarnEvery => true,
-            DeprecationPolicy::Ignore | DeprecationPolicy::Fail => false,
-            DeprecationPolicy::WarnOnce => {
-                let key = format!("{} {route}", notice.method);
-                let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
-                if warned.contains(&key) || warned.len() >= REMEMBERED_ENDPOINTS {
-                    false
-                } else {
-                    warned.insert(key)
-                }
-            }
-        }
-    }
-}
-
-impl Default for DeprecationReporter {
-    /// [`DeprecationPolicy::WarnOnce`] without a callback.
-    fn default() -> Self {
-        Self::new(DeprecationPolicy::default(), None)
     }
 }
 
@@ -129,25 +115,19 @@ impl fmt::Debug for DeprecationReporter {
     }
 }
 
-/// How loudly a notice is logged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Urgency {
-    /// The sunset date has passed.
-    SunsetPast,
-    /// The sunset date is within [`SUNSET_SOON_DAYS`].
-    SunsetSoon,
-    /// Deprecated, sunset far away or unknown.
-    Deprecated,
-    /// A sunset date far away, without a `Deprecation` header.
-    SunsetScheduled,
-}
-
-fn urgency(notice: &DeprecationNotice, now: DateTime<Utc>) -> Urgency {
+/// How loudly a notice is logged: as an error when its sunset is past or within
+/// [`SUNSET_SOON_DAYS`], else as a warning; and the message that says why.
+fn urgency(notice: &DeprecationNotice, now: DateTime<Utc>) -> (Level, &'static str) {
     match notice.sunset {
-        Some(sunset) if sunset <= now => Urgency::SunsetPast,
-        Some(sunset) if sunset - now <= TimeDelta::days(SUNSET_SOON_DAYS) => Urgency::SunsetSoon,
-        _ if notice.deprecation.is_some() => Urgency::Deprecated,
-        _ => Urgency::SunsetScheduled,
+        Some(sunset) if sunset <= now => {
+            (Level::ERROR, "deprecated endpoint is past its sunset date and may stop working at any time")
+        }
+        Some(sunset) if sunset - now <= TimeDelta::days(SUNSET_SOON_DAYS) => (
+            Level::ERROR,
+            "deprecated endpoint reaches its sunset date within 30 days and will then stop working",
+        ),
+        _ if notice.deprecation.is_some() => (Level::WARN, "endpoint is deprecated"),
+        _ => (Level::WARN, "endpoint has a scheduled sunset date"),
     }
 }
 
@@ -163,32 +143,29 @@ fn log(notice: &DeprecationNotice, now: DateTime<Utc>) {
     let documentation = notice.documentation.as_ref().map(shown_url);
     let documentation = documentation.as_deref();
     let diagnostic = notice.diagnostic.as_deref();
-
-    macro_rules! emit {
-        ($macro:ident, $message:literal) => {
-            tracing::$macro!(
-                method,
-                endpoint,
-                sunset,
-                successor,
-                deprecated_since,
-                documentation,
-                diagnostic,
-                $message
-            )
-        };
-    }
-
-    match urgency(notice, now) {
-        Urgency::SunsetPast => {
-            emit!(error, "deprecated endpoint is past its sunset date and may stop working at any time")
-        }
-        Urgency::SunsetSoon => emit!(
-            error,
-            "deprecated endpoint reaches its sunset date within 30 days and will then stop working"
-        ),
-        Urgency::Deprecated => emit!(warn, "endpoint is deprecated"),
-        Urgency::SunsetScheduled => emit!(warn, "endpoint has a scheduled sunset date"),
+    let (level, message) = urgency(notice, now);
+    if level == Level::ERROR {
+        tracing::error!(
+            method,
+            endpoint,
+            sunset,
+            successor,
+            deprecated_since,
+            documentation,
+            diagnostic,
+            "{message}"
+        );
+    } else {
+        tracing::warn!(
+            method,
+            endpoint,
+            sunset,
+            successor,
+            deprecated_since,
+            documentation,
+            diagnostic,
+            "{message}"
+        );
     }
 }
 
@@ -366,7 +343,7 @@ mod tests {
 
     #[test]
     fn no_callback_is_fine() {
-        let reporter = DeprecationReporter::default();
+        let reporter = DeprecationReporter::new(DeprecationPolicy::default(), None);
         reporter.report(&deprecated("/v1/companies"), &deprecated("/v1/companies").endpoint);
         assert_eq!(reporter.policy(), DeprecationPolicy::WarnOnce);
         assert!(format!("{reporter:?}").contains("warned_endpoints: 1"));
@@ -416,18 +393,18 @@ mod tests {
         let mut n = deprecated("/v1/companies");
         let now = at(1_800_000_000);
         n.sunset = Some(now - TimeDelta::seconds(1));
-        assert_eq!(urgency(&n, now), Urgency::SunsetPast);
+        assert!(matches!(urgency(&n, now), (Level::ERROR, m) if m.contains("past its sunset")));
         n.sunset = Some(now);
-        assert_eq!(urgency(&n, now), Urgency::SunsetPast);
+        assert!(matches!(urgency(&n, now), (Level::ERROR, m) if m.contains("past its sunset")));
         n.sunset = Some(now + TimeDelta::days(30));
-        assert_eq!(urgency(&n, now), Urgency::SunsetSoon);
+        assert!(matches!(urgency(&n, now), (Level::ERROR, m) if m.contains("within 30 days")));
         n.sunset = Some(now + TimeDelta::days(31));
-        assert_eq!(urgency(&n, now), Urgency::Deprecated);
+        assert_eq!(urgency(&n, now), (Level::WARN, "endpoint is deprecated"));
         n.sunset = None;
-        assert_eq!(urgency(&n, now), Urgency::Deprecated);
+        assert_eq!(urgency(&n, now), (Level::WARN, "endpoint is deprecated"));
         n.deprecation = None;
         n.sunset = Some(now + TimeDelta::days(365));
-        assert_eq!(urgency(&n, now), Urgency::SunsetScheduled);
+        assert_eq!(urgency(&n, now), (Level::WARN, "endpoint has a scheduled sunset date"));
     }
 
     #[test]
