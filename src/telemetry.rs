@@ -20,7 +20,7 @@
 //! credentials (`access_token`, `client_secret`, `code`, `signature`, ...) are replaced by
 //! `REDACTED`, as the conventions ask.
 
-use std::fmt;
+use std::borrow::Cow;
 use std::time::Duration;
 
 use tracing::Span;
@@ -55,7 +55,7 @@ pub(crate) fn request_span(method: &http::Method, url: &Url, route: Option<&str>
         "otel.name" = method.as_str(),
         "otel.kind" = "client",
         "http.request.method" = method.as_str(),
-        "url.full" = %FullUrl(url),
+        "url.full" = %full_url(url),
         "url.path" = url.path(),
         "http.route" = route,
         "server.address" = url.host_str(),
@@ -112,33 +112,28 @@ pub(crate) fn record_listing(span: &Span, pages: u64, items: u64, retries: u64, 
 }
 
 /// A URL as `url.full` shows it: no user information, credential-like query values redacted.
-struct FullUrl<'a>(&'a Url);
-
-impl fmt::Display for FullUrl<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let url = self.0;
-        let secret = |name: &str| SECRET_PARAMETERS.iter().any(|s| s.eq_ignore_ascii_case(name));
-        let redact = url.query_pairs().any(|(name, _)| secret(&name));
-        if url.username().is_empty() && url.password().is_none() && url.fragment().is_none() && !redact {
-            return f.write_str(url.as_str());
-        }
-        let mut shown = url.clone();
-        // Only URLs that have a host can hold user information, and for them these succeed.
-        let _ = shown.set_username("");
-        let _ = shown.set_password(None);
-        shown.set_fragment(None);
-        if redact {
-            let pairs: Vec<(String, String)> = url
-                .query_pairs()
-                .map(|(name, value)| {
-                    let value = if secret(&name) { "REDACTED".to_owned() } else { value.into_owned() };
-                    (name.into_owned(), value)
-                })
-                .collect();
-            shown.query_pairs_mut().clear().extend_pairs(pairs);
-        }
-        f.write_str(shown.as_str())
+fn full_url(url: &Url) -> Cow<'_, str> {
+    let secret = |name: &str| SECRET_PARAMETERS.iter().any(|s| s.eq_ignore_ascii_case(name));
+    let redact = url.query_pairs().any(|(name, _)| secret(&name));
+    if url.username().is_empty() && url.password().is_none() && url.fragment().is_none() && !redact {
+        return Cow::Borrowed(url.as_str());
     }
+    let mut shown = url.clone();
+    // Only URLs that have a host can hold user information, and for them these succeed.
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_fragment(None);
+    if redact {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(name, value)| {
+                let value = if secret(&name) { "REDACTED".to_owned() } else { value.into_owned() };
+                (name.into_owned(), value)
+            })
+            .collect();
+        shown.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    Cow::Owned(shown.into())
 }
 
 #[cfg(test)]
@@ -146,7 +141,7 @@ mod tests {
     use super::*;
 
     fn full(url: &str) -> String {
-        FullUrl(&Url::parse(url).expect("a valid URL")).to_string()
+        full_url(&Url::parse(url).expect("a valid URL")).into_owned()
     }
 
     #[test]
