@@ -88,6 +88,47 @@ fn without_user_information(raw: &str) -> Cow<'_, str> {
     }
 }
 
+/// The content of a quoted string whose opening quote is gone, backslash escapes undone; `None`
+/// when it is not closed at the end of `quoted`.
+pub(crate) fn unquote(quoted: &str) -> Option<String> {
+    let mut value = String::new();
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return chars.as_str().is_empty().then_some(value),
+            '\\' => value.push(chars.next()?),
+            other => value.push(other),
+        }
+    }
+    None
+}
+
+/// `text` split at the first ASCII `separator` outside a quoted string: the part before it and,
+/// when there is one, the rest after it. A quote never closed runs to the end.
+pub(crate) fn split_outside_quotes(text: &str, separator: char) -> (&str, Option<&str>) {
+    let (mut quoted, mut escaped) = (false, false);
+    for (index, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            _ if c == separator && !quoted => return (&text[..index], Some(&text[index + 1..])),
+            _ => {}
+        }
+    }
+    (text, None)
+}
+
+/// The parts of `text` between the ASCII `separator`s outside quoted strings.
+pub(crate) fn pieces(text: &str, separator: char) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let (piece, after) = split_outside_quotes(rest?, separator);
+        rest = after;
+        Some(piece)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,8 @@
 
 use url::Url;
 
+use crate::text::{pieces, split_outside_quotes, unquote};
+
 /// One link from a `Link` header: a target and its relation types.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Link {
@@ -59,14 +61,12 @@ pub(crate) fn find_relation(links: &[Link], relation: &str) -> Option<Url> {
 /// A link from its target and what follows it up to the next link value:
 /// `*( OWS ";" OWS link-param )`. `None` when that is malformed or the target does not resolve.
 fn read_link(target: &str, params: &str, base: &Url) -> Option<Link> {
-    let (before, mut next) = split_outside_quotes(params, ';');
-    if !before.trim_matches(OWS).is_empty() {
+    let mut params = pieces(params, ';');
+    if !params.next().unwrap_or_default().trim_matches(OWS).is_empty() {
         return None;
     }
     let mut relations = None;
-    while let Some(rest) = next {
-        let (param, after) = split_outside_quotes(rest, ';');
-        next = after;
+    for param in params {
         // An empty parameter, as in a trailing `;`, is allowed.
         let param = param.trim_matches(OWS);
         if param.is_empty() {
@@ -98,37 +98,6 @@ fn read_param(param: &str) -> Option<(&str, String)> {
         },
     };
     Some((name, value))
-}
-
-/// The content of a quoted string whose opening quote is gone, backslash escapes undone; `None`
-/// when it is not closed at the end of `quoted`.
-fn unquote(quoted: &str) -> Option<String> {
-    let mut value = String::new();
-    let mut chars = quoted.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return chars.as_str().is_empty().then_some(value),
-            '\\' => value.push(chars.next()?),
-            other => value.push(other),
-        }
-    }
-    None
-}
-
-/// `text` split at the first ASCII `separator` outside a quoted string: the part before it and,
-/// when there is one, the rest after it. A quote never closed runs to the end.
-fn split_outside_quotes(text: &str, separator: char) -> (&str, Option<&str>) {
-    let (mut quoted, mut escaped) = (false, false);
-    for (index, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            _ if c == separator && !quoted => return (&text[..index], Some(&text[index + 1..])),
-            _ => {}
-        }
-    }
-    (text, None)
 }
 
 /// `tchar` of RFC 9110 section 5.6.2.

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use http::HeaderMap;
 
 use crate::bounds::MAX_SERVER_WAIT;
+use crate::text::{pieces, split_outside_quotes, unquote};
 
 /// `X-RateLimit-Reset` values from here on are Unix times, not delays (GitHub sends seconds
 /// since the epoch, others send the seconds left).
@@ -114,30 +115,19 @@ fn integer(member: &Member, name: &str) -> Option<u64> {
 /// it refuses a whole field for one malformed member, as the RFC asks, where this reads the
 /// members it can.
 fn members(headers: &HeaderMap, name: &str) -> Vec<Member> {
-    let mut members = Vec::new();
-    for line in headers.get_all(name).iter().filter_map(|line| line.to_str().ok()) {
-        let mut member: Member = vec![Default::default()];
-        let (mut quoted, mut escaped) = (false, false);
-        for c in line.chars().chain([',']) {
-            let last = member.len() - 1;
-            match c {
-                _ if escaped || (quoted && c != '"' && c != '\\') => {
-                    member[last].1.push(c);
-                    escaped = false;
-                }
-                '\\' if quoted => escaped = true,
-                '"' => quoted = !quoted,
-                ',' => members.push(std::mem::replace(&mut member, vec![Default::default()])),
-                ';' => member.push(Default::default()),
-                '=' if last > 0 && member[last].0.is_empty() => {
-                    member[last].0 = std::mem::take(&mut member[last].1)
-                }
-                c if !c.is_whitespace() => member[last].1.push(c),
-                _ => {}
-            }
-        }
-    }
-    members
+    let lines = headers.get_all(name).iter().filter_map(|line| line.to_str().ok());
+    let param = |(at, param): (usize, &str)| {
+        let (key, value) = match split_outside_quotes(param, '=') {
+            (key, Some(value)) if at > 0 => (key.trim(), value.trim()),
+            _ => ("", param.trim()),
+        };
+        let value = value.strip_prefix('"').and_then(unquote).unwrap_or_else(|| value.to_owned());
+        (key.to_owned(), value)
+    };
+    lines
+        .flat_map(|line| pieces(line, ','))
+        .map(|member| pieces(member, ';').enumerate().map(param).collect())
+        .collect()
 }
 
 #[cfg(test)]
