@@ -144,28 +144,24 @@ fn log(notice: &DeprecationNotice, now: DateTime<Utc>) {
     let documentation = documentation.as_deref();
     let diagnostic = notice.diagnostic.as_deref();
     let (level, message) = urgency(notice, now);
+    macro_rules! emit {
+        ($macro:ident) => {
+            tracing::$macro!(
+                method,
+                endpoint,
+                sunset,
+                successor,
+                deprecated_since,
+                documentation,
+                diagnostic,
+                "{message}"
+            )
+        };
+    }
     if level == Level::ERROR {
-        tracing::error!(
-            method,
-            endpoint,
-            sunset,
-            successor,
-            deprecated_since,
-            documentation,
-            diagnostic,
-            "{message}"
-        );
+        emit!(error);
     } else {
-        tracing::warn!(
-            method,
-            endpoint,
-            sunset,
-            successor,
-            deprecated_since,
-            documentation,
-            diagnostic,
-            "{message}"
-        );
+        emit!(warn);
     }
 }
 
