@@ -66,10 +66,10 @@ fn normalise(value: &str, current_year: i32) -> Option<(String, bool)> {
         [weekday, month, day, time, year] => (weekday, day, month, year.to_owned(), time),
         _ => return None,
     };
-    let weekday = WEEKDAYS
+    let long = WEEKDAYS
         .iter()
-        .find(|(short, long)| short.eq_ignore_ascii_case(weekday) || long.eq_ignore_ascii_case(weekday))?
-        .0;
+        .find(|long| long.eq_ignore_ascii_case(weekday) || long[..3].eq_ignore_ascii_case(weekday))?;
+    let weekday = &long[..3];
     let month = MONTHS.iter().find(|name| name.eq_ignore_ascii_case(month))?;
     let (time, leap_second) = match time.strip_suffix(":60") {
         Some(minute) => (format!("{minute}:59"), true),
@@ -96,15 +96,7 @@ fn two_digit_year(two_digits: i32, current_year: i32) -> i32 {
 const MONTHS: [&str; 12] =
     ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
-const WEEKDAYS: [(&str, &str); 7] = [
-    ("Mon", "Monday"),
-    ("Tue", "Tuesday"),
-    ("Wed", "Wednesday"),
-    ("Thu", "Thursday"),
-    ("Fri", "Friday"),
-    ("Sat", "Saturday"),
-    ("Sun", "Sunday"),
-];
+const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
 fn check_zone(zone: &str) -> Option<()> {
     (zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC")).then_some(())
