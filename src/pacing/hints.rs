@@ -41,44 +41,35 @@ impl Hints {
             .find(|hints| *hints != Hints::default())
             .unwrap_or_default()
     }
-
-    /// True when the server says its quota is used up.
-    pub(crate) fn exhausted(&self) -> bool {
-        self.remaining == Some(0)
-    }
 }
 
-/// `RateLimit-Policy: "default";q=100;w=60` and `RateLimit: "default";r=50;t=30`.
+/// `RateLimit-Policy: "default";q=100;w=60` and `RateLimit: "default";r=50;t=30`: the lowest
+/// rate of the request quotas, and the lowest quota left with its reset.
 fn ietf(headers: &HeaderMap) -> Hints {
-    let mut hints = Hints::default();
-    for item in members(headers, "ratelimit-policy") {
-        if param(&item, "qu").is_none_or(|unit| unit.eq_ignore_ascii_case("requests")) {
-            hints.policy_rate = lowest(hints.policy_rate, rate(integer(&item, "q"), integer(&item, "w")));
-        }
+    let requests = |item: &Member| param(item, "qu").is_none_or(|unit| unit.eq_ignore_ascii_case("requests"));
+    let policies = members(headers, "ratelimit-policy").into_iter().filter(requests);
+    let quotas =
+        members(headers, "ratelimit").into_iter().filter_map(|item| Some((integer(&item, "r")?, item)));
+    let lowest = quotas.min_by_key(|(left, _)| *left);
+    let reset = lowest.as_ref().and_then(|(_, item)| integer(item, "t")).map(Duration::from_secs);
+    Hints {
+        policy_rate: policies.filter_map(|item| rate(&item, "q")).reduce(f64::min),
+        remaining: lowest.map(|(left, _)| left),
+        reset: reset.filter(|reset| *reset <= MAX_SERVER_WAIT),
     }
-    for item in members(headers, "ratelimit") {
-        if let Some(left) = integer(&item, "r")
-            && hints.remaining.is_none_or(|lowest| left < lowest)
-        {
-            hints.remaining = Some(left);
-            hints.reset = integer(&item, "t").map(Duration::from_secs).filter(|t| *t <= MAX_SERVER_WAIT);
-        }
-    }
-    hints
 }
 
 /// `{prefix}Limit`, `{prefix}Remaining` and `{prefix}Reset`: the limit may carry windows as the
 /// early drafts wrote them (`10, 10;w=1, 1000;w=3600`).
 fn legacy(headers: &HeaderMap, prefix: &str) -> Hints {
-    let mut hints = Hints::default();
-    for item in members(headers, &format!("{prefix}limit")) {
-        hints.policy_rate = lowest(hints.policy_rate, rate(integer(&item, ""), integer(&item, "w")));
-    }
     let first =
         |name: &str| members(headers, &format!("{prefix}{name}")).first().and_then(|item| integer(item, ""));
-    hints.remaining = first("remaining");
-    hints.reset = first("reset").and_then(reset_delay);
-    hints
+    let limits = members(headers, &format!("{prefix}limit"));
+    Hints {
+        policy_rate: limits.iter().filter_map(|item| rate(item, "")).reduce(f64::min),
+        remaining: first("remaining"),
+        reset: first("reset").and_then(reset_delay),
+    }
 }
 
 /// A reset given as seconds left, or as a Unix time in seconds or milliseconds.
@@ -92,13 +83,10 @@ fn reset_delay(value: u64) -> Option<Duration> {
     (delay <= MAX_SERVER_WAIT).then_some(delay)
 }
 
-/// `quota` requests per `window` seconds, as requests a second.
-fn rate(quota: Option<u64>, window: Option<u64>) -> Option<f64> {
-    Some(quota? as f64 / window.filter(|window| *window > 0)? as f64)
-}
-
-fn lowest(current: Option<f64>, candidate: Option<f64>) -> Option<f64> {
-    current.into_iter().chain(candidate).reduce(f64::min)
+/// The quota of `member` (its parameter `quota`) per its window (`w`, in seconds), as requests
+/// a second.
+fn rate(member: &Member, quota: &str) -> Option<f64> {
+    Some(integer(member, quota)? as f64 / integer(member, "w").filter(|window| *window > 0)? as f64)
 }
 
 /// The value of `member`'s parameter `name` (`""`: its bare item).
@@ -152,10 +140,10 @@ mod tests {
         ]));
         assert_eq!(hints.policy_rate, Some(50.0 / 60.0));
         assert_eq!((hints.remaining, hints.reset), (Some(3), Some(Duration::from_secs(40))));
-        assert!(!hints.exhausted());
+        assert_ne!(hints.remaining, Some(0), "quota left");
 
         let tokens = Hints::read(&headers(&[("ratelimit", "default;r=0;t=2;pk=:cHsdsRa894==:")]));
-        assert!(tokens.exhausted());
+        assert_eq!(tokens.remaining, Some(0), "spent");
         assert_eq!((tokens.policy_rate, tokens.reset), (None, Some(Duration::from_secs(2))));
     }
 
@@ -175,7 +163,7 @@ mod tests {
         github.insert("x-ratelimit-remaining", HeaderValue::from(0));
         github.insert("x-ratelimit-reset", HeaderValue::from(in_a_minute));
         let hints = Hints::read(&github);
-        assert!(hints.exhausted());
+        assert_eq!(hints.remaining, Some(0), "spent");
         assert_eq!(hints.policy_rate, None, "a limit without a window says no rate");
         let reset = hints.reset.expect("a reset");
         assert!(reset > Duration::from_secs(55) && reset <= Duration::from_secs(60), "{reset:?}");

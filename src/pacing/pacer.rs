@@ -137,7 +137,7 @@ impl Pacer {
         }
         // With a policy the client already paces at its rate (a quota at zero is how a budget
         // used in full looks); without one, a spent quota waits for its reset.
-        if hints.exhausted() && state.advertised.is_none() {
+        if hints.remaining == Some(0) && state.advertised.is_none() {
             let reset = hints.reset.map(|reset| reset.min(inner.longest_wait).as_secs_f64());
             state.throttled(now, sent, reset, None);
         }
