@@ -34,26 +34,16 @@ fn parse_http_date_in(value: &str, current_year: i32) -> Option<DateTime<Utc>> {
 /// Writes any form [`parse_http_date`] accepts as an IMF-fixdate for `httpdate`, which checks
 /// every field; and whether its second was a leap second (`:60`, written `:59`).
 fn normalise(value: &str, current_year: i32) -> Option<(String, bool)> {
-    let mut parts: [&str; 6] = [""; 6];
-    let mut count = 0;
-    for token in value.split_ascii_whitespace() {
-        *parts.get_mut(count)? = token;
-        count += 1;
-    }
-    let (weekday, day, month, year, time) = match *parts.get(..count)? {
+    // Seven at most: one more than any form has.
+    let parts: Vec<&str> = value.split_ascii_whitespace().take(7).collect();
+    let (weekday, day, month, year, time) = match parts[..] {
         // IMF-fixdate: `Sun, 06 Nov 1994 08:49:37 GMT`
-        [weekday, day, month, year, time, zone] => {
-            check_zone(zone)?;
+        [weekday, day, month, year, time, zone] if is_utc(zone) => {
             (weekday.strip_suffix(',')?, day, month, year.to_owned(), time)
         }
         // RFC 850: `Sunday, 06-Nov-94 08:49:37 GMT`
-        [weekday, date, time, zone] => {
-            check_zone(zone)?;
-            let mut fields = date.split('-');
-            let (day, month, year) = (fields.next()?, fields.next()?, fields.next()?);
-            if fields.next().is_some() {
-                return None;
-            }
+        [weekday, date, time, zone] if is_utc(zone) => {
+            let [day, month, year] = date.splitn(4, '-').collect::<Vec<_>>()[..] else { return None };
             let year = match year.parse() {
                 Ok(two_digits) if year.len() == 2 && year.bytes().all(|b| b.is_ascii_digit()) => {
                     two_digit_year(two_digits, current_year).to_string()
@@ -98,8 +88,8 @@ const MONTHS: [&str; 12] =
 
 const WEEKDAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
 
-fn check_zone(zone: &str) -> Option<()> {
-    (zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC")).then_some(())
+fn is_utc(zone: &str) -> bool {
+    zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC")
 }
 
 #[cfg(test)]
