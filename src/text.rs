@@ -54,26 +54,19 @@ pub(crate) fn shown_url(url: &Url) -> Cow<'_, str> {
 /// so does the fragment (`#…`).
 pub(crate) fn shown_raw_url(raw: &str) -> Cow<'_, str> {
     let shown = without_user_information(raw);
-    let Some(at) = shown.find(['?', '#']) else { return shown };
-    let (head, tail) = shown.split_at(at);
-    let (query, fragment) = match tail.strip_prefix('?') {
-        Some(rest) => rest.split_once('#').map_or((rest, false), |(query, _)| (query, true)),
-        None => ("", true),
+    if !shown.contains(['?', '#']) {
+        return shown;
+    }
+    let (before, fragment) = shown.split_once('#').map_or((&*shown, ""), |(before, _)| (before, "#…"));
+    let Some((head, query)) = before.split_once('?') else {
+        return Cow::Owned(format!("{before}{fragment}"));
     };
-    let mut out = head.to_owned();
-    if tail.starts_with('?') {
-        let names = query.split('&').map(|part| match part.split_once('=') {
-            Some((name, _)) => format!("{name}=…"),
-            None if part.is_empty() => String::new(),
-            None => "…".to_owned(),
-        });
-        out.push('?');
-        out.push_str(&names.collect::<Vec<_>>().join("&"));
-    }
-    if fragment {
-        out.push_str("#…");
-    }
-    Cow::Owned(out)
+    let names = query.split('&').map(|part| match part.split_once('=') {
+        Some((name, _)) => format!("{name}=…"),
+        None if part.is_empty() => String::new(),
+        None => "…".to_owned(),
+    });
+    Cow::Owned(format!("{head}?{}{fragment}", names.collect::<Vec<_>>().join("&")))
 }
 
 /// `raw` without anything before an `@` in its authority.
