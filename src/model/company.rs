@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Fallbacks, Lenient, Loose};
+use super::{Fallbacks, Lenient};
 
 /// A company (API Part 2).
 ///
@@ -79,7 +79,7 @@ struct Wire {
     id: String,
     name: String,
     #[serde(default)]
-    status: Lenient<CompanyStatus>,
+    status: Lenient<String>,
     #[serde(default)]
     created_at: Lenient<DateTime<Utc>>,
     #[serde(default)]
@@ -94,7 +94,7 @@ impl From<Wire> for Company {
         Company {
             id: wire.id,
             name: wire.name,
-            status: fields.take("status", wire.status),
+            status: fields.take("status", wire.status).map(CompanyStatus),
             created_at: fields.take("createdAt", wire.created_at),
             updated_at: fields.take("updatedAt", wire.updated_at),
             extra: fields.extra,
@@ -140,12 +140,6 @@ impl CompanyStatus {
     /// The status as sent.
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl Loose for CompanyStatus {
-    fn from_text(text: &str) -> Option<Self> {
-        Some(CompanyStatus(text.to_owned()))
     }
 }
 
