@@ -160,12 +160,6 @@ impl Pacer {
             shared.pause(wait);
         }
     }
-
-    /// The rate the client paces at now (requests a second), `None` when nothing limits it.
-    #[cfg(test)]
-    pub(crate) fn current_rate(&self) -> Option<f64> {
-        self.0.as_ref().and_then(|inner| inner.state().rate(inner.at(None)))
-    }
 }
 
 impl Inner {
