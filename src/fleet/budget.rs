@@ -67,9 +67,8 @@ pub(crate) struct SharedBudget {
 /// What [`SharedBudget::take`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answer {
-    /// The slot is taken: the request goes.
-    Go,
-    /// No slot yet: ask again after `wait`, the rest of a pause of the fleet when `paused`.
+    /// Ask again after `wait`, the rest of a pause of the fleet when `paused`; a `wait` of zero:
+    /// the slot is taken, the request goes.
     Wait { wait: Duration, paused: bool },
     /// Redis did not answer: pace this process at its share of the rate, `1 / processes`.
     Down { processes: u32 },
@@ -121,7 +120,7 @@ impl SharedBudget {
         }
         status.0 = u32::try_from(processes).unwrap_or(u32::MAX).max(1);
         let wait = Duration::from_micros(u64::try_from(wait).unwrap_or(0));
-        if wait.is_zero() { Answer::Go } else { Answer::Wait { wait, paused: paused == 1 } }
+        Answer::Wait { wait, paused: paused == 1 }
     }
 
     /// Tells every process to pause for `pause`, without holding up this request.

@@ -177,7 +177,6 @@ impl Inner {
             let answer = shared.take(rate, burst).await;
             let (now, mut state) = (self.at(None), self.state());
             return match answer {
-                Answer::Go => Some(Duration::ZERO),
                 Answer::Wait { wait, paused } => {
                     let wait = wait.min(self.longest_wait);
                     if paused {
