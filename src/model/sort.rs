@@ -28,56 +28,51 @@ use std::marker::PhantomData;
 /// # }
 /// ```
 pub struct Sort<T> {
-    field: String,
-    descending: bool,
+    /// The wire form: the field, after a `-` when descending.
+    text: String,
     resource: PhantomData<fn() -> T>,
 }
 
 impl<T> Sort<T> {
-    pub(crate) fn new(field: impl Into<String>, descending: bool) -> Self {
-        Sort { field: field.into(), descending, resource: PhantomData }
+    pub(crate) fn new(field: &str, descending: bool) -> Self {
+        Sort::from(if descending { format!("-{field}") } else { field.to_owned() })
     }
 
     /// The field name.
     pub fn field(&self) -> &str {
-        &self.field
+        self.text.strip_prefix('-').unwrap_or(&self.text)
     }
 
     /// True for descending order.
     pub fn is_descending(&self) -> bool {
-        self.descending
+        self.text.starts_with('-')
     }
 
     /// Whether the field is a name the API can take: not empty, no spaces, control characters
     /// or commas, no second `-`.
     pub(crate) fn is_well_formed(&self) -> bool {
         let allowed = |c: char| !c.is_whitespace() && !c.is_control() && c != ',';
-        !self.field.is_empty() && !self.field.starts_with('-') && self.field.chars().all(allowed)
+        let field = self.field();
+        !field.is_empty() && !field.starts_with('-') && field.chars().all(allowed)
     }
 }
 
 /// The wire form: a field name, with a leading `-` for descending order.
 impl<T> From<&str> for Sort<T> {
     fn from(text: &str) -> Self {
-        match text.strip_prefix('-') {
-            Some(field) => Sort::new(field, true),
-            None => Sort::new(text, false),
-        }
+        Sort::from(text.to_owned())
     }
 }
 
 impl<T> From<String> for Sort<T> {
     fn from(text: String) -> Self {
-        Sort::from(text.as_str())
+        Sort { text, resource: PhantomData }
     }
 }
 
 impl<T> fmt::Display for Sort<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.descending {
-            f.write_str("-")?;
-        }
-        f.write_str(&self.field)
+        f.write_str(&self.text)
     }
 }
 
@@ -89,13 +84,13 @@ impl<T> fmt::Debug for Sort<T> {
 
 impl<T> Clone for Sort<T> {
     fn clone(&self) -> Self {
-        Sort::new(self.field.clone(), self.descending)
+        Sort::from(self.text.clone())
     }
 }
 
 impl<T> PartialEq for Sort<T> {
     fn eq(&self, other: &Self) -> bool {
-        (&self.field, self.descending) == (&other.field, other.descending)
+        self.text == other.text
     }
 }
 
