@@ -84,18 +84,16 @@ fn read_link(target: &str, params: &str, base: &Url) -> Option<Link> {
 /// Reads `token BWS [ "=" BWS ( token / quoted-string ) ]`: the name and the value (unquoted
 /// and unescaped; `""` without one). `None` when it is malformed.
 fn read_param(param: &str) -> Option<(&str, String)> {
-    let (name, rest) = param.split_at(param.bytes().take_while(|&b| is_tchar(b)).count());
-    let rest = rest.trim_start_matches(OWS);
-    let value = match rest.strip_prefix('=').map(|value| value.trim_start_matches(OWS)) {
-        _ if name.is_empty() => return None,
-        None if rest.is_empty() => String::new(),
-        None => return None,
-        Some(value) => match value.strip_prefix('"') {
-            Some(quoted) => unquote(quoted)?,
-            // Tolerates characters a token may not hold (such as `/` in an unquoted URL).
-            None if value.contains([' ', '\t', '"']) => return None,
-            None => value.to_owned(),
-        },
+    let (name, value) = param.split_once('=').unwrap_or((param, ""));
+    let (name, value) = (name.trim_end_matches(OWS), value.trim_start_matches(OWS));
+    if name.is_empty() || !name.bytes().all(is_tchar) {
+        return None;
+    }
+    let value = match value.strip_prefix('"') {
+        Some(quoted) => unquote(quoted)?,
+        // Tolerates characters a token may not hold (such as `/` in an unquoted URL).
+        None if value.contains([' ', '\t', '"']) => return None,
+        None => value.to_owned(),
     };
     Some((name, value))
 }
