@@ -204,7 +204,7 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     pub async fn send(self) -> Result<Page<T>, Error> {
         let query = self.query?;
         let call = query.page(query.page_limit(None, 0), query.cursor.as_ref());
-        let arrived = Arrived::fetch(&self.pipeline, &call, None).await;
+        let arrived = Arrived::fetch(&self.pipeline, &call, None, true).await;
         let arrived = arrived.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
         Ok(arrived.page(1, call.url.path(), query.on_undecodable)?.truncated(query.max_items))
     }

@@ -147,37 +147,48 @@ impl<T: DeserializeOwned> Page<T> {
     }
 }
 
-/// A page as it arrived: its envelope read and its elements counted, without building one, so
-/// the next page can be requested before its items are decoded by [`page`](Arrived::page).
+/// A page as it arrived: its envelope read, and its items decoded at once, or (to request the
+/// next page first) only counted, without building an element, and decoded by
+/// [`page`](Arrived::page).
 pub(crate) struct Arrived<T> {
-    /// The page without its items, which `body` still holds.
+    /// The page; without items while `body` still holds them.
     pub(crate) head: Page<T>,
-    body: Vec<u8>,
+    body: Option<Vec<u8>>,
     /// Elements of `data`, items or not.
     pub(crate) elements: u64,
 }
 
 impl<T: DeserializeOwned> Arrived<T> {
-    /// Sends `call` for a page of a listing and reads its envelope: the one way every page
-    /// arrives, [`List::send`](crate::List::send)'s and the streams'.
+    /// Sends `call` for a page of a listing and reads it, its items now when `items_now`, else
+    /// its envelope: the one way every page arrives, [`List::send`](crate::List::send)'s and
+    /// the streams'. Reading the items at once spares a listing without prefetch a second parse.
     pub(crate) async fn fetch(
         pipeline: &Pipeline,
         call: &Call,
         stats: Option<&CallStats>,
+        items_now: bool,
     ) -> Result<Self, Error> {
         let Reply { body, deprecation } = pipeline.send(call, stats).await?;
-        let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
-            .map_err(|e| Error::Decode(DecodeError::new(call.url.path(), e)))?;
-        let elements = envelope.data.len() as u64;
-        let head = Page { deprecation, ..envelope.pagination.into_page(Elements::from(Vec::new())) };
-        Ok(Arrived { head, body, elements })
+        let (head, elements, body) = if items_now {
+            let page = Page::read(&body, call.url.path())?;
+            let elements = page.data.len() as u64 + page.undecodable_total;
+            (page, elements, None)
+        } else {
+            let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
+                .map_err(|e| Error::Decode(DecodeError::new(call.url.path(), e)))?;
+            let elements = envelope.data.len() as u64;
+            (envelope.pagination.into_page(Elements::from(Vec::new())), elements, Some(body))
+        };
+        Ok(Arrived { head: Page { deprecation, ..head }, body, elements })
     }
 
     /// Page `number` of a listing of `endpoint`, its items decoded. With
     /// [`OnUndecodable::Fail`], the first element that is not a `T` is the listing's error.
     pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
-        let page = Page::read(&self.body, endpoint)?;
-        let mut page = Page { deprecation: self.head.deprecation, ..page };
+        let mut page = match &self.body {
+            Some(body) => Page { deprecation: self.head.deprecation, ..Page::read(body, endpoint)? },
+            None => self.head,
+        };
         for item in &mut page.undecodable {
             item.page = number;
         }

@@ -75,7 +75,8 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
 
     /// The request for the page at the walk's cursor, in the listing's span, once its time has
     /// come: awaited right away, or spawned as a prefetch while the page before is decoded and
-    /// read. It reads the page's envelope; its items are decoded once the next request is out.
+    /// read. With prefetch on, it reads the page's envelope, and its items are decoded once
+    /// the next request is out.
     /// Its `limit` counts `delivered` items delivered before it.
     fn request(
         &mut self,
@@ -89,11 +90,12 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
         let (pipeline, stats) = (self.pipeline.clone(), Arc::clone(&self.stats));
+        let items_now = !pipeline.settings.prefetch;
         async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            Arrived::fetch(&pipeline, &call, Some(&stats)).await
+            Arrived::fetch(&pipeline, &call, Some(&stats), items_now).await
         }
         .instrument(self.span.clone())
     }
