@@ -150,17 +150,6 @@ use self::token_manager::{Grant, TokenManager};
 use crate::Error;
 use crate::wire::HttpSender;
 
-/// A token the client can send: not empty, and only of characters allowed in a header.
-pub(crate) fn check_token(token: &AccessToken) -> Result<(), Error> {
-    if token.secret().trim().is_empty() {
-        return Err(Error::invalid("auth", "expected a non-empty access token"));
-    }
-    if !token.fits_header() {
-        return Err(Error::invalid("auth", "expected an access token of characters allowed in a header"));
-    }
-    Ok(())
-}
-
 /// A client's id and, for a confidential client, its secret: neither empty.
 pub(crate) fn check_client(client_id: &str, client_secret: Option<&ClientSecret>) -> Result<(), Error> {
     if client_id.trim().is_empty() {
@@ -247,18 +236,22 @@ impl Auth {
         let (grant, store, tokens) = match self.0 {
             AuthKind::ClientCredentials(flow) => {
                 let (grant, store) = flow.into_grant(sender)?;
-                (grant, store, TokenSet::new(""))
+                return Ok(TokenManager::new(grant, store, TokenSet::new(""), sender.timeout()));
             }
             AuthKind::User(user) => {
                 user.flow.check()?;
-                check_token(&user.tokens.access_token)?;
                 (Grant::Refresh(user.flow.with_sender(sender.clone())), user.store, user.tokens)
             }
-            AuthKind::Static(tokens) => {
-                check_token(&tokens.access_token)?;
-                (Grant::Fixed, None, tokens)
-            }
+            AuthKind::Static(tokens) => (Grant::Fixed, None, tokens),
         };
+        // A user's or a static token must be one the client can send: not empty, and only of
+        // characters allowed in a header.
+        if tokens.access_token.secret().trim().is_empty() {
+            return Err(Error::invalid("auth", "expected a non-empty access token"));
+        }
+        if !tokens.access_token.fits_header() {
+            return Err(Error::invalid("auth", "expected an access token of characters allowed in a header"));
+        }
         Ok(TokenManager::new(grant, store, tokens, sender.timeout()))
     }
 
