@@ -406,18 +406,13 @@ impl AuthorizationCodeFlow {
             .set_pkce_verifier(oauth2::PkceCodeVerifier::new(request.verifier.secret().to_owned()))
             .request_async(&http);
         let mut tokens = request_tokens(self.token_path(), &self.config.scopes, exchange).await?.tokens;
-        match &tokens.id_token {
-            Some(id_token) => {
-                let claims = self.verify_id(id_token, request.nonce.as_deref()).await?;
-                tokens.id_claims = Some(claims);
-            }
-            None if self.wants_id_token() => {
-                return Err(Error::Decode(DecodeError::invalid(
-                    self.token_path(),
-                    "the token response has no id_token although openid was requested",
-                )));
-            }
-            None => {}
+        if let Some(id_token) = &tokens.id_token {
+            tokens.id_claims = Some(self.verify_id(id_token, request.nonce.as_deref()).await?);
+        } else if self.wants_id_token() {
+            return Err(Error::Decode(DecodeError::invalid(
+                self.token_path(),
+                "the token response has no id_token although openid was requested",
+            )));
         }
         tracing::debug!(scopes = ?tokens.scopes, "signed in with the authorization code flow");
         Ok(tokens)

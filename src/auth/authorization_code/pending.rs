@@ -78,7 +78,6 @@ impl AuthorizationCodeFlow {
     /// [`Error::InvalidArgument`] naming `sealing_secret` when none was set (or it is too short),
     /// or the operating system's random source fails.
     pub fn seal_pending(&self, request: &AuthorizationRequest) -> Result<String, Error> {
-        self.check()?;
         let sealer = self.sealer()?;
         let pending =
             (Utc::now().timestamp_millis(), &request.state, request.verifier.secret(), &request.nonce);
@@ -101,7 +100,6 @@ impl AuthorizationCodeFlow {
     /// for one older than [`pending_max_age`](Self::pending_max_age); [`Error::InvalidArgument`]
     /// naming `sealing_secret` when none was set.
     pub fn open_pending(&self, sealed: &str) -> Result<AuthorizationRequest, Error> {
-        self.check()?;
         let sealer = self.sealer()?;
         let value = URL_SAFE_NO_PAD.decode(sealed.trim()).map_err(|_| CallbackError::SealedSignInTampered)?;
         let (tag, sealed) = value.split_at_checked(TAG_LEN).ok_or(CallbackError::SealedSignInTampered)?;
@@ -136,11 +134,12 @@ impl AuthorizationCodeFlow {
     ///
     /// As [`open_pending`](Self::open_pending), then as [`exchange`](Self::exchange).
     pub async fn exchange_sealed(&self, sealed: &str, callback: &str) -> Result<TokenSet, Error> {
-        let request = self.open_pending(sealed)?;
-        self.exchange(request, callback).await
+        self.exchange(self.open_pending(sealed)?, callback).await
     }
 
+    /// The sealer, once every setting of the flow is valid.
     fn sealer(&self) -> Result<&Sealer, Error> {
+        self.check()?;
         let missing = "required to seal or open a pending sign-in: call `sealing_secret(..)`";
         self.config.sealer.as_deref().ok_or_else(|| Error::invalid("sealing_secret", missing))
     }
