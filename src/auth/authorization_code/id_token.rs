@@ -77,13 +77,9 @@ pub(super) fn check_same_user(previous: &TokenSet, refreshed: &IdToken) -> Resul
     let (Some(original), Some(new)) = (previous.id_token.as_ref().and_then(claims), claims(refreshed)) else {
         return Ok(());
     };
-    match changed_identity(&original, &new) {
-        Some(reason) => {
-            tracing::warn!(reason, "a refresh answered for another user; its tokens are discarded");
-            Err(Error::ReauthenticationRequired(reason))
-        }
-        None => Ok(()),
-    }
+    let Some(reason) = changed_identity(&original, &new) else { return Ok(()) };
+    tracing::warn!(reason, "a refresh answered for another user; its tokens are discarded");
+    Err(Error::ReauthenticationRequired(reason))
 }
 
 /// The claims of a user's identity, and what a refreshed ID token that changes one names.

@@ -67,11 +67,10 @@ impl FileTokenStore {
     /// error.
     pub async fn remove(&self) -> Result<(), TokenStoreError> {
         for path in [&self.path, &self.lock_path()] {
-            match tokio::fs::remove_file(path).await {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io_error("cannot remove", path, e));
-                }
-                _ => {}
+            if let Err(e) = tokio::fs::remove_file(path).await
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(io_error("cannot remove", path, e));
             }
         }
         Ok(())
