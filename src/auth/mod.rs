@@ -236,7 +236,7 @@ impl Auth {
         let (grant, store, tokens) = match self.0 {
             AuthKind::ClientCredentials(flow) => {
                 let (grant, store) = flow.into_grant(sender)?;
-                return Ok(TokenManager::new(grant, store, TokenSet::new(""), sender.timeout()));
+                return Ok(token_manager::Manager::new(grant, store, TokenSet::new(""), sender.timeout()));
             }
             AuthKind::User(user) => {
                 user.flow.check()?;
@@ -252,7 +252,7 @@ impl Auth {
         if !tokens.access_token.fits_header() {
             return Err(Error::invalid("auth", "expected an access token of characters allowed in a header"));
         }
-        Ok(TokenManager::new(grant, store, tokens, sender.timeout()))
+        Ok(token_manager::Manager::new(grant, store, tokens, sender.timeout()))
     }
 
     /// The client id the authorization server knows the client by (which keys a rate limit

@@ -133,7 +133,9 @@ impl Failures {
     }
 }
 
-struct Inner {
+/// Caches the current token and refreshes it with single flight; shared by every clone of a
+/// client as a [`TokenManager`].
+pub(crate) struct Manager {
     grant: Grant,
     store: Option<Arc<dyn TokenStore>>,
     /// The longest a caller waits for a token request: one request timeout.
@@ -146,19 +148,16 @@ struct Inner {
     current: tokio::sync::Mutex<TokenSet>,
 }
 
-/// Caches the current token and refreshes it with single flight. Cheap to clone.
-#[derive(Clone)]
-pub(crate) struct TokenManager {
-    inner: Arc<Inner>,
-}
+/// A client's tokens, one [`Manager`] shared by its clones. Cheap to clone.
+pub(crate) type TokenManager = Arc<Manager>;
 
-impl std::fmt::Debug for TokenManager {
+impl std::fmt::Debug for Manager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenManager").field("store", &self.inner.store.is_some()).finish_non_exhaustive()
+        f.debug_struct("TokenManager").field("store", &self.store.is_some()).finish_non_exhaustive()
     }
 }
 
-impl TokenManager {
+impl Manager {
     /// The tokens `grant` renews and `store` keeps, from `tokens` on (a sign-in, a stored set, a
     /// static token; an empty access token is none, an expired one is replaced on first use).
     /// Callers wait at most `timeout` for a token request.
@@ -167,23 +166,22 @@ impl TokenManager {
         store: Option<Arc<dyn TokenStore>>,
         tokens: TokenSet,
         timeout: Duration,
-    ) -> Self {
+    ) -> TokenManager {
         let issued = (tokens.access_token.clone(), tokens.expires_in());
         let cached = (!issued.0.secret().is_empty()).then(|| CachedToken::stamp(issued, Instant::now()));
         let state = Mutex::new(State { cached, ..State::default() });
         let current = tokio::sync::Mutex::new(tokens);
-        let inner = Inner { grant, store, timeout, signed_out: AtomicBool::default(), state, current };
-        TokenManager { inner: Arc::new(inner) }
+        Arc::new(Manager { grant, store, timeout, signed_out: AtomicBool::default(), state, current })
     }
 
     /// A token that is good to send now, refreshing first when it is due.
     ///
     /// Waits at most one request timeout for a token request under way; the request itself
     /// goes on whatever happens to this caller.
-    pub(crate) async fn token(&self) -> Result<AccessToken, Error> {
+    pub(crate) async fn token(self: &Arc<Self>) -> Result<AccessToken, Error> {
         let flight = {
-            let mut state = self.inner.lock();
-            if self.inner.is_signed_out() {
+            let mut state = self.lock();
+            if self.is_signed_out() {
                 return Err(Error::ReauthenticationRequired(SIGNED_OUT));
             }
             let now = Instant::now();
@@ -200,22 +198,22 @@ impl TokenManager {
             state.flight.insert(flight.unwrap_or_else(|| self.start())).clone()
         };
         let timed_out = || Error::Http(HttpError::new(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None));
-        let answer = tokio::time::timeout(self.inner.timeout, flight).await;
-        answer.unwrap_or_else(|_| fallback(self.inner.lock().cached.as_ref(), timed_out()))
+        let answer = tokio::time::timeout(self.timeout, flight).await;
+        answer.unwrap_or_else(|_| fallback(self.lock().cached.as_ref(), timed_out()))
     }
 
     /// Starts a token request in a task of its own and returns its shared result: the token, or
     /// the failure, which holds the next request back for the crate's backoff (or the server's
     /// `Retry-After`). The task runs in the span of the caller that started it, so the token
     /// request appears in that trace.
-    fn start(&self) -> Flight {
-        let inner = self.inner.clone();
+    fn start(self: &Arc<Self>) -> Flight {
+        let manager = Arc::clone(self);
         let request = async move {
             let sent_at = Instant::now();
-            let result = inner.fetch().await;
-            let mut state = inner.lock();
+            let result = manager.fetch().await;
+            let mut state = manager.lock();
             state.flight = None;
-            if inner.is_signed_out() {
+            if manager.is_signed_out() {
                 return Err(Error::ReauthenticationRequired(SIGNED_OUT));
             }
             let error = match result {
@@ -242,25 +240,25 @@ impl TokenManager {
     /// "the user signed out"); then, once a refresh under way has ended (so the newest refresh token
     /// is the one revoked), the tokens are forgotten, revoked, and the store cleared, whatever
     /// the revocation's outcome. The first failure is returned.
-    pub(crate) async fn sign_out(&self) -> Result<(), Error> {
-        if !matches!(self.inner.grant, Grant::Refresh(_)) {
+    pub(crate) async fn sign_out(self: &Arc<Self>) -> Result<(), Error> {
+        if !matches!(self.grant, Grant::Refresh(_)) {
             return Err(Error::invalid(
                 "auth",
                 "sign-out is for a signed-in user's client (`Auth::user`); this client has no user",
             ));
         }
-        self.inner.signed_out.store(true, Ordering::SeqCst);
-        *self.inner.lock() = State::default();
+        self.signed_out.store(true, Ordering::SeqCst);
+        *self.lock() = State::default();
         // In a task of its own, like a token request: a caller that gives up while the
         // revocation is under way still leaves the tokens revoked and the store cleared.
-        let inner = self.inner.clone();
+        let manager = Arc::clone(self);
         let revoke = async move {
-            let Grant::Refresh(flow) = &inner.grant else { return Ok(()) };
-            let revoked = flow.revoke(&std::mem::take(&mut *inner.current.lock().await)).await;
+            let Grant::Refresh(flow) = &manager.grant else { return Ok(()) };
+            let revoked = flow.revoke(&std::mem::take(&mut *manager.current.lock().await)).await;
             if let Err(error) = &revoked {
                 tracing::warn!(error = %error, "revoking the user's tokens failed; they are forgotten here");
             }
-            let cleared = match &inner.store {
+            let cleared = match &manager.store {
                 Some(store) => store.clear().await.map_err(Error::TokenStore),
                 None => Ok(()),
             };
@@ -274,25 +272,23 @@ impl TokenManager {
     /// The signed-in user's current tokens, once a refresh under way has ended; `None` for
     /// other clients and after sign-out.
     pub(crate) async fn current(&self) -> Option<TokenSet> {
-        let user = matches!(self.inner.grant, Grant::Refresh(_)) && !self.inner.is_signed_out();
-        let current = if user { Some(self.inner.current.lock().await.clone()) } else { None };
-        current.filter(|_| !self.inner.is_signed_out())
+        let user = matches!(self.grant, Grant::Refresh(_)) && !self.is_signed_out();
+        let current = if user { Some(self.current.lock().await.clone()) } else { None };
+        current.filter(|_| !self.is_signed_out())
     }
 
     /// Forgets `rejected` after the API refused it, unless a newer token already replaced it or
     /// it cannot be renewed (a static token). Returns true when the next call to
     /// [`token`](Self::token) will not return `rejected`.
     pub(crate) fn invalidate(&self, rejected: &AccessToken) -> bool {
-        let mut state = self.inner.lock();
-        let renewable = !matches!(self.inner.grant, Grant::Fixed);
+        let mut state = self.lock();
+        let renewable = !matches!(self.grant, Grant::Fixed);
         if renewable && state.cached.as_ref().is_some_and(|cached| cached.token == *rejected) {
             state.cached = None;
         }
         state.cached.as_ref().is_none_or(|cached| cached.token != *rejected)
     }
-}
 
-impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -355,13 +351,13 @@ impl Inner {
         if save_once(store.as_ref(), tokens).await {
             return true;
         }
-        let (inner, unsaved) = (Arc::downgrade(self), tokens.access_token.clone());
+        let (manager, unsaved) = (Arc::downgrade(self), tokens.access_token.clone());
         tokio::spawn(async move {
             for pause in backoff(SAVE_RETRY.0, SAVE_RETRY.1) {
                 tokio::time::sleep(pause).await;
-                let Some(inner) = Weak::upgrade(&inner) else { return };
-                let current = inner.current.lock().await;
-                let Some(store) = inner.store.as_ref().filter(|_| current.access_token == unsaved) else {
+                let Some(manager) = Weak::upgrade(&manager) else { return };
+                let current = manager.current.lock().await;
+                let Some(store) = manager.store.as_ref().filter(|_| current.access_token == unsaved) else {
                     return;
                 };
                 if save_once(store.as_ref(), &current).await {

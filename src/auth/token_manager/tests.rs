@@ -21,7 +21,7 @@ fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
 
 /// A manager of a static token.
 fn fixed(tokens: TokenSet) -> TokenManager {
-    TokenManager::new(Grant::Fixed, None, tokens, Duration::from_secs(1))
+    Manager::new(Grant::Fixed, None, tokens, Duration::from_secs(1))
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn token_responses_of_any_shape_never_panic() {
 #[test]
 fn a_stored_expiry_far_in_the_future_is_clamped_too() {
     let manager = fixed(TokenSet::new("t").with_expires_at(chrono::DateTime::<chrono::Utc>::MAX_UTC));
-    let state = manager.inner.lock();
+    let state = manager.lock();
     let cached = state.cached.as_ref().expect("a usable token");
     assert!(cached.expires_at.is_some_and(|at| at <= Instant::now() + MAX_TOKEN_LIFETIME));
 }

@@ -67,7 +67,7 @@ impl Script {
 fn scripted(script: &Arc<Script>, tokens: TokenSet, timeout_secs: u64) -> TokenManager {
     let script = Arc::clone(script);
     let grant = Grant::Scripted(Box::new(move || script.fetch()));
-    TokenManager::new(grant, None, tokens, Duration::from_secs(timeout_secs))
+    Manager::new(grant, None, tokens, Duration::from_secs(timeout_secs))
 }
 
 fn manager_waiting(script: &Arc<Script>, timeout_secs: u64) -> TokenManager {
