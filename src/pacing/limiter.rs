@@ -196,13 +196,6 @@ impl Limiter {
         (self.accepted.len() as f64 / METER_WINDOW, self.sending_since <= start && self.paused_until <= start)
     }
 
-    /// Requests a second the server accepted since the client last resumed sending, less the
-    /// burst its bucket held then; `None` until a [`METER_WINDOW`] has passed since.
-    fn since_resumed(&self, now: f64) -> Option<f64> {
-        let elapsed = now - self.resumed;
-        (elapsed >= METER_WINDOW).then(|| ((self.accepted_since - self.burst.max(1.0)) / elapsed).max(0.0))
-    }
-
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
     /// a server's 429 takes the place of a cause made up for the same pause).
     pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
@@ -236,7 +229,7 @@ impl Limiter {
     /// lower rate.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
         let (measured, unpaused) = self.measured(now);
-        let (since_resumed, resumed) = (self.since_resumed(now), self.resumed);
+        let (resumed, accepted_since) = (self.resumed, self.accepted_since);
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
@@ -256,7 +249,10 @@ impl Limiter {
                 return;
             }
             Some(held) if now - self.waited < STEP => held,
-            Some(held) => held.min(since_resumed.unwrap_or(held)),
+            // What the server accepted since the client resumed, less the burst its bucket held
+            // then, once a window has passed since.
+            Some(held) if now - resumed < METER_WINDOW => held,
+            Some(held) => held.min(((accepted_since - self.burst.max(1.0)) / (now - resumed)).max(0.0)),
             None if unpaused => measured,
             None => {
                 self.decided = now;
