@@ -63,17 +63,6 @@ struct Curve {
     slow_start: bool,
 }
 
-impl Curve {
-    fn at(self, now: f64) -> f64 {
-        let t = (now - self.since).max(0.0);
-        if self.slow_start {
-            self.from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
-        } else {
-            PROBE.mul_add(t.powi(3), self.from)
-        }
-    }
-}
-
 /// The budget's state.
 #[derive(Debug)]
 pub(super) struct Limiter {
@@ -140,8 +129,15 @@ impl Limiter {
     /// The rate at `now` for the whole budget (every process of a shared one), `None` when
     /// nothing limits it.
     pub(super) fn rate(&self, now: f64) -> Option<f64> {
+        let Curve { from, since, slow_start } = self.curve?;
+        let t = (now - since).max(0.0);
+        let rate = if slow_start {
+            from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
+        } else {
+            PROBE.mul_add(t.powi(3), from)
+        };
         let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling));
-        Some(self.curve?.at(now).clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
+        Some(rate.clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
     }
 
     /// When the pause in force at `now` ends, if one is.
