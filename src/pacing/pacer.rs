@@ -104,11 +104,9 @@ impl Pacer {
         let _turn = inner.queue.lock().await;
         loop {
             let now = inner.at(None);
-            let wait = match inner.ask_fleet(now).await {
-                Some(wait) => wait,
-                // Paced here: without a fleet, during a pause, or with the fleet's Redis out of reach.
-                None => duration_from_secs(inner.state().take(now) - now),
-            };
+            // Paced here without a fleet, during a pause, or with the fleet's Redis out of reach.
+            let fleet = inner.ask_fleet(now).await;
+            let wait = fleet.unwrap_or_else(|| duration_from_secs(inner.state().take(now) - now));
             if wait.is_zero() {
                 return Ok(started.elapsed());
             }
