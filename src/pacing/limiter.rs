@@ -87,11 +87,11 @@ pub(super) struct Limiter {
     curve: Option<Curve>,
     /// When the rate was last set.
     decided: f64,
-    /// Since when the client has sent without a gap of [`METER_WINDOW`], and its last send.
-    sending_since: f64,
+    /// The client's last send.
     last_sent: f64,
-    /// When the client last resumed sending (a pause's end, or a send after an idle time), and
-    /// the answers the server accepted since to requests sent since.
+    /// When the client last resumed sending (a pause's end, or its first send after a gap of
+    /// [`METER_WINDOW`]; never before its first send), and the answers the server accepted
+    /// since to requests sent since.
     resumed: f64,
     accepted_since: f64,
     /// When a request last waited for the rate (not for a pause): until a step later, the
@@ -117,9 +117,8 @@ impl Limiter {
             cause: None,
             curve: ceiling.is_finite().then_some(Curve { from: ceiling, since: 0.0, slow_start: false }),
             decided: f64::NEG_INFINITY,
-            sending_since: f64::INFINITY,
             last_sent: f64::NEG_INFINITY,
-            resumed: 0.0,
+            resumed: f64::INFINITY,
             accepted_since: 0.0,
             waited: f64::NEG_INFINITY,
             accepted: VecDeque::new(),
@@ -161,8 +160,7 @@ impl Limiter {
             self.tokens -= 1.0;
         }
         if now - self.last_sent > METER_WINDOW {
-            self.sending_since = now;
-            (self.resumed, self.accepted_since) = (self.resumed.max(now), 0.0);
+            (self.resumed, self.accepted_since) = (now, 0.0);
         }
         self.last_sent = now;
         now
@@ -189,7 +187,7 @@ impl Limiter {
         while self.accepted.front().is_some_and(|&at| at < start) {
             self.accepted.pop_front();
         }
-        (self.accepted.len() as f64 / METER_WINDOW, self.sending_since <= start && self.paused_until <= start)
+        (self.accepted.len() as f64 / METER_WINDOW, self.resumed <= start)
     }
 
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
