@@ -180,14 +180,12 @@ impl Limiter {
         self.measured(now);
     }
 
-    /// Requests a second the server accepted over the last [`METER_WINDOW`], and whether the
-    /// client sent through all of it, unpaused.
-    fn measured(&mut self, now: f64) -> (f64, bool) {
-        let start = now - METER_WINDOW;
-        while self.accepted.front().is_some_and(|&at| at < start) {
+    /// Requests a second the server accepted over the last [`METER_WINDOW`].
+    fn measured(&mut self, now: f64) -> f64 {
+        while self.accepted.front().is_some_and(|&at| at < now - METER_WINDOW) {
             self.accepted.pop_front();
         }
-        (self.accepted.len() as f64 / METER_WINDOW, self.resumed <= start)
+        self.accepted.len() as f64 / METER_WINDOW
     }
 
     /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
@@ -222,8 +220,7 @@ impl Limiter {
     /// for `quiet`, the refusal `cause` kept for those that will not wait, and, once a round, a
     /// lower rate.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
-        let (measured, unpaused) = self.measured(now);
-        let (resumed, accepted_since) = (self.resumed, self.accepted_since);
+        let (measured, resumed, accepted_since) = (self.measured(now), self.resumed, self.accepted_since);
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
@@ -242,12 +239,12 @@ impl Limiter {
                 (self.burst, self.decided) = ((self.burst - 1.0).max(1.0), now);
                 return;
             }
-            Some(held) if now - self.waited < STEP => held,
-            // What the server accepted since the client resumed, less the burst its bucket held
-            // then, once a window has passed since.
-            Some(held) if now - resumed < METER_WINDOW => held,
+            // Sent at its rate, or resumed less than a window ago: the rate held. Else no more
+            // than what the server accepted since it resumed, less the burst its bucket held then.
+            Some(held) if now - self.waited < STEP || now - resumed < METER_WINDOW => held,
             Some(held) => held.min(((accepted_since - self.burst.max(1.0)) / (now - resumed)).max(0.0)),
-            None if unpaused => measured,
+            // Sent through the last window, unpaused: what the server accepted over it.
+            None if resumed <= now - METER_WINDOW => measured,
             None => {
                 self.decided = now;
                 // As many requests per `Retry-After` as the server took at once; none: a second.
