@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
+use tokio::time::Instant;
 
 use crate::Error;
+use crate::bounds::later;
 use crate::error::{ErrorCode, RetriesExhausted};
 use crate::pacing::Pacer;
 
@@ -203,6 +205,40 @@ pub(crate) fn backoff(initial: Duration, max: Duration) -> impl Iterator<Item = 
     ceilings(initial, max, None).map(jittered)
 }
 
+/// Requests that failed in a row: the last error, the instant before which no new request is
+/// made, and the crate's one backoff between them. A success starts over from the default.
+#[derive(Default)]
+pub(crate) struct Failures {
+    /// The last error, and no new request before the instant.
+    last: Option<(Error, Instant)>,
+    /// The coming pauses; `None` before the first failure.
+    backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
+}
+
+impl Failures {
+    /// The last error, while its pause has not ended at `now`.
+    pub(crate) fn pending(&self, now: Instant) -> Option<&Error> {
+        self.last.as_ref().filter(|(_, retry_at)| now < *retry_at).map(|(error, _)| error)
+    }
+
+    /// Records and logs `error` of `what`, holding the next request back for the next pause of
+    /// the backoff from `initial` doubling up to `max`, or `floor` when longer, never over `max`.
+    pub(crate) fn record(
+        &mut self,
+        what: &str,
+        error: &Error,
+        backoff: (Duration, Duration),
+        floor: Duration,
+    ) {
+        let (initial, max) = backoff;
+        let pause = self.backoff.get_or_insert_with(|| Box::new(self::backoff(initial, max))).next();
+        let delay = pause.unwrap_or(max).max(floor).min(max);
+        let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        tracing::warn!(error = %error, retry_in_ms, "{what} failed");
+        self.last = Some((error.clone(), later(Instant::now(), delay)));
+    }
+}
+
 /// `initial`, doubling, capped at `max`: `times` of them, or without end.
 fn ceilings(initial: Duration, max: Duration, times: Option<usize>) -> backon::ExponentialBackoff {
     let builder = ExponentialBuilder::default().with_min_delay(initial).with_max_delay(max).with_factor(2.0);
@@ -330,7 +366,7 @@ fn jittered(ceiling: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ApiError;
+    use crate::error::{ApiError, Origin};
 
     fn status(code: u16, retry_after: Option<Duration>) -> Error {
         Error::Api(ApiError::new(code, None, "/v1/companies").with_retry_after(retry_after))
@@ -338,6 +374,43 @@ mod tests {
 
     fn schedule(policy: &RetryPolicy, paced: bool) -> Schedule<'_> {
         Schedule::new(policy, paced)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failures_back_off_on_the_given_schedule() {
+        let mut failures = Failures::default();
+        let err = Error::Api(ApiError::new(503, None, "/jwks").with_origin(Origin::AuthorizationServer));
+        for ceiling in [100, 200, 350, 350] {
+            failures.record(
+                "jwks fetch",
+                &err,
+                (Duration::from_millis(100), Duration::from_millis(350)),
+                Duration::ZERO,
+            );
+            let (last_error, retry_at) = failures.last.as_ref().expect("a failure is kept");
+            let (delay, ceiling) = (*retry_at - Instant::now(), Duration::from_millis(ceiling));
+            assert!(delay <= ceiling, "{delay:?} for {ceiling:?}");
+            assert_eq!(last_error.status(), Some(503));
+        }
+        let (_, retry_at) = failures.last.expect("a failure is kept");
+        assert!(retry_at <= Instant::now() + Duration::from_millis(350));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_holds_requests_back_for_its_floor_and_no_longer_than_the_cap() {
+        let mut failures = Failures::default();
+        assert!(failures.pending(Instant::now()).is_none(), "nothing failed yet");
+        let err = status(503, Some(Duration::from_secs(5)));
+        let backoff = (Duration::from_millis(100), Duration::from_secs(60));
+        // The server's Retry-After as the floor: never sooner than it asked.
+        failures.record("token request", &err, backoff, Duration::from_secs(5));
+        let now = Instant::now();
+        assert_eq!(failures.pending(now + Duration::from_millis(4999)).and_then(Error::status), Some(503));
+        assert!(failures.pending(now + Duration::from_secs(5)).is_none(), "held back exactly that long");
+        // A floor past the cap waits the cap.
+        failures.record("token request", &err, backoff, Duration::from_secs(600));
+        assert!(failures.pending(now + Duration::from_millis(59_999)).is_some());
+        assert!(failures.pending(now + Duration::from_secs(60)).is_none());
     }
 
     #[test]

@@ -27,9 +27,9 @@ use super::client_credentials::ClientCredentialsGrant;
 use super::oauth::Refreshed;
 use super::{AccessToken, AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
-use crate::bounds::{clamp_lifetime, later};
+use crate::bounds::clamp_lifetime;
 use crate::error::{HttpError, HttpErrorKind};
-use crate::retry::backoff;
+use crate::retry::{Failures, backoff};
 
 /// Refresh no later than this long before expiry, and no later than a tenth of the lifetime
 /// before it.
@@ -103,34 +103,6 @@ struct State {
     flight: Option<Flight>,
     /// The token requests that failed since the last success.
     failures: Failures,
-}
-
-/// Requests that failed in a row: the last error, the instant before which no new request is
-/// made, and the crate's one backoff between them. A success starts over from the default.
-#[derive(Default)]
-pub(crate) struct Failures {
-    /// The last error, and no new request before the instant.
-    last: Option<(Error, Instant)>,
-    /// The coming pauses; `None` before the first failure.
-    backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
-}
-
-impl Failures {
-    /// The last error, while its pause has not ended at `now`.
-    pub(crate) fn pending(&self, now: Instant) -> Option<&Error> {
-        self.last.as_ref().filter(|(_, retry_at)| now < *retry_at).map(|(error, _)| error)
-    }
-
-    /// Records and logs `error` of `what`, holding the next request back for the next pause of
-    /// the backoff from `initial` doubling up to `max`, or `floor` when longer, never over `max`.
-    pub(crate) fn record(&mut self, what: &str, error: &Error, span: (Duration, Duration), floor: Duration) {
-        let (initial, max) = span;
-        let pause = self.backoff.get_or_insert_with(|| Box::new(backoff(initial, max))).next();
-        let delay = pause.unwrap_or(max).max(floor).min(max);
-        let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-        tracing::warn!(error = %error, retry_in_ms, "{what} failed");
-        self.last = Some((error.clone(), later(Instant::now(), delay)));
-    }
 }
 
 /// Caches the current token and refreshes it with single flight; shared by every clone of a

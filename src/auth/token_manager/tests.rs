@@ -12,7 +12,6 @@ use super::*;
 use crate::RetryPolicy;
 use crate::auth::{AuthorizationCodeFlow, ClientCredentials, ClientSecret};
 use crate::bounds::MAX_TOKEN_LIFETIME;
-use crate::error::{ApiError, Origin};
 use crate::wire::HttpSender;
 
 fn stamp(expires_in: Option<Duration>, now: Instant) -> CachedToken {
@@ -165,24 +164,4 @@ async fn a_static_token_is_never_replaced_and_cannot_sign_out() {
     assert!(matches!(manager.sign_out().await, Err(Error::InvalidArgument(_))));
     assert_eq!(manager.token().await.expect("still works").secret(), "static");
     assert!(manager.current().await.is_none());
-}
-
-#[tokio::test(start_paused = true)]
-async fn failures_back_off_on_the_given_schedule() {
-    let mut failures = Failures::default();
-    let err = Error::Api(ApiError::new(503, None, "/jwks").with_origin(Origin::AuthorizationServer));
-    for ceiling in [100, 200, 350, 350] {
-        failures.record(
-            "jwks fetch",
-            &err,
-            (Duration::from_millis(100), Duration::from_millis(350)),
-            Duration::ZERO,
-        );
-        let (last_error, retry_at) = failures.last.as_ref().expect("a failure is kept");
-        let (delay, ceiling) = (*retry_at - Instant::now(), Duration::from_millis(ceiling));
-        assert!(delay <= ceiling, "{delay:?} for {ceiling:?}");
-        assert_eq!(last_error.status(), Some(503));
-    }
-    let (_, retry_at) = failures.last.expect("a failure is kept");
-    assert!(retry_at <= Instant::now() + Duration::from_millis(350));
 }

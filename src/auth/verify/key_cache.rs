@@ -36,8 +36,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::{VerifyError, quoted};
-use crate::auth::token_manager::Failures;
 use crate::error::Error;
+use crate::retry::Failures;
 
 /// The RS256 signature keys of a JWKS document, with their `kid`.
 #[derive(Clone, Default)]
