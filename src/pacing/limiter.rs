@@ -23,8 +23,9 @@
 //!   configured rate backs off from itself alone: the answers a client reads may be its share
 //!   of a fleet's.) Before any rate, a refusal backs off from what the server accepted only
 //!   when the client sent through the last [`METER_WINDOW`], unpaused; else it answered a
-//!   burst (above). From there the rate grows along a cubic, slowly at first (CUBIC's plateau): by `PROBE * t³`
-//!   requests a second after `t` seconds, 1.25 after five seconds, 10 after ten.
+//!   burst (above). From there the rate grows along a cubic, slowly at first (CUBIC's
+//!   plateau): by `PROBE * t³` requests a second after `t` seconds, 1.25 after five seconds,
+//!   10 after ten.
 //! - One refusal per round counts: a 429 to a request sent within a [`STEP`] of the rate's
 //!   last change says nothing about that rate. A pause of a fleet that ends about when the
 //!   client's own did is the one the client asked for.

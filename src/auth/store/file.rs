@@ -27,11 +27,12 @@ pub(super) const LOCK_WAIT: Duration = Duration::from_secs(60);
 ///
 /// Safe to share between processes, and between clients of one process that each have their
 /// own store object for the file: before a refresh, the client takes an exclusive lock on
-/// `.<file name>.lock` beside the file (`flock` on Unix, `LockFileEx` on Windows, through
-/// the standard library's `File::try_lock`), reads the file again under it and, when another process
-/// saved a newer set meanwhile, uses that set instead of presenting a refresh token the server
-/// has already replaced; the lock is released once the new set is saved. So a rotating refresh
-/// token is presented once, whichever process refreshes, and no process loses the sign-in.
+/// `.<file name>.lock` beside the file (`flock` on Unix, `LockFileEx` on Windows, through the
+/// standard library's `File::try_lock`), reads the file again under it and, when another
+/// process saved a newer set meanwhile, uses that set instead of presenting a refresh token the
+/// server has already replaced; the lock is released once the new set is saved. So a rotating
+/// refresh token is presented once, whichever process refreshes, and no process loses the
+/// sign-in.
 /// The lock is advisory: it holds between processes that use this store (or take the same
 /// lock), on a local file system or one whose locks reach every machine (NFSv4). A process
 /// that waits for it more than 60 seconds (a holder that hangs) refreshes without it, with a
