@@ -64,7 +64,7 @@ impl Call {
 }
 
 /// The request header that asks for preview features (API Part 9.6).
-const PREVIEW_HEADER: &str = "x-api-preview";
+pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
 /// The request header that makes a POST or PATCH safe to send again.
 pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
