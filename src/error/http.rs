@@ -44,7 +44,7 @@ impl HttpError {
     /// A request to `endpoint` (a path, or what the request was for) that failed as `kind`
     /// says, `cause` telling how when there is one.
     pub(crate) fn new(kind: HttpErrorKind, endpoint: &str, cause: Option<Cause>) -> Self {
-        HttpError(Arc::new(HttpInner { kind, endpoint: endpoint.to_owned(), source: cause }))
+        HttpError(Arc::new(HttpInner { kind, endpoint: crate::text::shown_path(endpoint), source: cause }))
     }
 
     pub(crate) fn from_reqwest(endpoint: &str, err: reqwest::Error) -> Self {
@@ -172,14 +172,22 @@ impl DecodeError {
     /// A body of `endpoint` that `source` could not read.
     pub(crate) fn new(endpoint: &str, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         let source = Some(Box::new(source) as Cause);
-        DecodeError(Arc::new(DecodeInner { endpoint: endpoint.to_owned(), detail: None, source }))
+        DecodeError(Arc::new(DecodeInner {
+            endpoint: crate::text::shown_path(endpoint),
+            detail: None,
+            source,
+        }))
     }
 
     /// A body of `endpoint` that reads but is not what was expected, `detail` saying how (never
     /// quoting the body).
     pub(crate) fn invalid(endpoint: &str, detail: impl Into<Cow<'static, str>>) -> Self {
         let detail = Some(detail.into());
-        DecodeError(Arc::new(DecodeInner { endpoint: endpoint.to_owned(), detail, source: None }))
+        DecodeError(Arc::new(DecodeInner {
+            endpoint: crate::text::shown_path(endpoint),
+            detail,
+            source: None,
+        }))
     }
 
     /// The request path (no query string), or what the response was for.

@@ -271,5 +271,5 @@ async fn read_body(
 
 /// `body`, an answer of `endpoint`, as JSON into `T`; [`Error::Decode`] when it is not one.
 pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(&shown_path(endpoint), e)))
+    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
 }
