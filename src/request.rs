@@ -15,9 +15,9 @@ use crate::pipeline::{Call, IDEMPOTENCY_KEY, PREVIEW_HEADER, Pipeline};
 use crate::urls::ApiPath;
 use crate::{Error, RetryPolicy};
 
-/// The headers the client sets itself, or that change how a request is framed: refused by
-/// [`Request::header`].
-const CLIENTS_OWN: [HeaderName; 12] = [
+/// The headers the client sets itself, or that change how a request is framed, and those with
+/// methods of their own: refused by [`Request::header`].
+const CLIENTS_OWN: [HeaderName; 14] = [
     AUTHORIZATION,
     PROXY_AUTHORIZATION,
     HOST,
@@ -30,10 +30,13 @@ const CLIENTS_OWN: [HeaderName; 12] = [
     TRAILER,
     UPGRADE,
     EXPECT,
+    HeaderName::from_static(IDEMPOTENCY_KEY),
+    HeaderName::from_static(PREVIEW_HEADER),
 ];
 
-/// The longest idempotency key, in bytes.
+/// The longest idempotency key, in bytes, and what a key is.
 const MAX_IDEMPOTENCY_KEY: usize = 255;
+const KEY_EXPECTED: &str = "expected 1 to 255 visible ASCII characters, without spaces";
 
 /// A request to any endpoint of the API: made by [`Client::get`](crate::Client::get) or
 /// [`Client::request`](crate::Client::request), sent through the same pipeline as the
@@ -130,18 +133,14 @@ impl Request {
         let parsed =
             HeaderName::try_from(name).ok().zip(HeaderValue::from_str(value).ok().filter(|_| visible));
         self.with(|call| match parsed {
-            Some((name, _)) if name == IDEMPOTENCY_KEY || name == PREVIEW_HEADER => Err(Error::invalid(
-                "header",
-                format!("`{name}` is set with its own method, `idempotency_key` or `preview`"),
-            )),
-            Some((name, _)) if CLIENTS_OWN.contains(&name) => Err(Error::invalid(
-                "header",
-                format!("`{name}` is set by the client, or changes how the request is framed"),
-            )),
-            Some((name, value)) => {
+            Some((name, value)) if !CLIENTS_OWN.contains(&name) => {
                 call.headers.append(name, value);
                 Ok(())
             }
+            Some((name, _)) => Err(Error::invalid(
+                "header",
+                format!("`{name}` is the client's own, frames the request, or has a method of its own"),
+            )),
             None => Err(Error::invalid(
                 "header",
                 "expected a header name and a value of visible ASCII characters, spaces and tabs, without spaces at either end",
@@ -158,15 +157,9 @@ impl Request {
         let valid =
             (1..=MAX_IDEMPOTENCY_KEY).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic());
         let value = HeaderValue::from_str(key).ok().filter(|_| valid);
-        let length = key.len();
         self.with(|call| {
-            let value = value.ok_or_else(|| {
-                Error::invalid(
-                    "idempotency_key",
-                    format!("expected 1 to {MAX_IDEMPOTENCY_KEY} visible ASCII characters, got {length} bytes that are not"),
-                )
-            })?;
-            call.headers.insert(IDEMPOTENCY_KEY, value);
+            let refused = || Error::invalid("idempotency_key", KEY_EXPECTED);
+            call.headers.insert(IDEMPOTENCY_KEY, value.ok_or_else(refused)?);
             Ok(())
         })
     }

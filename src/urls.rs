@@ -2,7 +2,7 @@
 //! no user information, and the version segment added exactly once. Messages show URLs without
 //! their user information.
 
-use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use url::{Host, Url};
 
 use crate::text::{shown_path, shown_raw_url, shown_url};
@@ -117,8 +117,9 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
 
 /// A path below the API's version root (`https://api.example.com/v1/`): a literal such as
 /// `"companies/cmp_1"`, or segments such as `["companies", id]`, each of which is
-/// percent-encoded as one segment, so an id `a/b` never makes two, and `a;b` is sent as
-/// `a%3Bb` (servers that read `;` as the start of path parameters see one segment too).
+/// percent-encoded as one segment (every character but letters, digits, `-`, `.`, `_` and
+/// `~`), so an id `a/b` never makes two, and `a;b` is sent as `a%3Bb` (servers that read `;`
+/// as the start of path parameters see one segment too).
 ///
 /// A path never leaves the version root, and a segment is sent as given or not at all. Refused
 /// with [`Error::InvalidArgument`] naming `path`, before anything is sent:
@@ -145,22 +146,9 @@ pub struct ApiPath {
     segments: Result<Vec<String>, String>,
 }
 
-/// What a segment's characters are encoded as: URL's path segment set for http(s) URLs, and
-/// `;`.
-const SEGMENT: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'<')
-    .add(b'>')
-    .add(b'?')
-    .add(b'`')
-    .add(b'{')
-    .add(b'}')
-    .add(b'/')
-    .add(b'%')
-    .add(b'\\')
-    .add(b';');
+/// What a segment's characters are encoded as: all but letters, digits and RFC 3986's other
+/// unreserved characters (`-`, `.`, `_`, `~`).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 impl ApiPath {
     /// The URL of this path below the versioned `root`, and its route (the path with every
@@ -172,12 +160,9 @@ impl ApiPath {
             segments.iter().map(|s| utf8_percent_encode(s, SEGMENT).to_string()).collect();
         let mut url = root.clone();
         url.set_path(&format!("{}{}", root.path(), encoded.join("/")));
-        let mut route = root.path().trim_end_matches('/').to_owned();
-        for (index, segment) in segments.iter().enumerate() {
-            route.push('/');
-            route.push_str(if index % 2 == 0 { segment } else { "{}" });
-        }
-        Ok((url, shown_path(&route)))
+        let route: Vec<&str> =
+            segments.iter().enumerate().map(|(i, segment)| if i % 2 == 0 { segment } else { "{}" }).collect();
+        Ok((url, shown_path(&format!("{}/{}", root.path().trim_end_matches('/'), route.join("/")))))
     }
 
     fn from_segments<S: AsRef<str>>(segments: impl IntoIterator<Item = S>) -> ApiPath {
@@ -212,9 +197,7 @@ impl From<&str> for ApiPath {
         {
             Some("expected a path below the version root, not an absolute path or URL")
         } else if decoded.iter().any(|segment| segment.split(['/', '\\', ';']).any(|piece| piece == "..")) {
-            Some(
-                "expected no `..` in any encoding (`..;`, `..%2f`, `%2e%2e`): a path stays below the version root",
-            )
+            Some("expected no `..` in any encoding (`..;`, `..%2f`, `%2e%2e`) between `/`, `\\` or `;`")
         } else {
             None
         };
@@ -370,7 +353,7 @@ mod tests {
     #[test]
     fn semicolons_are_encoded_and_control_characters_refused() {
         assert_eq!(located(["companies", "..;", "contacts"]), Ok("/v1/companies/..%3B/contacts".to_owned()));
-        assert_eq!(located("companies/a;b=c"), Ok("/v1/companies/a%3Bb=c".to_owned()));
+        assert_eq!(located("companies/a;b=c"), Ok("/v1/companies/a%3Bb%3Dc".to_owned()));
         assert_eq!(located(["notes", "a\\b"]), Ok("/v1/notes/a%5Cb".to_owned()));
         for refused in [
             located(["users", "ad\tmin"]),

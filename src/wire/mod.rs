@@ -221,23 +221,17 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
 /// `http_config` come after these; its `no_proxy()` turns these off.
 fn builder() -> reqwest::ClientBuilder {
     let var = |names: [&str; 2]| names.into_iter().find_map(|name| std::env::var(name).ok());
-    let mut builder = reqwest::Client::builder().no_proxy();
+    let builder = reqwest::Client::builder().no_proxy();
     if std::env::var_os("REQUEST_METHOD").is_some() {
         return builder;
     }
     let direct = format!("localhost,127.0.0.0/8,::1,{}", var(["NO_PROXY", "no_proxy"]).unwrap_or_default());
     let direct = reqwest::NoProxy::from_string(&direct);
-    let proxies: [([&str; 2], fn(String) -> reqwest::Result<reqwest::Proxy>); 3] = [
-        (["HTTP_PROXY", "http_proxy"], reqwest::Proxy::http),
-        (["HTTPS_PROXY", "https_proxy"], reqwest::Proxy::https),
-        (["ALL_PROXY", "all_proxy"], reqwest::Proxy::all),
-    ];
-    for (names, proxy) in proxies {
-        if let Some(proxy) = var(names).and_then(|url| proxy(url).ok()) {
-            builder = builder.proxy(proxy.no_proxy(direct.clone()));
-        }
-    }
-    builder
+    let http = var(["HTTP_PROXY", "http_proxy"]).and_then(|url| reqwest::Proxy::http(url).ok());
+    let https = var(["HTTPS_PROXY", "https_proxy"]).and_then(|url| reqwest::Proxy::https(url).ok());
+    let all = var(["ALL_PROXY", "all_proxy"]).and_then(|url| reqwest::Proxy::all(url).ok());
+    let proxies = [http, https, all].into_iter().flatten();
+    proxies.fold(builder, |builder, proxy| builder.proxy(proxy.no_proxy(direct.clone())))
 }
 
 /// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
