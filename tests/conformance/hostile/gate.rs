@@ -258,7 +258,7 @@ async fn a_post_or_patch_without_a_key_is_sent_once_through_503_429_close_reset_
             .base_url(&server.base_url)
             .auth(Auth::static_token("t"))
             .retry(RetryPolicy::default().initial_delay(Duration::from_millis(5)))
-            .timeout(Duration::from_millis(300))
+            .timeout(Duration::from_secs(1))
             .build()
             .expect("a client");
         let write = |method: Method| client.request(method, ["notes", "n_1"]).json(&json!({"text": "x"}));
