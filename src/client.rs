@@ -367,6 +367,12 @@ impl ClientBuilder {
     /// or a bearer token is ever sent to another address, and a 3xx answer is an error.
     /// Default: reqwest's defaults, without redirects.
     ///
+    /// Proxies from the environment (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, their lower-case
+    /// forms, `NO_PROXY`) are used as reqwest uses them, except for loopback hosts
+    /// (`localhost`, `127.0.0.0/8`, `::1`), which are always reached directly: a token sent in
+    /// clear text to a local server never passes a proxy. Proxies set in `configure` come after
+    /// the environment's; `no_proxy()` there turns those off.
+    ///
     /// This replaces `http_client(reqwest::Client)`: a client built elsewhere could follow
     /// redirects, and reqwest has no per-request redirect setting.
     ///

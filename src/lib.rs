@@ -88,7 +88,9 @@
 //! same [`List`] for any endpoint that answers with the page envelope. Every call goes through
 //! the pipeline the listings use: tokens and the 401 resend, pacing, retries (a POST or PATCH
 //! only with an [`idempotency_key`](Request::idempotency_key)), deprecation and sunset, limits,
-//! spans.
+//! spans. What a request carries passes one gate before anything is sent: a segment arrives as
+//! given or is refused ([`ApiPath`]), and headers the client owns or that frame the request are
+//! refused ([`Request::header`]).
 //!
 //! ```no_run
 //! # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
@@ -187,6 +189,14 @@
 //! [`reqwest_middleware`] layers to every request, for example to send W3C `traceparent`, and
 //! [`RetryPolicy::retry_if`] chooses which failures are retried. No token or secret ever reaches
 //! a log line or an error message.
+//!
+//! Spans, logs, `Debug` and errors follow one redaction rule and one length rule. URLs are shown
+//! without user information or fragment; spans keep query values, except those of parameters
+//! named like credentials in any case and spelling (`accessToken`, `client_secret`,
+//! `refresh-token`, `api_key`, `code`, `X-Amz-Security-Token`, `X-Goog-Signature`, `sig`, ...),
+//! which are `REDACTED`; errors and `Debug` show no query value at all. Text from a server or a
+//! caller is cut to 1 KiB, and URLs, paths and routes to 256 bytes (`…` marks a cut), so an
+//! error, `Debug` included, stays under 8 KiB.
 //!
 //! ## Runtime
 //!

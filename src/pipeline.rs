@@ -46,16 +46,7 @@ pub(crate) struct Call {
 impl Call {
     /// A call of `method` on `path` below the versioned root `api_root`.
     pub(crate) fn new(method: Method, api_root: &Url, path: &ApiPath) -> Result<Call, Error> {
-        let segments = path.segments()?;
-        let mut url = api_root.clone();
-        let mut route = url.path().trim_end_matches('/').to_owned();
-        if let Ok(mut out) = url.path_segments_mut() {
-            out.pop_if_empty().extend(segments);
-        }
-        for (index, segment) in segments.iter().enumerate() {
-            route.push('/');
-            route.push_str(if index % 2 == 0 { segment } else { "{}" });
-        }
+        let (url, route) = path.locate(api_root)?;
         Ok(Call { method, url, route, query: Vec::new(), headers: HeaderMap::new(), body: None, retry: None })
     }
 
@@ -73,7 +64,7 @@ impl Call {
 }
 
 /// The request header that asks for preview features (API Part 9.6).
-const PREVIEW_HEADER: &str = "x-api-preview";
+pub(crate) const PREVIEW_HEADER: &str = "x-api-preview";
 /// The request header that makes a POST or PATCH safe to send again.
 pub(crate) const IDEMPOTENCY_KEY: &str = "idempotency-key";
 

@@ -13,14 +13,16 @@
 //! of the listing, prefetched ones included, is a child of the listing's span: a trace shows the
 //! listing inside the caller's own work.
 //!
-//! `url.full` keeps the query string. The API's queries hold only the listing's parameters
-//! (limit, sort, filters and the opaque cursor), which say which page a request fetched; tokens
-//! travel in the `Authorization` header and client secrets in request bodies, never in a URL.
-//! As a safeguard, user information is dropped and the values of query parameters named like
-//! credentials (`access_token`, `client_secret`, `code`, `signature`, ...) are replaced by
-//! `REDACTED`, as the conventions ask.
+//! What spans show follows the crate's one redaction rule and one length rule: `url.full` keeps
+//! the query string, since the API's queries hold only a listing's parameters (limit, sort,
+//! filters and the opaque cursor), which say which page a request fetched, and tokens travel in
+//! the `Authorization` header and client secrets in request bodies, never in a URL. As a
+//! safeguard, user information and fragments are left out, and the value of every query
+//! parameter named like a credential, in any case and spelling (`access_token`, `accessToken`,
+//! `client-secret`, `code`, `api_key`, `X-Amz-Security-Token`, `X-Goog-Signature`, `sig`, ...)
+//! is `REDACTED`, as the conventions ask. `url.full`, `url.path` and `http.route` are cut to
+//! 256 bytes (`…` marks a cut).
 
-use std::borrow::Cow;
 use std::time::Duration;
 
 use tracing::Span;
@@ -28,25 +30,7 @@ use tracing::field::Empty;
 use url::Url;
 
 use crate::error::Error;
-
-/// Query parameters whose values are never written to a span.
-const SECRET_PARAMETERS: &[&str] = &[
-    "access_token",
-    "api_key",
-    "apikey",
-    "client_secret",
-    "code",
-    "code_verifier",
-    "id_token",
-    "key",
-    "password",
-    "refresh_token",
-    "sig",
-    "signature",
-    "token",
-    "x-amz-signature",
-    "x-goog-signature",
-];
+use crate::text::{shown_path, traced_url};
 
 /// The span of one HTTP request; `attempt` counts from 1, and every later one is a resend.
 pub(crate) fn request_span(method: &http::Method, url: &Url, route: Option<&str>, attempt: u32) -> Span {
@@ -55,8 +39,8 @@ pub(crate) fn request_span(method: &http::Method, url: &Url, route: Option<&str>
         "otel.name" = method.as_str(),
         "otel.kind" = "client",
         "http.request.method" = method.as_str(),
-        "url.full" = %full_url(url),
-        "url.path" = url.path(),
+        "url.full" = traced_url(url),
+        "url.path" = shown_path(url.path()),
         "http.route" = route,
         "server.address" = url.host_str(),
         "server.port" = url.port_or_known_default(),
@@ -95,7 +79,7 @@ pub(crate) fn record_error(span: &Span, error: &Error) {
 pub(crate) fn listing_span(path: &str) -> Span {
     tracing::debug_span!(
         "listing",
-        "url.path" = path,
+        "url.path" = shown_path(path),
         pages = Empty,
         items = Empty,
         retries = Empty,
@@ -109,48 +93,4 @@ pub(crate) fn record_listing(span: &Span, pages: u64, items: u64, retries: u64, 
     span.record("items", items);
     span.record("retries", retries);
     span.record("rate_limit_wait_ms", u64::try_from(waited.as_millis()).unwrap_or(u64::MAX));
-}
-
-/// A URL as `url.full` shows it: no user information, credential-like query values redacted.
-fn full_url(url: &Url) -> Cow<'_, str> {
-    let secret = |name: &str| SECRET_PARAMETERS.iter().any(|s| s.eq_ignore_ascii_case(name));
-    let redact = url.query_pairs().any(|(name, _)| secret(&name));
-    if url.username().is_empty() && url.password().is_none() && url.fragment().is_none() && !redact {
-        return Cow::Borrowed(url.as_str());
-    }
-    let mut shown = url.clone();
-    // Only URLs that have a host can hold user information, and for them these succeed.
-    let _ = shown.set_username("");
-    let _ = shown.set_password(None);
-    shown.set_fragment(None);
-    if redact {
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(name, value)| {
-                let value = if secret(&name) { "REDACTED".to_owned() } else { value.into_owned() };
-                (name.into_owned(), value)
-            })
-            .collect();
-        shown.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    Cow::Owned(shown.into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn full(url: &str) -> String {
-        full_url(&Url::parse(url).expect("a valid URL")).into_owned()
-    }
-
-    #[test]
-    fn url_full_keeps_listing_parameters_and_hides_credentials() {
-        let listing = "https://api.example.com/v1/companies?limit=100&sort=-createdAt&cursor=abc";
-        assert_eq!(full(listing), listing);
-        assert_eq!(
-            full("https://user:pw@auth.example.com/x?cursor=c&access_token=t1&Code=c2#frag"),
-            "https://auth.example.com/x?cursor=c&access_token=REDACTED&Code=REDACTED"
-        );
-    }
 }

@@ -1,72 +1,133 @@
-//! Text on its way into an error message or a log line: what a server sent, and URLs, which
-//! are shown without their user information and query values.
+//! Everything the client shows of what a server or a user gave it, in an error message, a log
+//! line, a span or `Debug`: one redaction rule and one length rule.
+//!
+//! - **Redaction**: a URL is shown without its user information (`user:password@`) and its
+//!   fragment (`#…`); error messages and `Debug` show its query names without their values
+//!   (`?state=…&code=…`), spans keep the values except those of parameters named like
+//!   credentials ([`is_credential`]), which become `REDACTED`. The same rule names the headers
+//!   whose values are never shown.
+//! - **Length**: text from a server or a user (an `error_description`, an unknown error code, a
+//!   header value) is cut to [`MAX_SERVER_TEXT`] bytes, and a URL or a path to [`MAX_URL`]
+//!   bytes, both counted as `Debug` writes them, control characters escaped; a link a server
+//!   sends that is longer than [`MAX_URL`] is not kept. An error, `Debug` included, stays under
+//!   8 KiB.
 
 use std::borrow::Cow;
 
 use url::Url;
 
-/// The most bytes of server text kept in an error or a log line.
+/// The most bytes of server or user text kept in an error, a log line or `Debug`.
 pub(crate) const MAX_SERVER_TEXT: usize = 1024;
+/// The most bytes of a URL, a path or a route shown, and of a link kept from a server.
+pub(crate) const MAX_URL: usize = 256;
 
 /// `text` made safe to show: every control character escaped (`\n`, `\t`, `\u{1b}`), and the
-/// result cut at a character boundary to at most [`MAX_SERVER_TEXT`] bytes, with `…` appended
-/// when cut, so a server cannot flood a log, forge log lines or send terminal escapes.
+/// result cut at a character boundary so that neither it nor its `Debug` form is longer than
+/// [`MAX_SERVER_TEXT`] bytes, with `…` appended when cut: a server cannot flood a log, forge
+/// log lines or send terminal escapes.
 ///
 /// Used for every piece of server text that enters an error or a log: `error_description`,
 /// unknown error codes, key ids, raw elements of a page.
 pub(crate) fn server_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(MAX_SERVER_TEXT) + 4);
-    let mut escaped = String::new();
+    excerpt(text, MAX_SERVER_TEXT)
+}
+
+/// `text`, control characters escaped, cut at a character boundary so that neither it nor its
+/// `Debug` form is longer than `max` bytes; `…` marks a cut.
+fn excerpt(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max) + 3);
+    let mut debug_len = 0;
     for c in text.chars() {
-        escaped.clear();
+        let start = out.len();
         if c.is_control() {
-            escaped.extend(c.escape_debug());
+            out.extend(c.escape_debug());
         } else {
-            escaped.push(c);
+            out.push(c);
         }
-        if out.len() + escaped.len() > MAX_SERVER_TEXT {
+        debug_len += out[start..].escape_debug().map(char::len_utf8).sum::<usize>();
+        if debug_len > max {
+            out.truncate(start);
             out.push('…');
             break;
         }
-        out.push_str(&escaped);
     }
     out
 }
 
-/// Like [`server_text`], leaving text that needs no change as it is.
-pub(crate) fn server_text_owned(text: String) -> String {
-    if text.len() <= MAX_SERVER_TEXT && !text.chars().any(char::is_control) {
-        return text;
-    }
-    server_text(&text)
+/// Whether a query parameter or a header named `name` carries a credential, whatever its case
+/// and spelling (`accessToken`, `access_token`, `access-token`, `ACCESS_TOKEN`, `access%5Ftoken`):
+/// its letters and digits hold `token`, `secret`, `passw`, `credential`, `signature`, `session`,
+/// `cookie`, `assertion`, `verifier`, `authorization` or `accesskey`, or end in `key`
+/// (`api_key`, `X-Api-Key`, `subscription-key`) other than `Idempotency-Key`, or are `auth`,
+/// `code`, `sig`, `pwd` or `jwt`. This covers OAuth's parameters, API keys and the signed URLs
+/// of the common clouds (`X-Amz-Security-Token`, `X-Amz-Credential`, `X-Goog-Signature`,
+/// Azure's `sig`).
+pub(crate) fn is_credential(name: &str) -> bool {
+    const HELD: [&str; 11] = [
+        "token",
+        "secret",
+        "passw",
+        "credential",
+        "signature",
+        "session",
+        "cookie",
+        "assertion",
+        "verifier",
+        "authorization",
+        "accesskey",
+    ];
+    let name: String =
+        name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    HELD.iter().any(|word| name.contains(word))
+        || (name.ends_with("key") && name != "idempotencykey")
+        || ["auth", "code", "sig", "pwd", "jwt"].contains(&name.as_str())
 }
 
-/// `url` as a message, a log line or `Debug` shows it: without user information
-/// (`user:password@`) and without the values of its query and fragment, which may hold a
-/// credential (`?state=…&code=…`); see [`shown_raw_url`].
-pub(crate) fn shown_url(url: &Url) -> Cow<'_, str> {
-    shown_raw_url(url.as_str())
+/// `url` as an error message or `Debug` shows it: see [`shown_raw_url`].
+pub(crate) fn shown_url(url: &Url) -> String {
+    shown(url.as_str(), false)
 }
 
-/// A URL as someone typed it, which may not parse, as a message shows it: anything before an
-/// `@` in its authority (between `//` and the next `/`, `?` or `#`) is left out, every query
-/// value becomes `…` (names are kept: `?state=…&code=…`; a part without `=` becomes `…`), and
-/// so does the fragment (`#…`).
-pub(crate) fn shown_raw_url(raw: &str) -> Cow<'_, str> {
-    let shown = without_user_information(raw);
-    if !shown.contains(['?', '#']) {
-        return shown;
+/// A URL as someone typed it, which may not parse, as an error message or `Debug` shows it:
+/// anything before an `@` in its authority (between `//` and the next `/`, `?` or `#`) left out,
+/// every query value `…` (names are kept: `?state=…&code=…`; a part without `=` becomes `…`), and
+/// so is the fragment (`#…`); cut to [`MAX_URL`] bytes.
+pub(crate) fn shown_raw_url(raw: &str) -> String {
+    shown(raw, false)
+}
+
+/// `url` as a span shows it (`url.full`): as [`shown_url`], but with the query values kept,
+/// except those of parameters named like credentials ([`is_credential`]), which are `REDACTED`.
+pub(crate) fn traced_url(url: &Url) -> String {
+    shown(url.as_str(), true)
+}
+
+/// A path (or a route) as errors, spans and logs show it: cut to [`MAX_URL`] bytes.
+pub(crate) fn shown_path(path: &str) -> String {
+    excerpt(path, MAX_URL)
+}
+
+/// `raw` without user information, fragment or the query values [`traced_url`] (`values`) or
+/// [`shown_raw_url`] leave out, cut to [`MAX_URL`] bytes.
+fn shown(raw: &str, values: bool) -> String {
+    let raw = without_user_information(raw);
+    let (before, fragment) = raw.split_once('#').map_or((&*raw, ""), |(before, _)| (before, "#…"));
+    let (head, query) = before.split_once('?').map_or((before, None), |(head, query)| (head, Some(query)));
+    let parts = query.map(|query| query.split('&').map(|part| shown_part(part, values)).collect::<Vec<_>>());
+    let query = parts.map(|parts| format!("?{}", parts.join("&"))).unwrap_or_default();
+    excerpt(&format!("{head}{query}{fragment}"), MAX_URL)
+}
+
+/// One `name=value` part of a query as [`shown`] writes it.
+fn shown_part(part: &str, values: bool) -> Cow<'_, str> {
+    let name = part.split_once('=').map_or(part, |(name, _)| name);
+    let hidden = if values { "REDACTED" } else { "…" };
+    match part.split_once('=') {
+        _ if part.is_empty() => Cow::Borrowed(""),
+        _ if values && !is_credential(name) => Cow::Borrowed(part),
+        Some(_) => Cow::Owned(format!("{name}={hidden}")),
+        None => Cow::Borrowed(hidden),
     }
-    let (before, fragment) = shown.split_once('#').map_or((&*shown, ""), |(before, _)| (before, "#…"));
-    let Some((head, query)) = before.split_once('?') else {
-        return Cow::Owned(format!("{before}{fragment}"));
-    };
-    let names = query.split('&').map(|part| match part.split_once('=') {
-        Some((name, _)) => format!("{name}=…"),
-        None if part.is_empty() => String::new(),
-        None => "…".to_owned(),
-    });
-    Cow::Owned(format!("{head}?{}{fragment}", names.collect::<Vec<_>>().join("&")))
 }
 
 /// `raw` without anything before an `@` in its authority.
@@ -127,6 +188,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The longest a `Debug` of text cut to `max` can be: the cut, `…` and the two quotes.
+    fn debug_bound(max: usize) -> usize {
+        max + '…'.len_utf8() + 2
+    }
+
     #[test]
     fn urls_are_shown_without_user_information() {
         let url = |s: &str| Url::parse(s).unwrap();
@@ -146,6 +212,73 @@ mod tests {
         assert_eq!(shown_raw_url("https://host/path@x?u=a@b"), "https://host/path@x?u=…");
         assert_eq!(shown_raw_url("not a url"), "not a url");
         assert_eq!(shown_raw_url("mailto:someone@example.com"), "mailto:someone@example.com");
+        assert_eq!(shown_raw_url("https://a.example/\nx"), "https://a.example/\\nx");
+    }
+
+    #[test]
+    fn spans_keep_listing_parameters_and_hide_credentials() {
+        let traced = |s: &str| traced_url(&Url::parse(s).unwrap());
+        let listing = "https://api.example.com/v1/companies?limit=100&sort=-createdAt&cursor=abc";
+        assert_eq!(traced(listing), listing);
+        assert_eq!(
+            traced("https://user:pw@auth.example.com/x?cursor=c&access_token=t1&Code=c2#frag"),
+            "https://auth.example.com/x?cursor=c&access_token=REDACTED&Code=REDACTED#…"
+        );
+        assert_eq!(
+            traced(
+                "https://a.example/?accessToken=1&clientSecret=2&refreshToken=3&access-token=4&private_token=5"
+            ),
+            "https://a.example/?accessToken=REDACTED&clientSecret=REDACTED&refreshToken=REDACTED&access-token=REDACTED&private_token=REDACTED"
+        );
+        assert_eq!(
+            traced("https://b.s3.amazonaws.com/k?X-Amz-Security-Token=1&X-Amz-Signature=2&x-id=GetObject"),
+            "https://b.s3.amazonaws.com/k?X-Amz-Security-Token=REDACTED&X-Amz-Signature=REDACTED&x-id=GetObject"
+        );
+    }
+
+    #[test]
+    fn credential_names_in_any_case_and_spelling() {
+        for name in [
+            "accessToken",
+            "clientSecret",
+            "refreshToken",
+            "access-token",
+            "private_token",
+            "X-Amz-Security-Token",
+            "X-Amz-Credential",
+            "X-Goog-Signature",
+            "AWSAccessKeyId",
+            "sig",
+            "Code",
+            "CLIENT_SECRET",
+            "api_key",
+            "apiKey",
+            "X-Api-Key",
+            "Ocp-Apim-Subscription-Key",
+            "key",
+            "password",
+            "code_verifier",
+            "client_assertion",
+            "id_token_hint",
+            "access%5Ftoken",
+            "Cookie",
+            "Proxy-Authorization",
+        ] {
+            assert!(is_credential(name), "{name}");
+        }
+        for name in [
+            "cursor",
+            "limit",
+            "sort",
+            "status",
+            "companyId",
+            "Idempotency-Key",
+            "X-API-Preview",
+            "expand",
+            "keys",
+        ] {
+            assert!(!is_credential(name), "{name}");
+        }
     }
 
     #[test]
@@ -155,16 +288,100 @@ mod tests {
         let long = "é".repeat(2_000);
         let cut = server_text(&long);
         assert!(cut.ends_with('…') && cut.len() <= MAX_SERVER_TEXT + '…'.len_utf8(), "{}", cut.len());
-        assert_eq!(server_text_owned("fine".to_owned()), "fine");
-        assert_eq!(server_text_owned("a\rb".to_owned()), "a\\rb");
+        // Counted as `Debug` writes it: 1 KiB of quotes is half as many.
+        let quotes = server_text(&"\"".repeat(2_000));
+        assert_eq!(quotes.len(), MAX_SERVER_TEXT / 2 + '…'.len_utf8());
+        assert_eq!(shown_path(&"/v1/companies".repeat(1000)).len(), MAX_URL + '…'.len_utf8());
+        let long_url = format!("https://a.example/{}?key=s3cret", "p".repeat(100_000));
+        assert_eq!(shown_raw_url(&long_url).len(), MAX_URL + '…'.len_utf8());
+    }
+
+    /// The words of credential names, spelled every way [`spelled`] knows.
+    const CREDENTIALS: &[&[&str]] = &[
+        &["access", "token"],
+        &["client", "secret"],
+        &["refresh", "token"],
+        &["private", "token"],
+        &["id", "token"],
+        &["x", "amz", "security", "token"],
+        &["x", "amz", "credential"],
+        &["x", "goog", "signature"],
+        &["api", "key"],
+        &["x", "api", "key"],
+        &["session", "id"],
+        &["client", "assertion"],
+        &["code", "verifier"],
+        &["password"],
+        &["code"],
+        &["sig"],
+    ];
+
+    /// `words` in one of eight spellings: snake, kebab, camel, Pascal, upper snake, dotted,
+    /// any case per letter (`upper`), percent-encoded separators.
+    fn spelled(words: &[&str], style: u8, upper: &[bool]) -> String {
+        let capital = |w: &str| w[..1].to_ascii_uppercase() + &w[1..];
+        match style {
+            0 => words.join("_"),
+            1 => words.join("-"),
+            2 => words[..1]
+                .iter()
+                .copied()
+                .map(str::to_owned)
+                .chain(words[1..].iter().map(|w| capital(w)))
+                .collect(),
+            3 => words.iter().map(|w| capital(w)).collect(),
+            4 => words.join("_").to_ascii_uppercase(),
+            5 => words.join("."),
+            6 => words
+                .join("-")
+                .chars()
+                .zip(upper.iter().cycle())
+                .map(|(c, &up)| if up { c.to_ascii_uppercase() } else { c })
+                .collect(),
+            _ => words.join("%5F"),
+        }
     }
 
     proptest! {
         #[test]
-        fn output_is_bounded_and_has_no_control_characters(text in any::<String>()) {
-            let out = server_text(&text.repeat(50));
-            prop_assert!(out.len() <= MAX_SERVER_TEXT + '…'.len_utf8());
-            prop_assert!(!out.chars().any(char::is_control));
+        fn output_is_bounded_and_has_no_control_characters(text in any::<String>(), times in 1..200usize) {
+            let long = text.repeat(times);
+            for (out, max) in [(server_text(&long), MAX_SERVER_TEXT), (shown_path(&long), MAX_URL)] {
+                prop_assert!(out.len() <= max + '…'.len_utf8());
+                let debug = format!("{out:?}");
+                prop_assert!(debug.len() <= debug_bound(max));
+                prop_assert!(!out.chars().any(char::is_control));
+            }
+        }
+
+        #[test]
+        fn any_url_is_shown_within_the_bound(raw in any::<String>(), times in 1..200usize) {
+            let raw = format!("https://u:p@h.example/{}", raw.repeat(times));
+            for shown in [shown_raw_url(&raw), Url::parse(&raw).map(|url| traced_url(&url)).unwrap_or_default()] {
+                let debug = format!("{shown:?}");
+                prop_assert!(debug.len() <= debug_bound(MAX_URL), "{}", shown.len());
+                prop_assert!(!shown.contains("u:p@"));
+            }
+        }
+
+        /// A credential-like name in any spelling never shows its value: neither in messages
+        /// nor in spans, which keep the other parameters.
+        #[test]
+        fn credential_values_are_never_shown(
+            words in prop::sample::select(CREDENTIALS),
+            style in 0..8u8,
+            upper in prop::collection::vec(any::<bool>(), 1..16),
+            value in "[A-Za-z0-9._~-]{0,12}",
+        ) {
+            let name = spelled(words, style, &upper);
+            prop_assert!(is_credential(&name), "{name}");
+            let raw = format!("https://api.example.com/v1/x?cursor=c1&{name}=V4LUE{value}&limit=5");
+            let url = Url::parse(&raw).expect("a URL");
+            let traced = traced_url(&url);
+            prop_assert!(traced.contains("cursor=c1&") && traced.ends_with("=REDACTED&limit=5"), "{traced}");
+            for shown in [traced, shown_raw_url(&raw), shown_url(&url)] {
+                prop_assert!(!shown.contains("V4LUE"), "{shown}");
+            }
         }
     }
 }

@@ -2,9 +2,10 @@
 //! no user information, and the version segment added exactly once. Messages show URLs without
 //! their user information.
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use url::{Host, Url};
 
-use crate::text::{server_text, shown_raw_url, shown_url};
+use crate::text::{shown_path, shown_raw_url, shown_url};
 use crate::{ApiVersion, Error};
 
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
@@ -116,12 +117,22 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
 
 /// A path below the API's version root (`https://api.example.com/v1/`): a literal such as
 /// `"companies/cmp_1"`, or segments such as `["companies", id]`, each of which is
-/// percent-encoded as one segment, so an id `a/b` never makes two.
+/// percent-encoded as one segment (every character but letters, digits, `-`, `.`, `_` and
+/// `~`), so an id `a/b` never makes two, and `a;b` is sent as `a%3Bb` (servers that read `;`
+/// as the start of path parameters see one segment too).
 ///
-/// A path never leaves the version root: `.` and `..` segments, empty segments, a scheme or
-/// an absolute URL, a query or a fragment are refused with [`Error::InvalidArgument`] naming
-/// `path`, before anything is sent. Spans name the path with every second segment's value left
-/// out (`/v1/companies/{}`), as in the API's `/collection/{id}` paths.
+/// A path never leaves the version root, and a segment is sent as given or not at all. Refused
+/// with [`Error::InvalidArgument`] naming `path`, before anything is sent:
+/// - `.` and `..` segments, empty segments (`companies//cmp_1`);
+/// - a control character in a segment (a tab, a line feed, `%09` in a literal), which URLs
+///   would otherwise drop, making `ad\tmin` into `admin`;
+/// - in a literal: an absolute path, a scheme or an absolute URL, `?`, `#` or `\`, and `..` in
+///   any encoding between `/`, `\` and `;` (`..;`, `..%2f`, `%2e%2e`), which some servers and
+///   proxies read as a parent directory.
+///
+/// A refused path is shown in the error as URLs are (without user information or query values,
+/// cut to 256 bytes). Spans name the path with every second segment's value left out
+/// (`/v1/companies/{}`), as in the API's `/collection/{id}` paths.
 ///
 /// ```
 /// # async fn run(client: business_records::Client, id: &str) -> Result<(), business_records::Error> {
@@ -135,10 +146,23 @@ pub struct ApiPath {
     segments: Result<Vec<String>, String>,
 }
 
+/// What a segment's characters are encoded as: all but letters, digits and RFC 3986's other
+/// unreserved characters (`-`, `.`, `_`, `~`).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 impl ApiPath {
-    /// The segments, or why the path is refused (an [`Error::InvalidArgument`] naming `path`).
-    pub(crate) fn segments(&self) -> Result<&[String], Error> {
-        self.segments.as_deref().map_err(|why| Error::invalid("path", why.clone()))
+    /// The URL of this path below the versioned `root`, and its route (the path with every
+    /// second segment's value left out, cut as spans show it); an [`Error::InvalidArgument`]
+    /// naming `path` when the path is refused.
+    pub(crate) fn locate(&self, root: &Url) -> Result<(Url, String), Error> {
+        let segments = self.segments.as_deref().map_err(|why| Error::invalid("path", why.clone()))?;
+        let encoded: Vec<String> =
+            segments.iter().map(|s| utf8_percent_encode(s, SEGMENT).to_string()).collect();
+        let mut url = root.clone();
+        url.set_path(&format!("{}{}", root.path(), encoded.join("/")));
+        let route: Vec<&str> =
+            segments.iter().enumerate().map(|(i, segment)| if i % 2 == 0 { segment } else { "{}" }).collect();
+        Ok((url, shown_path(&format!("{}/{}", root.path().trim_end_matches('/'), route.join("/")))))
     }
 
     fn from_segments<S: AsRef<str>>(segments: impl IntoIterator<Item = S>) -> ApiPath {
@@ -149,6 +173,9 @@ impl ApiPath {
                 dots @ ("." | "..") => {
                     Err(format!("expected no `{dots}` segment: a path stays below the version root"))
                 }
+                segment if segment.contains(char::is_control) => {
+                    Err(format!("expected no control characters in a segment, got {:?}", shown_path(segment)))
+                }
                 segment => Ok(segment.to_owned()),
             })
             .collect();
@@ -157,24 +184,26 @@ impl ApiPath {
 }
 
 /// A literal path, `/` between segments; its other characters are percent-encoded where a
-/// path needs it, and a `%` is taken as the start of an encoding.
+/// path needs it, and a `%` is taken as the start of an encoding (an encoded `/` stays in its
+/// segment).
 impl From<&str> for ApiPath {
     fn from(literal: &str) -> Self {
+        let decoded: Vec<_> =
+            literal.split('/').map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy()).collect();
         let refused = if literal.contains(['?', '#', '\\']) {
             Some("expected no query, fragment or backslash")
         } else if literal.starts_with('/')
             || literal.split('/').next().is_some_and(|first| first.contains(':'))
         {
             Some("expected a path below the version root, not an absolute path or URL")
+        } else if decoded.iter().any(|segment| segment.split(['/', '\\', ';']).any(|piece| piece == "..")) {
+            Some("expected no `..` in any encoding (`..;`, `..%2f`, `%2e%2e`) between `/`, `\\` or `;`")
         } else {
             None
         };
         match refused {
-            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", server_text(literal))) },
-            // `%XX` encodings are decoded (an encoded `/` stays in its segment).
-            None => ApiPath::from_segments(
-                literal.split('/').map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy()),
-            ),
+            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", shown_raw_url(literal))) },
+            None => ApiPath::from_segments(decoded),
         }
     }
 }
@@ -242,8 +271,30 @@ mod tests {
         assert!(parse_service_url("base_url", "ftp://api.example.com").is_err());
         assert!(parse_service_url("base_url", "not a url").is_err());
         assert!(parse_service_url("base_url", "https://api.example.com?x=1").is_err());
-        for ok in ["http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:9", "https://a.example"] {
+        // With and without a port: loopback decides, never the port.
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://localhost:1",
+            "http://[::1]:9",
+            "https://a.example",
+            "http://127.0.0.1",
+            "http://LOCALHOST/x",
+            "http://127.1.2.3",
+            "http://[::1]",
+            "https://a.example:8443",
+        ] {
             assert!(parse_service_url("base_url", ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://api.example.com:8080",
+            "http://10.0.0.1:80",
+            "http://localhost.evil.example:1",
+            "http://127.0.0.1.evil.example",
+            "http://[::2]:9",
+            "http://0.0.0.0:8080",
+        ] {
+            let err = parse_service_url("base_url", refused).expect_err(refused);
+            assert!(err.to_string().contains("http is allowed only on loopback hosts"), "{err}");
         }
     }
 
@@ -280,5 +331,81 @@ mod tests {
         }
         let err = parse_service_url("base_url", "https://api.example.com/?key=s3cret").expect_err("query");
         assert!(err.to_string().ends_with("got https://api.example.com/?key=…"), "{err}");
+    }
+
+    /// The URL a path is sent to below `https://api.example.com/v1/`, or why it is refused.
+    fn located(path: impl Into<ApiPath>) -> Result<String, String> {
+        let root = Url::parse("https://api.example.com/v1/").expect("a root");
+        path.into().locate(&root).map(|(url, _)| url.path().to_owned()).map_err(|e| match e {
+            Error::InvalidArgument(e) if e.argument() == "path" => e.message().to_owned(),
+            other => panic!("expected an InvalidArgument naming `path`, got {other:?}"),
+        })
+    }
+
+    #[test]
+    fn a_literal_keeps_its_encoded_slash_inside_its_segment() {
+        assert_eq!(located("companies/a%2Fb"), Ok("/v1/companies/a%2Fb".to_owned()));
+        assert_eq!(located("companies/a%2fb/contacts"), Ok("/v1/companies/a%2Fb/contacts".to_owned()));
+        assert_eq!(located(["companies", "a/b"]), located("companies/a%2Fb"));
+        assert_eq!(located("companies/caf%C3%A9"), Ok("/v1/companies/caf%C3%A9".to_owned()));
+    }
+
+    #[test]
+    fn semicolons_are_encoded_and_control_characters_refused() {
+        assert_eq!(located(["companies", "..;", "contacts"]), Ok("/v1/companies/..%3B/contacts".to_owned()));
+        assert_eq!(located("companies/a;b=c"), Ok("/v1/companies/a%3Bb%3Dc".to_owned()));
+        assert_eq!(located(["notes", "a\\b"]), Ok("/v1/notes/a%5Cb".to_owned()));
+        for refused in [
+            located(["users", "ad\tmin"]),
+            located(["notes", "n_1\n"]),
+            located(["notes", "\u{7f}"]),
+            located(["notes", "\u{85}"]),
+            located("users/ad%09min"),
+            located("users/ad\rmin"),
+        ] {
+            let message = refused.expect_err("a control character");
+            assert!(message.starts_with("expected no control characters in a segment"), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_literal_with_dots_in_any_encoding_is_refused() {
+        for literal in [
+            "companies/..;/admin",
+            "companies/..;",
+            "companies/..%2fadmin",
+            "companies/..%2Fadmin",
+            "companies/%2e%2e",
+            "companies/%2E%2E;x/admin",
+            "companies/a%2f..%2fadmin",
+            "companies/..%5cadmin",
+            "companies/..%3badmin",
+        ] {
+            let message = located(literal).expect_err(literal);
+            assert!(message.contains("`..`"), "{literal}: {message}");
+        }
+        // Dots that are no parent directory, and the same ids given as segments, are sent.
+        assert_eq!(located("companies/..x/a.."), Ok("/v1/companies/..x/a..".to_owned()));
+        assert_eq!(located(["companies", "a/../b"]), Ok("/v1/companies/a%2F..%2Fb".to_owned()));
+    }
+
+    #[test]
+    fn a_refused_path_shows_no_credential_and_stays_short() {
+        for literal in [
+            "https://user:PASSWORD@evil.example/x",
+            "companies?api_key=SECRETKEY",
+            "companies#SECRETKEY",
+            "//user:PASSWORD@evil.example/x",
+        ] {
+            let message = located(literal).expect_err(literal);
+            assert!(!message.contains("PASSWORD") && !message.contains("SECRETKEY"), "{message}");
+        }
+        let long = format!("/{}", "a".repeat(400 * 1024));
+        assert!(located(long.as_str()).expect_err("absolute").len() < 512);
+        let long = format!("{}/\t", "a".repeat(400 * 1024));
+        assert!(located(long.as_str()).expect_err("a tab").len() < 512);
+        let root = Url::parse("https://api.example.com/v1/").expect("a root");
+        let (_, route) = ApiPath::from("a".repeat(400 * 1024)).locate(&root).expect("a long path is sent");
+        assert!(route.len() <= crate::text::MAX_URL + 3, "{}", route.len());
     }
 }

@@ -16,17 +16,6 @@ use super::{Endpoint, Fault};
 
 /// How many entries are kept; older ones are dropped.
 const CAPACITY: usize = 10_000;
-/// Query parameters whose values are secrets: journalled as [`REDACTED`].
-const SECRET_PARAMETERS: [&str; 8] = [
-    "access_token",
-    "client_secret",
-    "code",
-    "code_verifier",
-    "id_token",
-    "password",
-    "refresh_token",
-    "token",
-];
 /// Request headers left out of the journal (the `Authorization` scheme is kept on its own).
 const SECRET_HEADERS: [&str; 4] = ["authorization", "proxy-authorization", "cookie", REPLAY_HEADER];
 /// What stands for a secret query value.
@@ -35,11 +24,13 @@ pub const REDACTED: &str = "[redacted]";
 /// One request either server received, and how it was answered: an entry of
 /// [`ReferenceServer::journal`](crate::ReferenceServer::journal).
 ///
-/// Secrets are never in it: no token, client secret, authorization code, code verifier or
-/// refresh token. Request bodies are not kept; the `Authorization`, `Proxy-Authorization` and
-/// `Cookie` headers are left out (the scheme of `Authorization` is kept, as sent); query
-/// parameters that carry secrets (`client_secret`, `code`, `code_verifier`, `refresh_token`,
-/// `token`, `access_token`, `id_token`, `password`) are kept with the value [`REDACTED`].
+/// Secrets are never in it: no token, client secret, authorization code, code verifier,
+/// refresh token or API key. Request bodies are not kept; the `Authorization`,
+/// `Proxy-Authorization` and `Cookie` headers are left out (the scheme of `Authorization` is
+/// kept, as sent); query parameters and other headers named like credentials, in any case and
+/// spelling (`code`, `Code`, `client_secret`, `CLIENT_SECRET`, `accessToken`, `api_key`,
+/// `X-Api-Key`, `X-Amz-Security-Token`, ...: the client's own redaction rule), are kept with
+/// the value [`REDACTED`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalEntry {
     endpoint: Option<Endpoint>,
@@ -69,7 +60,7 @@ impl JournalEntry {
             request.headers.get("authorization").map(|v| String::from_utf8_lossy(v.as_bytes()));
         let (client_id, user) = who(request, authorization.as_deref());
         let query = request.url.query_pairs().map(|(name, value)| {
-            let value = if SECRET_PARAMETERS.contains(&name.as_ref()) { REDACTED.into() } else { value };
+            let value = if is_secret(&name) { REDACTED.into() } else { value };
             (name.into_owned(), value.into_owned())
         });
         let headers = request.headers.iter().filter(|(name, _)| !SECRET_HEADERS.contains(&name.as_str()));
@@ -81,7 +72,12 @@ impl JournalEntry {
             query: query.collect(),
             headers: headers
                 .map(|(name, value)| {
-                    (name.to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned())
+                    let value = if is_secret(name.as_str()) {
+                        REDACTED.into()
+                    } else {
+                        String::from_utf8_lossy(value.as_bytes())
+                    };
+                    (name.to_string(), value.into_owned())
                 })
                 .collect(),
             authorization_scheme: authorization.and_then(|v| v.split(' ').next().map(str::to_owned)),
@@ -168,6 +164,32 @@ impl JournalEntry {
     pub fn received_at(&self) -> SystemTime {
         self.received_at
     }
+}
+
+/// Whether a query parameter or a header named `name` carries a secret: the client's rule,
+/// written again here (the crates share no code). Its letters and digits, in lower case, hold
+/// `token`, `secret`, `passw`, `credential`, `signature`, `session`, `cookie`, `assertion`,
+/// `verifier`, `authorization` or `accesskey`, or end in `key` other than `idempotencykey`, or
+/// are `auth`, `code`, `sig`, `pwd` or `jwt`.
+fn is_secret(name: &str) -> bool {
+    const HELD: [&str; 11] = [
+        "token",
+        "secret",
+        "passw",
+        "credential",
+        "signature",
+        "session",
+        "cookie",
+        "assertion",
+        "verifier",
+        "authorization",
+        "accesskey",
+    ];
+    let name: String =
+        name.chars().filter(char::is_ascii_alphanumeric).map(|c| c.to_ascii_lowercase()).collect();
+    HELD.iter().any(|word| name.contains(word))
+        || (name.ends_with("key") && name != "idempotencykey")
+        || ["auth", "code", "sig", "pwd", "jwt"].contains(&name.as_str())
 }
 
 /// The client and the user a request names: from its bearer token (read, not verified: the

@@ -6,6 +6,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::text::server_text;
 use crate::timestamp::parse_http_date;
 
 /// The value of a `Deprecation` response header.
@@ -35,8 +36,8 @@ pub enum Deprecation {
     Since(DateTime<Utc>),
     /// Deprecated, date not given: the legacy value `true`.
     Deprecated,
-    /// A value in none of the known forms, kept as received (surrounding whitespace removed).
-    /// The resource is still treated as deprecated.
+    /// A value in none of the known forms, kept as received (surrounding whitespace removed,
+    /// control characters escaped, cut to 1 KiB). The resource is still treated as deprecated.
     Unrecognized(String),
 }
 
@@ -67,8 +68,8 @@ impl Deprecation {
 /// - an HTTP-date in any of the forms [`parse_http_date`] accepts.
 ///
 /// Anything else, including a date outside the supported range, becomes
-/// [`Deprecation::Unrecognized`] with the raw text: the header's presence alone means the
-/// resource is deprecated.
+/// [`Deprecation::Unrecognized`] with the raw text (made safe to show: control characters
+/// escaped, cut to 1 KiB): the header's presence alone means the resource is deprecated.
 #[must_use]
 pub(crate) fn parse_deprecation(value: &str) -> Option<Deprecation> {
     let value = value.trim_matches([' ', '\t']);
@@ -78,7 +79,7 @@ pub(crate) fn parse_deprecation(value: &str) -> Option<Deprecation> {
         None if value.eq_ignore_ascii_case("true") || value == "?1" => Some(Deprecation::Deprecated),
         None => parse_http_date(value).map(Deprecation::Since),
     };
-    Some(read.unwrap_or_else(|| Deprecation::Unrecognized(value.to_owned())))
+    Some(read.unwrap_or_else(|| Deprecation::Unrecognized(server_text(value))))
 }
 
 /// Parses the part of a structured-field date after `@`: an sf-integer (at most 15 digits),

@@ -6,7 +6,7 @@
 
 use url::Url;
 
-use crate::text::{pieces, split_outside_quotes, unquote};
+use crate::text::{MAX_URL, pieces, split_outside_quotes, unquote};
 
 /// One link from a `Link` header: a target and its relation types.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -28,8 +28,8 @@ const OWS: [char; 2] = [' ', '\t'];
 /// backslash escapes); parameter names in any case; `rel` as a space-separated list of
 /// relation types, of which only the first `rel` parameter counts; targets resolved against
 /// `base`, the URL of the request. A link value that cannot be read, or whose target does not
-/// resolve to a URL, is skipped; the rest of the header is still read, except after a `<` or a
-/// quote that is never closed. Never panics.
+/// resolve to a URL of at most [`MAX_URL`] bytes, is skipped; the rest of the header is still
+/// read, except after a `<` or a quote that is never closed. Never panics.
 pub(crate) fn parse_links<'a>(field_lines: impl IntoIterator<Item = &'a str>, base: &Url) -> Vec<Link> {
     let mut links = Vec::new();
     for line in field_lines {
@@ -77,7 +77,7 @@ fn read_link(target: &str, params: &str, base: &Url) -> Option<Link> {
             relations = Some(value.split_ascii_whitespace().map(str::to_ascii_lowercase).collect());
         }
     }
-    let target = base.join(target.trim()).ok()?;
+    let target = base.join(target.trim()).ok().filter(|target| target.as_str().len() <= MAX_URL)?;
     Some(Link { target, relations: relations.unwrap_or_default() })
 }
 

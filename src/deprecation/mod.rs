@@ -27,7 +27,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use http::{HeaderMap, Method};
 use url::Url;
 
-use crate::text::{server_text, shown_url};
+use crate::text::{server_text, shown_path, shown_url};
 use crate::timestamp::parse_http_date;
 
 pub use headers::Deprecation;
@@ -56,7 +56,8 @@ const QUOTED_LIMIT: usize = 64;
 /// `Sunset`, the first counts. Values that are not valid UTF-8 are read lossily; a malformed
 /// `Deprecation` value still means "deprecated", and an unreadable `Sunset` leaves `sunset`
 /// empty; both are named in [`diagnostic`](Self::diagnostic). Relative link targets are
-/// resolved against the request URL.
+/// resolved against the request URL; a target longer than 256 bytes is left out, so that
+/// errors and logs that carry a notice stay short.
 ///
 /// ```no_run
 /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
@@ -74,7 +75,8 @@ const QUOTED_LIMIT: usize = 64;
 pub struct DeprecationNotice {
     /// The request's method.
     pub method: Method,
-    /// The request path without query, e.g. `/v1/companies`.
+    /// The request path without query, e.g. `/v1/companies`, cut to 256 bytes (`…` marks a
+    /// cut).
     pub endpoint: String,
     /// The `Deprecation` header, when present.
     pub deprecation: Option<Deprecation>,
@@ -123,7 +125,7 @@ impl DeprecationNotice {
 
         Some(Self {
             method: method.clone(),
-            endpoint: url.path().to_owned(),
+            endpoint: shown_path(url.path()),
             successor: find_relation(&links, "successor-version"),
             latest_version: find_relation(&links, "latest-version"),
             documentation: find_relation(&links, "deprecation"),
@@ -231,6 +233,28 @@ mod tests {
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(seconds, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn long_links_values_and_paths_are_not_kept_whole() {
+        let fits = format!("/v2/{}", "a".repeat(100));
+        let lines = [
+            format!("</v2/{}>; rel=successor-version, <{fits}>; rel=deprecation", "a".repeat(100_000)),
+            format!("<https://h.example/{}?q=1>; rel=latest-version", "b".repeat(300)),
+        ];
+        let mut map = HeaderMap::new();
+        map.insert("deprecation", HeaderValue::from_str(&"x".repeat(100_000)).expect("a value"));
+        for line in &lines {
+            map.append("link", HeaderValue::from_str(line).expect("a value"));
+        }
+        let url = Url::parse(&format!("https://api.example.com/v1/{}", "p".repeat(400_000))).expect("a URL");
+        let n = DeprecationNotice::from_headers(&Method::GET, &url, &map).expect("a notice");
+        assert_eq!((n.successor.as_ref(), n.latest_version.as_ref()), (None, None), "too long to keep");
+        assert_eq!(n.documentation.as_ref().map(Url::path), Some(fits.as_str()), "the short link stays");
+        assert!(n.endpoint.starts_with("/v1/ppp") && n.endpoint.len() <= crate::text::MAX_URL + 3);
+        let Some(Deprecation::Unrecognized(raw)) = &n.deprecation else { panic!("{:?}", n.deprecation) };
+        assert!(raw.starts_with("xxx") && raw.len() <= crate::text::MAX_SERVER_TEXT + 3, "{}", raw.len());
+        assert!(format!("{n:?}").len() < 3 * 1024 && n.to_string().len() < 1024, "{n:?}");
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl ApiError {
             status,
             code,
             description: None,
-            endpoint: endpoint.to_owned(),
+            endpoint: crate::text::shown_path(endpoint),
             retry_after: None,
             deprecation: None,
         }))

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{Cause, Error, Part};
+use crate::text::shown_path;
 
 /// A failure to send a request or read its response: the context of
 /// [`Error::Http`](super::Error::Http).
@@ -44,7 +45,7 @@ impl HttpError {
     /// A request to `endpoint` (a path, or what the request was for) that failed as `kind`
     /// says, `cause` telling how when there is one.
     pub(crate) fn new(kind: HttpErrorKind, endpoint: &str, cause: Option<Cause>) -> Self {
-        HttpError(Arc::new(HttpInner { kind, endpoint: endpoint.to_owned(), source: cause }))
+        HttpError(Arc::new(HttpInner { kind, endpoint: shown_path(endpoint), source: cause }))
     }
 
     pub(crate) fn from_reqwest(endpoint: &str, err: reqwest::Error) -> Self {
@@ -172,14 +173,14 @@ impl DecodeError {
     /// A body of `endpoint` that `source` could not read.
     pub(crate) fn new(endpoint: &str, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         let source = Some(Box::new(source) as Cause);
-        DecodeError(Arc::new(DecodeInner { endpoint: endpoint.to_owned(), detail: None, source }))
+        DecodeError(Arc::new(DecodeInner { endpoint: shown_path(endpoint), detail: None, source }))
     }
 
     /// A body of `endpoint` that reads but is not what was expected, `detail` saying how (never
     /// quoting the body).
     pub(crate) fn invalid(endpoint: &str, detail: impl Into<Cow<'static, str>>) -> Self {
         let detail = Some(detail.into());
-        DecodeError(Arc::new(DecodeInner { endpoint: endpoint.to_owned(), detail, source: None }))
+        DecodeError(Arc::new(DecodeInner { endpoint: shown_path(endpoint), detail, source: None }))
     }
 
     /// The request path (no query string), or what the response was for.

@@ -27,7 +27,7 @@ pub(crate) fn api_error(
     let ErrorBody { error, error_description } = serde_json::from_slice(body).unwrap_or_default();
     let code = error.map(|code| ErrorCode::parse(&code)).or_else(|| www_authenticate_error(headers));
     ApiError::new(status, code, endpoint)
-        .with_description(error_description.map(crate::text::server_text_owned))
+        .with_description(error_description.as_deref().map(crate::text::server_text))
         .with_retry_after(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after))
         .with_deprecation(deprecation)
 }

@@ -28,6 +28,7 @@ use error_response::api_error;
 use crate::deprecation::DeprecationNotice;
 use crate::error::{DecodeError, HttpError, Origin, ResponseTooLarge};
 use crate::limits::BodyLimit;
+use crate::text::shown_path;
 use crate::{Error, RetryPolicy, telemetry};
 
 /// Middleware layers, in the order they run.
@@ -113,7 +114,7 @@ impl HttpSender {
         expect: Expect<'_>,
         head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
     ) -> Result<Response, Error> {
-        let endpoint = request.url().path().to_owned();
+        let endpoint = shown_path(request.url().path());
         let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
@@ -180,8 +181,9 @@ pub(crate) struct Response {
     pub(crate) body: Vec<u8>,
 }
 
-/// The user's settings for the HTTP client (proxies, root certificates, default headers), with
-/// redirects turned off after them: credentials never travel to another address.
+/// The user's settings for the HTTP client (proxies, root certificates, default headers), over
+/// [`builder`], with redirects turned off after them: credentials never travel to another
+/// address.
 ///
 /// # Errors
 ///
@@ -190,25 +192,46 @@ pub(crate) struct Response {
 pub(crate) fn http_client(
     configure: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
 ) -> Result<reqwest::Client, Error> {
-    configure(reqwest::Client::builder()).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| {
+    configure(builder()).redirect(reqwest::redirect::Policy::none()).build().map_err(|e| {
         let chain = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source());
         let message = chain.fold(String::from("the HTTP client cannot be built"), |m, e| format!("{m}: {e}"));
         Error::invalid("http_config", message)
     })
 }
 
-/// The crate's own HTTP client, for every path where the caller configured none: reqwest's
-/// defaults with redirects off.
+/// The crate's own HTTP client, for every path where the caller configured none: [`builder`]
+/// with redirects off.
 ///
 /// # Errors
 ///
 /// [`Error::Http`] with reqwest's error as the source when it cannot be built (no TLS backend
 /// starts): the caller gave no argument that could be wrong.
 pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
-    reqwest::Client::builder()
+    builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| Error::Http(HttpError::from_reqwest("the default HTTP client", e)))
+}
+
+/// reqwest's builder with the proxies of the environment, read as reqwest reads them
+/// (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, their lower-case forms, and `NO_PROXY`; none in a
+/// CGI process, where `HTTP_PROXY` comes from a request header), except that they never serve a
+/// loopback host (`localhost`, `127.0.0.0/8`, `::1`): what a client sends in clear text to a
+/// local server, a bearer token or a client secret, never goes to a proxy. Proxies set in
+/// `http_config` come after these; its `no_proxy()` turns these off.
+fn builder() -> reqwest::ClientBuilder {
+    let var = |names: [&str; 2]| names.into_iter().find_map(|name| std::env::var(name).ok());
+    let builder = reqwest::Client::builder().no_proxy();
+    if std::env::var_os("REQUEST_METHOD").is_some() {
+        return builder;
+    }
+    let direct = format!("localhost,127.0.0.0/8,::1,{}", var(["NO_PROXY", "no_proxy"]).unwrap_or_default());
+    let direct = reqwest::NoProxy::from_string(&direct);
+    let http = var(["HTTP_PROXY", "http_proxy"]).and_then(|url| reqwest::Proxy::http(url).ok());
+    let https = var(["HTTPS_PROXY", "https_proxy"]).and_then(|url| reqwest::Proxy::https(url).ok());
+    let all = var(["ALL_PROXY", "all_proxy"]).and_then(|url| reqwest::Proxy::all(url).ok());
+    let proxies = [http, https, all].into_iter().flatten();
+    proxies.fold(builder, |builder, proxy| builder.proxy(proxy.no_proxy(direct.clone())))
 }
 
 /// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it

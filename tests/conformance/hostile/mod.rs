@@ -3,8 +3,10 @@
 //! forged loopback callbacks, credentials in URLs, and secrets too short to seal with; the
 //! numbers a server sends ([`numbers`]) and the pages it sends ([`pages`]).
 
+pub mod gate;
 pub mod numbers;
 pub mod pages;
+pub mod shown;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
