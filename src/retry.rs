@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::Error;
 use crate::bounds::later;
-use crate::error::{ErrorCode, RetriesExhausted};
+use crate::error::RetriesExhausted;
 use crate::pacing::Pacer;
 
 /// When and how often a failed request is sent again.
@@ -194,11 +194,6 @@ impl RetryPolicy {
     }
 }
 
-/// A 429, or an answer whose code says the same: the server asks the client to slow down.
-pub(crate) fn is_throttle(error: &Error) -> bool {
-    error.status() == Some(429) || error.code() == Some(&ErrorCode::RateLimited)
-}
-
 /// The crate's one jittered backoff: waits drawn uniformly from zero to a ceiling that starts
 /// at `initial` and doubles up to `max` ("full jitter"), without end.
 pub(crate) fn backoff(initial: Duration, max: Duration) -> impl Iterator<Item = Duration> + Send + Sync {
@@ -323,7 +318,7 @@ impl<'p> Schedule<'p> {
         if !policy.should_retry(error) || error.retry_after().is_some_and(|asked| asked > policy.max_delay) {
             return None;
         }
-        let (delay, held) = if self.paced && is_throttle(error) && policy.max_attempts > 1 {
+        let (delay, held) = if self.paced && error.is_throttle() && policy.max_attempts > 1 {
             match error.retry_after() {
                 Some(asked) => (Duration::ZERO, asked),
                 None => {

@@ -22,7 +22,7 @@ use super::oauth::{OAuthClient, OAuthHttp, Refreshed, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
 use super::{TokenSet, TokenVerifier, check_client};
-use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode};
+use crate::error::{AuthorizationError, CallbackError, ErrorCode};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
 use crate::{Error, urls};
@@ -409,10 +409,10 @@ impl AuthorizationCodeFlow {
         if let Some(id_token) = &tokens.id_token {
             tokens.id_claims = Some(self.verify_id(id_token, request.nonce.as_deref()).await?);
         } else if self.wants_id_token() {
-            return Err(Error::Decode(DecodeError::invalid(
+            return Err(Error::decode(
                 self.token_path(),
                 "the token response has no id_token although openid was requested",
-            )));
+            ));
         }
         tracing::debug!(scopes = ?tokens.scopes, "signed in with the authorization code flow");
         Ok(tokens)
@@ -436,7 +436,12 @@ impl AuthorizationCodeFlow {
         }
         if let Some(code) = &params.error {
             let description = params.error_description.as_deref().map(crate::text::server_text);
-            return Err(Error::Authorization(AuthorizationError::new(ErrorCode::parse(code), description)));
+            let endpoint = self.config.client.auth_uri().url();
+            return Err(Error::Authorization(AuthorizationError::new(
+                ErrorCode::parse(code),
+                description,
+                endpoint,
+            )));
         }
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }

@@ -11,7 +11,6 @@ use url::Url;
 
 use super::oauth::{OAuthClient, OAuthHttp, token_error};
 use super::{ClientSecret, check_client};
-use crate::error::DecodeError;
 use crate::limits::BodyLimit;
 use crate::text::{shown_raw_url, shown_url};
 use crate::wire::{HttpSender, decode};
@@ -96,7 +95,7 @@ impl AuthServerMetadata {
         let endpoint = url.path().to_owned();
         let body = sender.get_document(url, BodyLimit::DISCOVERY).await?;
         let metadata: AuthServerMetadata = decode(&endpoint, &body)?;
-        let invalid = |message: String| Error::Decode(DecodeError::invalid(&endpoint, message));
+        let invalid = |message: String| Error::decode(&endpoint, message);
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));
         }
@@ -173,7 +172,7 @@ impl fmt::Debug for AuthServerMetadata {
 pub(crate) fn required(url: &Option<Url>, name: &str) -> Result<Url, Error> {
     url.clone().ok_or_else(|| {
         let message = format!("it names no usable {name} (an https URL, or http on a loopback host)");
-        Error::Decode(DecodeError::invalid("the discovery document", message))
+        Error::decode("the discovery document", message)
     })
 }
 

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::{AccessToken, IdToken, RefreshToken, TokenSet};
 use crate::Error;
 use crate::bounds::{MAX_EPOCH_SECONDS, MAX_TOKEN_LIFETIME, bound_json_fields, clamp_lifetime};
-use crate::error::{ApiError, DecodeError, ErrorCode, HttpError, Origin};
+use crate::error::{ApiError, ErrorCode, Origin};
 use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::wire::{Expect, HttpSender, no_head};
@@ -78,8 +78,8 @@ impl<'s> OAuthHttp<'s> {
             let request = http::Request::from_parts(parts.clone(), body.clone());
             let path = path.as_str();
             async move {
-                let request = reqwest::Request::try_from(request)
-                    .map_err(|e| Error::Http(HttpError::from_reqwest(path, e)))?;
+                let request =
+                    reqwest::Request::try_from(request).map_err(|e| Error::from_reqwest(path, e))?;
                 let response = self.sender.exchange(request, number, expect, no_head).await?;
                 let mut answer = http::Response::new(bound_json_fields(response.body, self.numbers));
                 *answer.status_mut() = response.status;
@@ -120,9 +120,9 @@ pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErr
         }
         // Only the path of the field: the parser's message may quote a token.
         RequestTokenError::Parse(parse, _body) => {
-            Error::Decode(DecodeError::invalid(endpoint, format!("token response: {}", parse.path())))
+            Error::decode(endpoint, format_args!("token response: {}", parse.path()))
         }
-        RequestTokenError::Other(message) => Error::Decode(DecodeError::invalid(endpoint, message)),
+        RequestTokenError::Other(message) => Error::decode(endpoint, message),
     }
 }
 

@@ -26,7 +26,7 @@ use url::Url;
 use error_response::api_error;
 
 use crate::deprecation::DeprecationNotice;
-use crate::error::{DecodeError, HttpError, Origin, ResponseTooLarge};
+use crate::error::{Endpoint, HttpErrorKind, Origin};
 use crate::limits::BodyLimit;
 use crate::{Error, RetryPolicy, telemetry};
 
@@ -113,14 +113,14 @@ impl HttpSender {
         expect: Expect<'_>,
         head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
     ) -> Result<Response, Error> {
-        let endpoint = request.url().path().to_owned();
+        let endpoint = Endpoint::of(request.url(), expect.origin);
         let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }
         request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
-        let outcome = sent.map_err(|e| Error::Http(HttpError::from_middleware(&endpoint, e)));
+        let outcome = sent.map_err(|e| Error::from_middleware(endpoint.clone(), e));
         match &outcome {
             Ok(response) => telemetry::record_status(&span, response.status()),
             Err(error) => telemetry::record_error(&span, error),
@@ -128,7 +128,7 @@ impl HttpSender {
         let mut response = outcome?;
         let status = response.status();
         if status.is_redirection() {
-            return Err(Error::Http(HttpError::redirect(&endpoint, status.as_u16())));
+            return Err(Error::http(HttpErrorKind::Redirect(Some(status.as_u16())), endpoint, None));
         }
         let deprecation = head(status, response.headers());
         let headers = std::mem::take(response.headers_mut());
@@ -208,30 +208,25 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| Error::Http(HttpError::from_reqwest("the default HTTP client", e)))
+        .map_err(|e| Error::from_reqwest("the default HTTP client", e))
 }
 
 /// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
 /// passes `limit` (or at once when `Content-Length` says it will), so an oversized body is
 /// never held in memory.
 async fn read_body(
-    endpoint: &str,
+    endpoint: &Endpoint,
     mut response: reqwest::Response,
     limit: BodyLimit,
 ) -> Result<Vec<u8>, Error> {
-    let too_large = || {
-        let (endpoint, body, limit) = (endpoint.to_owned(), limit.body, limit.bytes);
-        Error::ResponseTooLarge(Arc::new(ResponseTooLarge { endpoint, body, limit }))
-    };
+    let too_large = || Error::too_large(endpoint.clone(), limit);
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
         return Err(too_large());
     }
     let capacity = usize::try_from(announced.unwrap_or(0)).unwrap_or(0);
     let mut body = Vec::with_capacity(capacity);
-    while let Some(chunk) =
-        response.chunk().await.map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| Error::from_reqwest(endpoint.clone(), e))? {
         if (body.len() + chunk.len()) as u64 > limit.bytes {
             return Err(too_large());
         }
@@ -242,5 +237,5 @@ async fn read_body(
 
 /// `body`, an answer of `endpoint`, as JSON into `T`; [`Error::Decode`] when it is not one.
 pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
+    serde_json::from_slice(body).map_err(|e| Error::decode(endpoint, e))
 }
