@@ -9,7 +9,7 @@ use url::Url;
 
 use super::{Endpoint, Part};
 use crate::deprecation::DeprecationNotice;
-use crate::text::shown_url;
+use crate::text::{server_text, shown_url};
 
 /// An error response from the API or the authorization server ([`origin`](Self::origin)): the
 /// context of [`Error::Api`](super::Error::Api).
@@ -167,7 +167,7 @@ pub enum Origin {
 #[error(
     "api version has reached its sunset{}{}",
     Part(" on ", self.sunset().map(|date| date.format("%Y-%m-%d")), ""),
-    Part("; successor: ", .successor.as_ref().map(shown_url), "")
+    Part("; successor: ", .successor.as_ref().map(shown), "")
 )]
 pub struct SunsetError {
     pub(crate) successor: Option<Url>,
@@ -193,12 +193,17 @@ impl SunsetError {
 
 impl fmt::Debug for SunsetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let successor = self.successor.as_ref().map(shown_url);
+        let successor = self.successor.as_ref().map(shown);
         f.debug_struct("SunsetError")
             .field("successor", &successor)
             .field("response", &self.response)
             .finish()
     }
+}
+
+/// `url` as errors show it: no user information or query values, at most 1 KiB.
+fn shown(url: &Url) -> String {
+    server_text(&shown_url(url))
 }
 
 /// The authorization server sent the user back with an error instead of a code: the context
