@@ -165,12 +165,12 @@ impl Pipeline {
                 self.settings.sender.exchange(self.request(call, &token)?, number, expect, read_head).await;
             let error = match answer {
                 // A successful answer, unless the client fails deprecated ones.
-                Ok(response) => {
+                Ok(body) => {
                     return match deprecation {
                         Some(notice) if self.settings.deprecation.policy() == DeprecationPolicy::Fail => {
                             Err(Error::Deprecated(Arc::new(notice)))
                         }
-                        deprecation => Ok(Ok(Reply { body: response.body, deprecation })),
+                        deprecation => Ok(Ok(Reply { body, deprecation })),
                     };
                 }
                 Err(Error::Api(error)) => error,

@@ -4,7 +4,7 @@
 //! OpenTelemetry's HTTP field names (see [`telemetry`](crate::telemetry)), the caller's
 //! middleware layers, the client's timeout, and no redirects followed.
 //! [`HttpSender::exchange`] is the one response path: it sends a request and turns any answer
-//! into a [`Response`] or a typed error, its body read under its limit by [`read_body`] and an
+//! into its body or a typed error, the body read under its limit by [`read_body`] and an
 //! error answer made into an [`ApiError`](crate::error::ApiError) by [`api_error`]. Everything
 //! that talks HTTP goes through it: the API pipeline ([`pipeline`](crate::pipeline)), and the
 //! token, discovery, introspection and JWKS requests of [`auth`](crate::auth).
@@ -99,7 +99,7 @@ impl HttpSender {
     /// pipeline paces itself and reads deprecation headers there); the notice it returns goes
     /// with an error answer's [`ApiError`](crate::error::ApiError).
     ///
-    /// A 2xx answer is a [`Response`], its body read under `expect.body`
+    /// A 2xx answer is its body, read under `expect.body`
     /// ([`Error::ResponseTooLarge`] past it). Any other answer is an [`Error::Api`] from
     /// `expect.origin` with the status, the body's `error` and `error_description` (or the
     /// `error` of a `WWW-Authenticate` challenge) and `Retry-After`. An error body past its
@@ -112,7 +112,7 @@ impl HttpSender {
         attempt: u32,
         expect: Expect<'_>,
         head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
-    ) -> Result<Response, Error> {
+    ) -> Result<Vec<u8>, Error> {
         let endpoint = Endpoint::of(request.url(), expect.origin);
         let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
         if !request.headers().contains_key(USER_AGENT) {
@@ -131,11 +131,10 @@ impl HttpSender {
             return Err(Error::http(HttpErrorKind::Redirect(Some(status.as_u16())), endpoint, None));
         }
         let deprecation = head(status, response.headers());
-        let headers = std::mem::take(response.headers_mut());
         if status.is_success() {
-            let body = read_body(&endpoint, response, expect.body).await?;
-            return Ok(Response { status, headers, body });
+            return read_body(&endpoint, response, expect.body).await;
         }
+        let headers = std::mem::take(response.headers_mut());
         let body = match read_body(&endpoint, response, BodyLimit::ERROR).await {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
@@ -151,7 +150,7 @@ impl HttpSender {
         let mut request = reqwest::Request::new(reqwest::Method::GET, url);
         request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
         let expect = Expect { body: limit, origin: Origin::AuthorizationServer, route: None };
-        Ok(self.exchange(request, 1, expect, no_head).await?.body)
+        self.exchange(request, 1, expect, no_head).await
     }
 }
 
@@ -170,14 +169,6 @@ pub(crate) struct Expect<'a> {
     pub(crate) origin: Origin,
     /// The request's path with the values of its segments left out, for its span.
     pub(crate) route: Option<&'a str>,
-}
-
-/// A successful (2xx) answer, its body read whole under its limit.
-#[derive(Debug)]
-pub(crate) struct Response {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
 }
 
 /// The user's settings for the HTTP client (proxies, root certificates, default headers), with
