@@ -10,7 +10,15 @@
 //!
 //! Messages are lowercase, without trailing punctuation, and never contain a token, a secret or
 //! a response body that could hold one. A message does not repeat its cause: the cause is the
-//! [`source`](std::error::Error::source), and a report walks the chain.
+//! [`source`](std::error::Error::source), and a report walks the chain. A body that cannot be
+//! decoded is the one whose cause is in its message: the parser's reason (at most 1 KiB; for a
+//! token or introspection answer, whose values may be tokens, a value of the wrong type is named
+//! by its position alone), with no source to repeat it.
+//!
+//! Where a request went is its path (`/v1/companies answered 404 (not_found)`), after the
+//! server's address when that server is not the API (`https://auth.example.com/oauth2/token
+//! answered 401 (invalid_client)`). Every error, `Debug` included, stays under 8 KiB whatever a
+//! server or a caller sends: server text and paths are cut at 1 KiB.
 //!
 //! An `Error` is small (at most 24 bytes) and cheap to clone: every context lives behind an
 //! `Arc`, or is a `&'static str`.
