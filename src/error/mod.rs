@@ -220,12 +220,19 @@ impl Error {
 
     /// The error response behind this error, for API and authorization-server errors.
     pub fn response(&self) -> Option<&ApiError> {
-        match self {
+        match self.last_attempt() {
             Error::Api(r) => Some(r),
             Error::Sunset(e) => Some(e.response()),
             Error::CursorRejected(e) => Some(e.response()),
-            Error::RetriesExhausted(e) => e.last().response(),
             _ => None,
+        }
+    }
+
+    /// The error of the last attempt: this one, unless it is [`Error::RetriesExhausted`].
+    fn last_attempt(&self) -> &Error {
+        match self {
+            Error::RetriesExhausted(e) => e.last().last_attempt(),
+            _ => self,
         }
     }
 
@@ -235,9 +242,8 @@ impl Error {
     /// `unauthorized_client`, whatever the status. The crate's one rule of a transient failure:
     /// what retries retry by default, and what never counts as a sunset.
     pub fn is_retryable(&self) -> bool {
-        match self {
+        match self.last_attempt() {
             Error::Http(e) => e.is_transient(),
-            Error::RetriesExhausted(e) => e.last().is_retryable(),
             Error::Api(r) => r.is_transient(),
             _ => false,
         }
@@ -273,11 +279,7 @@ impl Error {
 
     /// True when the request timed out (on the last attempt, after retries).
     pub fn is_timeout(&self) -> bool {
-        match self {
-            Error::Http(e) => e.is_timeout(),
-            Error::RetriesExhausted(e) => e.last().is_timeout(),
-            _ => false,
-        }
+        matches!(self.last_attempt(), Error::Http(e) if e.is_timeout())
     }
 }
 
