@@ -27,7 +27,7 @@ use crate::text::{server_text, shown_url};
     Part(" (", .0.code.as_ref(), ")"),
     Part(": ", .0.description.as_ref(), "")
 )]
-pub struct ApiError(Arc<ApiInner>);
+pub struct ApiError(pub(super) Arc<ApiInner>);
 
 /// What a server said when it refused: an error response ([`ApiError`]), or the error the
 /// authorization server sent the user back with ([`AuthorizationError`]), which has no status.
@@ -78,10 +78,6 @@ impl ApiError {
     pub(crate) fn with_origin(mut self, origin: Origin) -> Self {
         Arc::make_mut(&mut self.0).origin = origin;
         self
-    }
-
-    pub(super) fn inner(&self) -> &ApiInner {
-        &self.0
     }
 
     /// Which server answered: the API, or the authorization server (token, discovery,
@@ -215,7 +211,7 @@ fn shown(url: &Url) -> String {
     Part(" (", .0.code.as_ref(), ")"),
     Part(": ", .0.description.as_ref(), "")
 )]
-pub struct AuthorizationError(Arc<ApiInner>);
+pub struct AuthorizationError(pub(super) Arc<ApiInner>);
 
 impl AuthorizationError {
     /// The refusal `code` with its `description` (already made safe to show), sent back from
@@ -225,10 +221,6 @@ impl AuthorizationError {
         let mut inner = ApiInner::new(Origin::AuthorizationServer, None, Some(code), endpoint);
         Arc::make_mut(&mut inner).description = description;
         AuthorizationError(inner)
-    }
-
-    pub(super) fn inner(&self) -> &ApiInner {
-        &self.0
     }
 
     /// The `error` parameter of the callback (`access_denied` when the user declined).

@@ -192,8 +192,8 @@ impl Error {
     /// the user back with.
     fn answer(&self) -> Option<&ApiInner> {
         match self {
-            Error::Authorization(e) => Some(e.inner()),
-            _ => self.response().map(ApiError::inner),
+            Error::Authorization(e) => Some(&e.0),
+            _ => self.response().map(|r| &*r.0),
         }
     }
 
