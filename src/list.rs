@@ -82,7 +82,9 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     pub fn limit(self, limit: u32) -> Self {
         self.with(|query| {
             if !(1..=MAX_LIMIT).contains(&limit) {
-                return Err(Error::invalid("limit", format!("expected 1..={MAX_LIMIT}, got {limit}")));
+                let total = if limit > MAX_LIMIT { "; to cap the total, use `max_items`" } else { "" };
+                let message = format!("expected a page size of 1..={MAX_LIMIT}, got {limit}{total}");
+                return Err(Error::invalid("limit", message));
             }
             query.limit = Some(limit);
             Ok(())

@@ -19,7 +19,7 @@ use crate::deprecation::{DeprecationNotice, DeprecationPolicy, DeprecationReport
 use crate::error::{ApiError, ErrorCode, Origin, SunsetError};
 use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
-use crate::retry::{CallStats, is_throttle};
+use crate::retry::CallStats;
 use crate::urls::ApiPath;
 use crate::version::{ApiVersion, Preview};
 use crate::wire::{Expect, HttpSender};
@@ -135,9 +135,10 @@ impl Pipeline {
             let (mut deprecation, mut successor) = (None, None);
             // A resend with a new token counts as an attempt of its own on the request's span.
             let number = number + u32::from(resent_for_token);
-            // The head of every answer, before its body is read: the budget learns of it, its
-            // deprecation headers are reported, and an error answer's successor link kept. The
-            // notice goes with an error answer.
+            // The head of every answer, read once before its body: the budget learns of it, its
+            // deprecation headers are reported, and an error answer's successor link kept (the
+            // notice's, or the `Link` header's when there is no notice). The notice goes with an
+            // error answer.
             let read_head = |status: StatusCode, headers: &HeaderMap| {
                 self.settings.pacer.response(sent_at, status.as_u16(), headers);
                 deprecation = DeprecationNotice::from_headers(&call.method, &call.url, headers);
@@ -145,7 +146,9 @@ impl Pipeline {
                     self.settings.deprecation.report(notice, &call.route);
                 }
                 if !status.is_success() {
-                    successor = successor_link(headers, &call.url);
+                    let notice = deprecation.as_ref();
+                    successor =
+                        notice.map_or_else(|| successor_link(headers, &call.url), |n| n.successor.clone());
                 }
                 deprecation.clone()
             };
@@ -153,12 +156,12 @@ impl Pipeline {
                 self.settings.sender.exchange(self.request(call, &token)?, number, expect, read_head).await;
             let error = match answer {
                 // A successful answer, unless the client fails deprecated ones.
-                Ok(response) => {
+                Ok(body) => {
                     return match deprecation {
                         Some(notice) if self.settings.deprecation.policy() == DeprecationPolicy::Fail => {
                             Err(Error::Deprecated(Arc::new(notice)))
                         }
-                        deprecation => Ok(Ok(Reply { body: response.body, deprecation })),
+                        deprecation => Ok(Ok(Reply { body, deprecation })),
                     };
                 }
                 Err(Error::Api(error)) => error,
@@ -176,7 +179,7 @@ impl Pipeline {
                 continue;
             }
             let error = classify(error, successor);
-            if is_throttle(&error) {
+            if error.is_throttle() {
                 self.settings.pacer.throttled(sent_at, &error, policy.longest_delay());
             }
             return Err(error);
@@ -208,22 +211,19 @@ impl Pipeline {
     }
 }
 
-/// Chooses the variant for an API error response to a request for `url`.
+/// Chooses the variant for an API error response, `successor` the link its headers announce.
 ///
 /// Any 410, and any `version_sunset` code, is [`Error::Sunset`], with the date and the successor
 /// link when the headers give them, even without a `Deprecation` or `Sunset` header (and so
 /// without a [`DeprecationNotice`]). Another error whose `Sunset` date has passed is a sunset
-/// too, except a transient one (429, 5xx): that stays retryable and carries the notice.
+/// too, except a transient one ([`Error::is_retryable`]): that stays retryable and carries the
+/// notice.
 fn classify(error: ApiError, successor: Option<Url>) -> Error {
     let sunset_passed =
         error.deprecation().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
     let gone = error.status() == 410 || error.code() == Some(&ErrorCode::VersionSunset);
-    let transient = error.status() == 429 || error.status() >= 500 || error.is_transient();
-    if gone || (sunset_passed && !transient) {
-        let notice = error.deprecation();
-        let sunset = notice.and_then(|n| n.sunset);
-        let successor = notice.and_then(|n| n.successor.clone()).or(successor);
-        return Error::Sunset(Arc::new(SunsetError { sunset, successor, response: error }));
+    if gone || (sunset_passed && !error.is_transient()) {
+        return Error::Sunset(Arc::new(SunsetError { successor, response: error }));
     }
     Error::Api(error)
 }

@@ -6,12 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use tokio::time::Instant;
 
 use crate::Error;
 use crate::bounds::later;
-use crate::error::{ErrorCode, RetriesExhausted};
+use crate::error::RetriesExhausted;
 use crate::pacing::Pacer;
 
 /// When and how often a failed request is sent again.
@@ -194,15 +193,11 @@ impl RetryPolicy {
     }
 }
 
-/// A 429, or an answer whose code says the same: the server asks the client to slow down.
-pub(crate) fn is_throttle(error: &Error) -> bool {
-    error.status() == Some(429) || error.code() == Some(&ErrorCode::RateLimited)
-}
-
 /// The crate's one jittered backoff: waits drawn uniformly from zero to a ceiling that starts
 /// at `initial` and doubles up to `max` ("full jitter"), without end.
 pub(crate) fn backoff(initial: Duration, max: Duration) -> impl Iterator<Item = Duration> + Send + Sync {
-    ceilings(initial, max, None).map(jittered)
+    std::iter::successors(Some(1), |failures: &u32| Some(failures.saturating_add(1)))
+        .map(move |failures| jittered(ceiling(initial, max, failures)))
 }
 
 /// Requests that failed in a row: the last error, the instant before which no new request is
@@ -211,8 +206,8 @@ pub(crate) fn backoff(initial: Duration, max: Duration) -> impl Iterator<Item = 
 pub(crate) struct Failures {
     /// The last error, and no new request before the instant.
     last: Option<(Error, Instant)>,
-    /// The coming pauses; `None` before the first failure.
-    backoff: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
+    /// How many failed in a row.
+    failures: u32,
 }
 
 impl Failures {
@@ -231,21 +226,18 @@ impl Failures {
         floor: Duration,
     ) {
         let (initial, max) = backoff;
-        let pause = self.backoff.get_or_insert_with(|| Box::new(self::backoff(initial, max))).next();
-        let delay = pause.unwrap_or(max).max(floor).min(max);
+        self.failures = self.failures.saturating_add(1);
+        let delay = jittered(ceiling(initial, max, self.failures)).max(floor).min(max);
         let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
         tracing::warn!(error = %error, retry_in_ms, "{what} failed");
         self.last = Some((error.clone(), later(Instant::now(), delay)));
     }
 }
 
-/// `initial`, doubling, capped at `max`: `times` of them, or without end.
-fn ceilings(initial: Duration, max: Duration, times: Option<usize>) -> backon::ExponentialBackoff {
-    let builder = ExponentialBuilder::default().with_min_delay(initial).with_max_delay(max).with_factor(2.0);
-    match times {
-        Some(times) => builder.with_max_times(times).build(),
-        None => builder.without_max_times().build(),
-    }
+/// The ceiling of the wait after `failures` failures in a row (from 1): `initial`, doubled for
+/// each failure after the first, at most `max`.
+fn ceiling(initial: Duration, max: Duration, failures: u32) -> Duration {
+    initial.saturating_mul(1 << failures.saturating_sub(1).min(31)).min(max)
 }
 
 /// What the calls of one listing cost beyond their requests: retries and waits for the budget.
@@ -276,21 +268,15 @@ struct Schedule<'p> {
     attempt: u32,
     /// Waits after the first failure, counted toward `max_elapsed`.
     waited: Duration,
-    ceilings: Option<backon::ExponentialBackoff>,
-    /// The backoff of 429s without `Retry-After` in a row, while pacing.
-    throttle_ceilings: Option<backon::ExponentialBackoff>,
+    /// Failures retried that used up an attempt.
+    retried: u32,
+    /// 429s without `Retry-After` in a row while pacing, which have a backoff of their own.
+    throttled: u32,
 }
 
 impl<'p> Schedule<'p> {
     fn new(policy: &'p RetryPolicy, paced: bool) -> Self {
-        Schedule {
-            policy,
-            paced,
-            attempt: 1,
-            waited: Duration::ZERO,
-            ceilings: None,
-            throttle_ceilings: None,
-        }
+        Schedule { policy, paced, attempt: 1, waited: Duration::ZERO, retried: 0, throttled: 0 }
     }
 
     /// How long a pause the next attempt may wait for: `max_delay`, and after a failure no
@@ -323,23 +309,24 @@ impl<'p> Schedule<'p> {
         if !policy.should_retry(error) || error.retry_after().is_some_and(|asked| asked > policy.max_delay) {
             return None;
         }
-        let (delay, held) = if self.paced && is_throttle(error) && policy.max_attempts > 1 {
+        let (delay, held) = if self.paced && error.is_throttle() && policy.max_attempts > 1 {
             match error.retry_after() {
                 Some(asked) => (Duration::ZERO, asked),
                 None => {
-                    let ceilings = self
-                        .throttle_ceilings
-                        .get_or_insert_with(|| ceilings(policy.initial_delay, policy.max_delay, None));
-                    (jittered(ceilings.next().unwrap_or(policy.max_delay)), Duration::ZERO)
+                    self.throttled = self.throttled.saturating_add(1);
+                    (
+                        jittered(ceiling(policy.initial_delay, policy.max_delay, self.throttled)),
+                        Duration::ZERO,
+                    )
                 }
             }
+        } else if self.retried + 1 < policy.max_attempts {
+            self.throttled = 0;
+            self.retried += 1;
+            let delay = jittered(ceiling(policy.initial_delay, policy.max_delay, self.retried));
+            (delay.max(error.retry_after().unwrap_or_default()), Duration::ZERO)
         } else {
-            self.throttle_ceilings = None;
-            let retries = Some(policy.max_attempts.saturating_sub(1) as usize);
-            let ceiling = self
-                .ceilings
-                .get_or_insert_with(|| ceilings(policy.initial_delay, policy.max_delay, retries));
-            (jittered(ceiling.next()?).max(error.retry_after().unwrap_or_default()), Duration::ZERO)
+            return None;
         };
         if self.waited.saturating_add(delay).saturating_add(held) > policy.max_elapsed {
             return None;

@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oauth2::{AuthUrl, ClientId, EndpointNotSet, EndpointSet, RedirectUrl, TokenUrl};
+use oauth2::RedirectUrl;
 use url::Url;
 
 use self::id_token::check_same_user;
@@ -18,11 +18,11 @@ pub use self::request::AuthorizationRequest;
 pub(super) use self::request::CallbackParams;
 use self::request::parse_redirect_uri;
 use super::discovery::{AuthServerMetadata, required};
-use super::oauth::{OAuthClient, OAuthHttp, Refreshed, request_tokens};
+use super::oauth::{ClientAuth, Refreshed, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
 use super::{TokenSet, TokenVerifier, check_client};
-use crate::error::{AuthorizationError, CallbackError, DecodeError, ErrorCode};
+use crate::error::{AuthorizationError, CallbackError, Endpoint, ErrorCode, Origin};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
 use crate::{Error, urls};
@@ -31,10 +31,6 @@ use crate::{Error, urls};
 const DEFAULT_ID_TOKEN_LEEWAY: Duration = Duration::from_secs(60);
 /// How long a sealed pending sign-in can be opened unless set otherwise: 10 minutes.
 const DEFAULT_PENDING_MAX_AGE: Duration = Duration::from_secs(600);
-
-/// The `oauth2` client of a flow: its client id, authorization and token endpoints, and
-/// redirect URI.
-type CodeClient = OAuthClient<EndpointSet, EndpointNotSet, EndpointSet>;
 
 /// The authorization-code flow with PKCE, for desktop, mobile and web apps whose users sign
 /// in (API Part 5.3). The client is public: no client secret is involved.
@@ -63,9 +59,12 @@ pub struct AuthorizationCodeFlow {
 
 #[derive(Clone)]
 struct FlowConfig {
-    /// The client id, the endpoints, and the redirect URI (none for a flow that only
-    /// refreshes, [`for_refresh`](AuthorizationCodeFlow::for_refresh)).
-    client: CodeClient,
+    /// Sent in the form of every request: the client is public.
+    client_id: String,
+    authorize_url: Url,
+    token_url: Url,
+    /// None for a flow that only refreshes ([`for_refresh`](AuthorizationCodeFlow::for_refresh)).
+    redirect_uri: Option<RedirectUrl>,
     issuer: String,
     scopes: Vec<String>,
     /// Audiences besides the client id an ID token may list.
@@ -93,8 +92,8 @@ impl fmt::Debug for AuthorizationCodeFlow {
             .field("client_id", &self.client_id())
             .field("redirect_uri", &shown_raw_url(self.redirect_uri()))
             .field("scopes", &c.scopes)
-            .field("authorize_url", &c.client.auth_uri().as_str())
-            .field("token_url", &c.client.token_uri().as_str())
+            .field("authorize_url", &c.authorize_url.as_str())
+            .field("token_url", &c.token_url.as_str())
             .finish_non_exhaustive()
     }
 }
@@ -203,22 +202,18 @@ impl AuthorizationCodeFlow {
         client_id: String,
         redirect_uri: Option<RedirectUrl>,
     ) -> Result<Self, Error> {
-        let authorize =
-            AuthUrl::from_url(required(&metadata.authorization_endpoint, "authorization_endpoint")?);
-        let token = TokenUrl::from_url(required(&metadata.token_endpoint, "token_endpoint")?);
+        let authorize_url = required(&metadata.authorization_endpoint, "authorization_endpoint")?;
+        let token_url = required(&metadata.token_endpoint, "token_endpoint")?;
         let jwks = required(&metadata.jwks_uri, "jwks_uri")?;
         check_client(&client_id, None)?;
         let id_verifier = TokenVerifier::new(jwks.as_str(), metadata.issuer.as_str(), client_id.as_str())?
             .leeway(DEFAULT_ID_TOKEN_LEEWAY);
-        let client =
-            oauth2::Client::new(ClientId::new(client_id)).set_auth_uri(authorize).set_token_uri(token);
-        let client = match redirect_uri {
-            Some(redirect_uri) => client.set_redirect_uri(redirect_uri),
-            None => client,
-        };
         Ok(AuthorizationCodeFlow {
             config: Arc::new(FlowConfig {
-                client,
+                client_id,
+                authorize_url,
+                token_url,
+                redirect_uri,
                 issuer: metadata.issuer.clone(),
                 scopes: vec!["openid".to_owned()],
                 trusted_audiences: Vec::new(),
@@ -332,21 +327,21 @@ impl AuthorizationCodeFlow {
 
     /// The client id.
     pub fn client_id(&self) -> &str {
-        self.config.client.client_id().as_str()
+        &self.config.client_id
     }
 
     /// The redirect URI sent in the authorization and token requests; empty for a flow made
     /// with [`for_refresh`](Self::for_refresh).
     pub fn redirect_uri(&self) -> &str {
-        self.config.client.redirect_uri().map_or("", |uri| uri.as_str())
+        self.config.redirect_uri.as_ref().map_or("", |uri| uri.as_str())
     }
 
     /// Refuses to sign in without a redirect URI.
     fn can_sign_in(&self) -> Result<(), Error> {
         let refresh_only = "a flow made with `for_refresh` only refreshes; use `new` to sign in";
         self.config
-            .client
-            .redirect_uri()
+            .redirect_uri
+            .as_ref()
             .map(drop)
             .ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
     }
@@ -364,9 +359,11 @@ impl AuthorizationCodeFlow {
         self.config.scopes.iter().any(|s| s == "openid")
     }
 
-    /// The path of the token endpoint, which errors name.
-    fn token_path(&self) -> &str {
-        self.config.client.token_uri().url().path()
+    /// Sends the token request `form` as this public client: the set its answer holds,
+    /// `scopes` when it names none.
+    async fn request_tokens(&self, form: &[(&str, &str)], scopes: &[String]) -> Result<Refreshed, Error> {
+        let client = ClientAuth::Public(self.config.client_id.clone());
+        request_tokens(&self.config.sender, &self.config.token_url, &client, form, scopes).await
     }
 
     /// Starts a sign-in: a fresh PKCE verifier (S256), `state` and, with `openid`, `nonce`,
@@ -400,19 +397,21 @@ impl AuthorizationCodeFlow {
         self.can_sign_in()?;
         let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
-        let http = OAuthHttp::token(&self.config.sender);
-        let exchange = (self.config.client)
-            .exchange_code(oauth2::AuthorizationCode::new(code.to_owned()))
-            .set_pkce_verifier(oauth2::PkceCodeVerifier::new(request.verifier.secret().to_owned()))
-            .request_async(&http);
-        let mut tokens = request_tokens(self.token_path(), &self.config.scopes, exchange).await?.tokens;
+        let form = [
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("code_verifier", request.verifier.secret()),
+            ("redirect_uri", self.redirect_uri()),
+        ];
+        let mut tokens = self.request_tokens(&form, &self.config.scopes).await?.tokens;
         if let Some(id_token) = &tokens.id_token {
             tokens.id_claims = Some(self.verify_id(id_token, request.nonce.as_deref()).await?);
         } else if self.wants_id_token() {
-            return Err(Error::Decode(DecodeError::invalid(
-                self.token_path(),
+            let endpoint = Endpoint::of(&self.config.token_url, Origin::AuthorizationServer);
+            return Err(Error::decode(
+                endpoint,
                 "the token response has no id_token although openid was requested",
-            )));
+            ));
         }
         tracing::debug!(scopes = ?tokens.scopes, "signed in with the authorization code flow");
         Ok(tokens)
@@ -436,7 +435,12 @@ impl AuthorizationCodeFlow {
         }
         if let Some(code) = &params.error {
             let description = params.error_description.as_deref().map(crate::text::server_text);
-            return Err(Error::Authorization(AuthorizationError::new(ErrorCode::parse(code), description)));
+            let endpoint = &self.config.authorize_url;
+            return Err(Error::Authorization(AuthorizationError::new(
+                ErrorCode::parse(code),
+                description,
+                endpoint,
+            )));
         }
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }
@@ -487,11 +491,9 @@ impl AuthorizationCodeFlow {
             .refresh_token
             .as_ref()
             .ok_or(Error::ReauthenticationRequired("no refresh token was issued"))?;
-        let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
-        let http = OAuthHttp::token(&self.config.sender);
-        let refresh = self.config.client.exchange_refresh_token(&refresh_token).request_async(&http);
+        let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.secret())];
         let Refreshed { tokens: mut next, expires_in, .. } =
-            request_tokens(self.token_path(), &tokens.scopes, refresh).await?;
+            self.request_tokens(&form, &tokens.scopes).await?;
         if let Some(id_token) = &next.id_token {
             check_same_user(tokens, id_token)?;
         }

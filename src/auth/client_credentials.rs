@@ -1,12 +1,11 @@
-//! The client credentials grant (API Parts 4.2 and 5.4), sent through the `oauth2` crate.
+//! The client credentials grant (API Parts 4.2 and 5.4).
 
 use std::sync::Arc;
 
-use base64::Engine as _;
-use http::HeaderValue;
-use oauth2::{AuthType, EndpointNotSet, EndpointSet, Scope, TokenUrl};
+use oauth2::AuthType;
+use url::Url;
 
-use super::oauth::{OAuthClient, OAuthHttp, Refreshed, request_tokens};
+use super::oauth::{ClientAuth, Refreshed, request_tokens};
 use super::token_manager::Grant;
 use super::{ClientSecret, TokenStore, check_client};
 use crate::Error;
@@ -34,9 +33,9 @@ pub struct ClientCredentials {
     client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
-    /// How the id and secret reach the token endpoint: `oauth2`'s HTTP Basic of the
-    /// form-urlencoded id and secret (RFC 6749 section 2.3.1) or form fields, or, when `None`,
-    /// HTTP Basic of the id and secret as they are (API Part 5.4, RFC 7617).
+    /// How the id and secret reach the token endpoint: HTTP Basic of the form-urlencoded id and
+    /// secret (RFC 6749 section 2.3.1) or form fields, or, when `None`, HTTP Basic of the id and
+    /// secret as they are (API Part 5.4, RFC 7617).
     auth_type: Option<AuthType>,
     #[cfg(feature = "redis")]
     shared: Option<super::RedisTokenCache>,
@@ -86,14 +85,13 @@ impl ClientCredentials {
     /// Sends HTTP Basic as API Part 5.4 writes it, the base64 of `client_id:client_secret`
     /// as they are, instead of the default of RFC 6749 section 2.3.1.
     ///
-    /// RFC 6749 (which the `oauth2` crate follows) form-urlencodes the id and the secret before
-    /// joining and encoding them, so `a b` is sent as `a+b` and `s/1=` as `s%2F1%3D`. For ids
-    /// and secrets made of letters, digits and `-._~` both forms are the same bytes; they differ
-    /// only when a character would be encoded. Choose this form when the authorization server
-    /// decodes Basic credentials without form-decoding them (RFC 7617 style), and keep the
-    /// default otherwise. Default: RFC 6749. A client id holding `:` cannot be sent this way
-    /// (the colon separates id and secret) and is refused by
-    /// [`ClientBuilder::build`](crate::ClientBuilder::build).
+    /// RFC 6749 form-urlencodes the id and the secret before joining and encoding them, so
+    /// `a b` is sent as `a+b` and `s/1=` as `s%2F1%3D`. For ids and secrets made of letters,
+    /// digits and `-._~` both forms are the same bytes; they differ only when a character would
+    /// be encoded. Choose this form when the authorization server decodes Basic credentials
+    /// without form-decoding them (RFC 7617 style), and keep the default otherwise. Default: RFC
+    /// 6749. A client id holding `:` cannot be sent this way (the colon separates id and secret)
+    /// and is refused by [`ClientBuilder::build`](crate::ClientBuilder::build).
     ///
     /// ```
     /// use business_records::Auth;
@@ -137,9 +135,11 @@ impl ClientCredentials {
         for scope in &self.scopes {
             urls::check_scope(scope)?;
         }
-        let literal_basic = match self.auth_type {
-            None => Some(literal_basic(&self.client_id, &self.client_secret)?),
-            Some(_) => None,
+        let client = match self.auth_type {
+            Some(AuthType::RequestBody) => {
+                ClientAuth::InBody(self.client_id.clone(), self.client_secret.clone())
+            }
+            literal => ClientAuth::basic(&self.client_id, &self.client_secret, literal.is_none())?,
         };
         #[cfg(feature = "redis")]
         let store = self.shared.map(|cache| {
@@ -153,49 +153,25 @@ impl ClientCredentials {
         });
         #[cfg(not(feature = "redis"))]
         let store = None;
-        let client = oauth2::Client::new(oauth2::ClientId::new(self.client_id))
-            .set_client_secret(oauth2::ClientSecret::new(self.client_secret.secret().to_owned()))
-            .set_token_uri(TokenUrl::from_url(token_url))
-            .set_auth_type(self.auth_type.unwrap_or(AuthType::BasicAuth));
-        let grant =
-            ClientCredentialsGrant { client, scopes: self.scopes, literal_basic, sender: http.clone() };
+        let grant = ClientCredentialsGrant { token_url, client, scopes: self.scopes, sender: http.clone() };
         Ok((Grant::ClientCredentials(Box::new(grant)), store))
     }
 }
 
 pub(crate) struct ClientCredentialsGrant {
-    client: OAuthClient<EndpointNotSet, EndpointNotSet, EndpointSet>,
+    token_url: Url,
+    client: ClientAuth,
     scopes: Vec<String>,
-    /// The `Authorization` header of [`ClientCredentials::literal_basic_auth`], in place of
-    /// the one `oauth2` makes.
-    literal_basic: Option<HeaderValue>,
     sender: HttpSender,
-}
-
-/// `Basic base64(client_id:client_secret)`, without form-encoding either (RFC 7617).
-fn literal_basic(client_id: &str, client_secret: &ClientSecret) -> Result<HeaderValue, Error> {
-    if client_id.contains(':') {
-        return Err(Error::invalid(
-            "client_id",
-            "expected no `:` in a client id sent with literal HTTP Basic",
-        ));
-    }
-    let encoded =
-        base64::engine::general_purpose::STANDARD.encode(format!("{client_id}:{}", client_secret.secret()));
-    let mut value = HeaderValue::try_from(format!("Basic {encoded}"))
-        .map_err(|_| Error::invalid("client_secret", "expected characters allowed in a header"))?;
-    value.set_sensitive(true);
-    Ok(value)
 }
 
 impl ClientCredentialsGrant {
     /// One token request (retried under the sender's policy).
     pub(crate) async fn request(&self) -> Result<Refreshed, Error> {
-        let endpoint = self.client.token_uri().url().path();
-        let send = OAuthHttp::token(&self.sender).authorization(self.literal_basic.as_ref());
-        let scopes = self.scopes.iter().cloned().map(Scope::new);
-        let request = self.client.exchange_client_credentials().add_scopes(scopes).request_async(&send);
-        request_tokens(endpoint, &self.scopes, request).await
+        let scope = self.scopes.join(" ");
+        let mut form = vec![("grant_type", "client_credentials")];
+        form.extend((!scope.is_empty()).then_some(("scope", scope.as_str())));
+        request_tokens(&self.sender, &self.token_url, &self.client, &form, &self.scopes).await
     }
 }
 

@@ -4,14 +4,14 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use oauth2::{AuthType, EndpointNotSet, EndpointSet, IntrospectionUrl, TokenIntrospectionResponse};
+use oauth2::TokenIntrospectionResponse;
+use oauth2::basic::BasicTokenIntrospectionResponse;
 use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use super::oauth::{OAuthClient, OAuthHttp, token_error};
+use super::oauth::{ClientAuth, INTROSPECTION_NUMBERS, post_form, read_answer};
 use super::{ClientSecret, check_client};
-use crate::error::DecodeError;
 use crate::limits::BodyLimit;
 use crate::text::{shown_raw_url, shown_url};
 use crate::wire::{HttpSender, decode};
@@ -96,7 +96,7 @@ impl AuthServerMetadata {
         let endpoint = url.path().to_owned();
         let body = sender.get_document(url, BodyLimit::DISCOVERY).await?;
         let metadata: AuthServerMetadata = decode(&endpoint, &body)?;
-        let invalid = |message: String| Error::Decode(DecodeError::invalid(&endpoint, message));
+        let invalid = |message: String| Error::decode(&endpoint, message);
         if metadata.issuer.trim_end_matches('/') != auth_url.trim().trim_end_matches('/') {
             return Err(invalid("the document's issuer is not the authorization server it came from".into()));
         }
@@ -173,11 +173,9 @@ impl fmt::Debug for AuthServerMetadata {
 pub(crate) fn required(url: &Option<Url>, name: &str) -> Result<Url, Error> {
     url.clone().ok_or_else(|| {
         let message = format!("it names no usable {name} (an https URL, or http on a loopback host)");
-        Error::Decode(DecodeError::invalid("the discovery document", message))
+        Error::decode("the discovery document", message)
     })
 }
-
-type IntrospectClient = OAuthClient<EndpointNotSet, EndpointSet, EndpointNotSet>;
 
 /// Asks the authorization server whether a token is active (RFC 7662): the alternative to local
 /// validation that API Part 5.7 mentions. The caller authenticates as a confidential client,
@@ -196,8 +194,11 @@ type IntrospectClient = OAuthClient<EndpointNotSet, EndpointSet, EndpointNotSet>
 /// ```
 #[derive(Clone, Debug)]
 pub struct TokenIntrospector {
-    /// The client id, the client secret (its `Debug` redacted) and the endpoint.
-    client: IntrospectClient,
+    endpoint: Url,
+    /// The client id and secret (its `Debug` redacted), HTTP Basic or in the form.
+    client: ClientAuth,
+    /// The client id and secret, to send them in the form instead.
+    credentials: (String, ClientSecret),
     sender: HttpSender,
 }
 
@@ -238,17 +239,16 @@ impl TokenIntrospector {
     fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
         let client_secret = ClientSecret::new(client_secret);
         check_client(&client_id, Some(&client_secret))?;
-        let client = oauth2::Client::new(oauth2::ClientId::new(client_id))
-            .set_client_secret(oauth2::ClientSecret::new(client_secret.secret().to_owned()))
-            .set_introspection_url(IntrospectionUrl::from_url(endpoint));
-        Ok(TokenIntrospector { client, sender: HttpSender::shared_default()? })
+        let client = ClientAuth::basic(&client_id, &client_secret, false)?;
+        let (credentials, sender) = ((client_id, client_secret), HttpSender::shared_default()?);
+        Ok(TokenIntrospector { endpoint, client, credentials, sender })
     }
 
     /// Sends `client_id` and `client_secret` in the form body instead of an HTTP Basic header.
     /// Default: HTTP Basic.
     #[must_use]
     pub fn credentials_in_body(mut self) -> Self {
-        self.client = self.client.set_auth_type(AuthType::RequestBody);
+        self.client = ClientAuth::InBody(self.credentials.0.clone(), self.credentials.1.clone());
         self
     }
 
@@ -266,11 +266,9 @@ impl TokenIntrospector {
     /// [`Error::Http`] or [`Error::Decode`] when there is no usable answer;
     /// An unknown or expired token is not an error: it is `active: false`.
     pub async fn introspect(&self, token: &str) -> Result<Introspection, Error> {
-        let endpoint = self.client.introspection_url().url().path();
-        let token = oauth2::AccessToken::new(token.to_owned());
-        let answer =
-            self.client.introspect(&token).request_async(&OAuthHttp::introspection(&self.sender)).await;
-        let response = answer.map_err(|e| token_error(endpoint, e))?;
+        let (endpoint, limit) = (&self.endpoint, BodyLimit::INTROSPECTION);
+        let body = post_form(&self.sender, endpoint, &self.client, &[("token", token)], limit).await?;
+        let response: BasicTokenIntrospectionResponse = read_answer(endpoint, body, INTROSPECTION_NUMBERS)?;
         let scopes = response.scopes().map(|scopes| scopes.iter().map(|scope| scope.to_string()).collect());
         Ok(Introspection {
             active: response.active(),

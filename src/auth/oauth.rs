@@ -1,130 +1,115 @@
-//! The `oauth2` crate's side of authentication: its requests sent through the wire, and its
-//! errors turned into the crate's.
-//!
-//! Token, introspection and revocation requests go through [`OAuthHttp`]: the wire's one
-//! response path, where every answer other than 2xx becomes [`Error::Api`] before
-//! `oauth2` reads the body (with the real status, `error` and `error_description` when the
-//! body is JSON, and `Retry-After`), and transient failures (429, 502, 503, 504 whatever the
-//! body, `server_error`, `temporarily_unavailable`, connection failures, timeouts) are sent
-//! again under the sender's retry policy.
+//! The one path to the authorization server: token, introspection and revocation requests,
+//! each a form POST ([`post_form`]) through the wire's one response path, where every answer
+//! other than 2xx becomes [`Error::Api`] (with the real status, `error` and
+//! `error_description` when the body is JSON, and `Retry-After`), and transient failures (429,
+//! 502, 503, 504 whatever the body, `server_error`, `temporarily_unavailable`, connection
+//! failures, timeouts) are sent again under the sender's retry policy. Answers are read into
+//! the `oauth2` crate's types.
 
 use std::time::Duration;
 
+use base64::Engine as _;
 use chrono::Utc;
-use futures::future::BoxFuture;
-use http::HeaderValue;
-use http::header::AUTHORIZATION;
-use oauth2::basic::{
-    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse, BasicTokenType,
-};
-use oauth2::{
-    EndpointNotSet, ExtraTokenFields, RequestTokenError, StandardRevocableToken, StandardTokenResponse,
-    TokenResponse,
-};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method};
+use oauth2::basic::BasicTokenType;
+use oauth2::{ExtraTokenFields, StandardTokenResponse, TokenResponse};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use url::Url;
+use url::form_urlencoded::{Serializer, byte_serialize};
 
-use super::{AccessToken, IdToken, RefreshToken, TokenSet};
+use super::{AccessToken, ClientSecret, IdToken, RefreshToken, TokenSet};
 use crate::Error;
 use crate::bounds::{MAX_EPOCH_SECONDS, MAX_TOKEN_LIFETIME, bound_json_fields, clamp_lifetime};
-use crate::error::{ApiError, DecodeError, ErrorCode, HttpError, Origin};
+use crate::error::{Endpoint, Origin};
 use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::wire::{Expect, HttpSender, no_head};
 
-/// The HTTP client handed to the `oauth2` crate: its requests through `sender`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OAuthHttp<'s> {
-    sender: &'s HttpSender,
-    /// What a successful answer's body is, for its size limit.
-    body: BodyLimit,
-    /// An `Authorization` header in place of the one `oauth2` makes.
-    authorization: Option<&'s HeaderValue>,
-    /// The numbers of a successful answer and their largest values, held to their ranges
-    /// before `oauth2` reads them: it fails a whole answer for one it cannot read.
-    numbers: &'static [(&'static str, u64)],
+/// How a client says who it is to the authorization server.
+#[derive(Clone, Debug)]
+pub(crate) enum ClientAuth {
+    /// A public client: `client_id` in the form.
+    Public(String),
+    /// `client_id` and `client_secret` in the form.
+    InBody(String, ClientSecret),
+    /// An `Authorization: Basic` header (its `Debug` shows `Sensitive`).
+    Basic(HeaderValue),
+}
+
+impl ClientAuth {
+    /// HTTP Basic of `client_id` and `client_secret`, each form-urlencoded first as RFC 6749
+    /// section 2.3.1 says, or `literal`ly (API Part 5.4, RFC 7617: a `:` in the id is refused).
+    pub(crate) fn basic(client_id: &str, client_secret: &ClientSecret, literal: bool) -> Result<Self, Error> {
+        if literal && client_id.contains(':') {
+            let message = "expected no `:` in a client id sent with literal HTTP Basic";
+            return Err(Error::invalid("client_id", message));
+        }
+        let encode = |text: &str| match literal {
+            true => text.to_owned(),
+            false => byte_serialize(text.as_bytes()).collect(),
+        };
+        let pair = format!("{}:{}", encode(client_id), encode(client_secret.secret()));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        let mut value = HeaderValue::try_from(format!("Basic {encoded}"))
+            .map_err(|_| Error::invalid("client_secret", "expected characters allowed in a header"))?;
+        value.set_sensitive(true);
+        Ok(ClientAuth::Basic(value))
+    }
+}
+
+/// POSTs `form` to `url` as `client`, retrying transient failures under `sender`'s policy, and
+/// returns the answer's body, read under `limit`.
+pub(crate) async fn post_form(
+    sender: &HttpSender,
+    url: &Url,
+    client: &ClientAuth,
+    form: &[(&str, &str)],
+    limit: BodyLimit,
+) -> Result<Vec<u8>, Error> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-www-form-urlencoded"));
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+    let mut fields = form.to_vec();
+    match client {
+        ClientAuth::Public(id) => fields.push(("client_id", id)),
+        ClientAuth::InBody(id, secret) => {
+            fields.extend([("client_id", &**id), ("client_secret", secret.secret())])
+        }
+        ClientAuth::Basic(header) => drop(headers.insert(AUTHORIZATION, header.clone())),
+    }
+    let body = Serializer::new(String::new()).extend_pairs(fields).finish();
+    let expect = Expect { body: limit, origin: Origin::AuthorizationServer, route: None };
+    let attempt = |number| {
+        let mut request = reqwest::Request::new(Method::POST, url.clone());
+        *request.headers_mut() = headers.clone();
+        *request.body_mut() = Some(body.clone().into());
+        sender.exchange(request, number, expect, no_head)
+    };
+    sender.retry_policy().run(&Pacer::off(), true, None, attempt).await
+}
+
+/// `body`, an answer of `url`, as JSON into `T`, its `numbers` (names and largest values) held
+/// to their ranges first: one a server sends out of range does not cost the whole answer.
+pub(crate) fn read_answer<T: DeserializeOwned>(
+    url: &Url,
+    body: Vec<u8>,
+    numbers: &[(&str, u64)],
+) -> Result<T, Error> {
+    serde_json::from_slice(&bound_json_fields(body, numbers)).map_err(|e| {
+        // The parser quotes a value of the wrong type, which may be a token: then only where.
+        let quoted = format!("a value of the wrong type at line {} column {}", e.line(), e.column());
+        let reason = Some(e.to_string()).filter(|reason| !reason.contains('"')).unwrap_or(quoted);
+        Error::decode(Endpoint::of(url, Origin::AuthorizationServer), reason)
+    })
 }
 
 /// `expires_in`: whole seconds, at most a year.
 const TOKEN_NUMBERS: &[(&str, u64)] = &[("expires_in", MAX_TOKEN_LIFETIME.as_secs())];
 /// Epoch times: whole seconds, at most the year 9999.
-const INTROSPECTION_NUMBERS: &[(&str, u64)] =
+pub(crate) const INTROSPECTION_NUMBERS: &[(&str, u64)] =
     &[("exp", MAX_EPOCH_SECONDS), ("iat", MAX_EPOCH_SECONDS), ("nbf", MAX_EPOCH_SECONDS)];
-
-impl<'s> OAuthHttp<'s> {
-    /// For token requests (and revocation, whose answers are as small).
-    pub(crate) fn token(sender: &'s HttpSender) -> Self {
-        OAuthHttp { sender, body: BodyLimit::TOKEN, authorization: None, numbers: TOKEN_NUMBERS }
-    }
-
-    /// For token introspection.
-    pub(crate) fn introspection(sender: &'s HttpSender) -> Self {
-        OAuthHttp { body: BodyLimit::INTROSPECTION, numbers: INTROSPECTION_NUMBERS, ..Self::token(sender) }
-    }
-
-    /// With `header` (when set) as every request's `Authorization`.
-    pub(crate) fn authorization(self, header: Option<&'s HeaderValue>) -> Self {
-        OAuthHttp { authorization: header, ..self }
-    }
-
-    /// Sends `request`, retrying transient failures under the sender's policy.
-    pub(crate) async fn send(&self, request: oauth2::HttpRequest) -> Result<oauth2::HttpResponse, Error> {
-        let path = request.uri().path().to_owned();
-        let (mut parts, body) = request.into_parts();
-        if let Some(header) = self.authorization {
-            parts.headers.insert(AUTHORIZATION, header.clone());
-        }
-        let expect = Expect { body: self.body, origin: Origin::AuthorizationServer, route: None };
-        let attempt = |number| {
-            let request = http::Request::from_parts(parts.clone(), body.clone());
-            let path = path.as_str();
-            async move {
-                let request = reqwest::Request::try_from(request)
-                    .map_err(|e| Error::Http(HttpError::from_reqwest(path, e)))?;
-                let response = self.sender.exchange(request, number, expect, no_head).await?;
-                let mut answer = http::Response::new(bound_json_fields(response.body, self.numbers));
-                *answer.status_mut() = response.status;
-                *answer.headers_mut() = response.headers;
-                Ok(answer)
-            }
-        };
-        self.sender.retry_policy().run(&Pacer::off(), true, None, attempt).await
-    }
-}
-
-impl<'c> oauth2::AsyncHttpClient<'c> for OAuthHttp<'_> {
-    type Error = Error;
-    type Future = BoxFuture<'c, Result<oauth2::HttpResponse, Error>>;
-
-    fn call(&'c self, request: oauth2::HttpRequest) -> Self::Future {
-        Box::pin(self.send(request))
-    }
-}
-
-/// Turns the `oauth2` crate's error into ours. The raw body of a parse failure may hold tokens,
-/// so it is dropped, never shown.
-///
-/// Error answers (every status but 2xx) are typed by [`OAuthHttp`] before `oauth2` sees them,
-/// with their real status; an error body `oauth2` still reads came with a 2xx status other
-/// than 200.
-pub(crate) fn token_error(endpoint: &str, err: RequestTokenError<Error, BasicErrorResponse>) -> Error {
-    match err {
-        RequestTokenError::Request(inner) => inner,
-        RequestTokenError::ServerResponse(body) => {
-            let code = body.error().as_ref();
-            let status = if code == "invalid_client" { 401 } else { 400 };
-            Error::Api(
-                ApiError::new(status, Some(ErrorCode::parse(code)), endpoint)
-                    .with_origin(Origin::AuthorizationServer)
-                    .with_description(body.error_description().map(|d| crate::text::server_text(d))),
-            )
-        }
-        // Only the path of the field: the parser's message may quote a token.
-        RequestTokenError::Parse(parse, _body) => {
-            Error::Decode(DecodeError::invalid(endpoint, format!("token response: {}", parse.path())))
-        }
-        RequestTokenError::Other(message) => Error::Decode(DecodeError::invalid(endpoint, message)),
-    }
-}
 
 /// The token response fields `oauth2`'s basic response drops: the OpenID Connect ID token.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -135,22 +120,7 @@ pub(crate) struct OidcFields {
 
 impl ExtraTokenFields for OidcFields {}
 
-pub(crate) type OidcTokenResponse = StandardTokenResponse<OidcFields, BasicTokenType>;
-
-/// The `oauth2` client of every request the crate sends the authorization server, with the
-/// authorization, token and introspection endpoints it has (`EndpointSet`) or not.
-pub(crate) type OAuthClient<Authorize, Introspect, Token> = oauth2::Client<
-    BasicErrorResponse,
-    OidcTokenResponse,
-    BasicTokenIntrospectionResponse,
-    StandardRevocableToken,
-    BasicRevocationErrorResponse,
-    Authorize,
-    EndpointNotSet,
-    Introspect,
-    EndpointNotSet,
-    Token,
->;
+type OidcTokenResponse = StandardTokenResponse<OidcFields, BasicTokenType>;
 
 /// The answer of a token request: the new set (a new ID token not verified yet), `expires_in`
 /// (clamped), and a new ID token to verify with the set it replaces.
@@ -160,19 +130,22 @@ pub(crate) struct Refreshed {
     pub(crate) new_id_token: Option<(IdToken, TokenSet)>,
 }
 
-/// Sends `request`, a token request to `endpoint` through [`OAuthHttp`], and reads the set its
-/// answer holds (`requested` as the scopes when it names none); an access token that cannot be
-/// sent in a header makes the answer unusable. No new ID token is set aside for verification.
+/// Sends the token request `form` to `url` as `client` and reads the set its answer holds
+/// (`requested` as the scopes when it names none); an access token that cannot be sent in a
+/// header makes the answer unusable. No new ID token is set aside for verification.
 pub(crate) async fn request_tokens(
-    endpoint: &str,
+    sender: &HttpSender,
+    url: &Url,
+    client: &ClientAuth,
+    form: &[(&str, &str)],
     requested: &[String],
-    request: impl Future<Output = Result<OidcTokenResponse, RequestTokenError<Error, BasicErrorResponse>>>,
 ) -> Result<Refreshed, Error> {
     let sent_at = Utc::now();
-    let response = request.await.map_err(|e| token_error(endpoint, e))?;
+    let body = post_form(sender, url, client, form, BodyLimit::TOKEN).await?;
+    let response: OidcTokenResponse = read_answer(url, body, TOKEN_NUMBERS)?;
     let mut tokens = TokenSet::new(response.access_token().secret().clone());
     if !tokens.access_token.fits_header() {
-        return Err(AccessToken::unsendable(endpoint));
+        return Err(AccessToken::unsendable(url.path()));
     }
     tokens.refresh_token = response.refresh_token().map(|t| RefreshToken::new(t.secret().clone()));
     tokens.id_token = response.extra_fields().id_token.clone();

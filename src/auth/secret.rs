@@ -96,9 +96,6 @@ impl AccessToken {
 
     /// The error for a token from `endpoint` that cannot be sent in a header.
     pub(crate) fn unsendable(endpoint: &str) -> crate::Error {
-        crate::Error::Decode(crate::error::DecodeError::invalid(
-            endpoint,
-            "the access token holds characters not allowed in a header",
-        ))
+        crate::Error::decode(endpoint, "the access token holds characters not allowed in a header")
     }
 }

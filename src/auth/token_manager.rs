@@ -28,7 +28,7 @@ use super::oauth::Refreshed;
 use super::{AccessToken, AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
 use crate::bounds::clamp_lifetime;
-use crate::error::{HttpError, HttpErrorKind};
+use crate::error::HttpErrorKind;
 use crate::retry::{Failures, backoff};
 
 /// Refresh no later than this long before expiry, and no later than a tenth of the lifetime
@@ -169,7 +169,7 @@ impl Manager {
             let flight = state.flight.take().filter(|flight| flight.peek().is_none());
             state.flight.insert(flight.unwrap_or_else(|| self.start())).clone()
         };
-        let timed_out = || Error::Http(HttpError::new(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None));
+        let timed_out = || Error::http(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None);
         let answer = tokio::time::timeout(self.timeout, flight).await;
         answer.unwrap_or_else(|_| fallback(self.lock().cached.as_ref(), timed_out()))
     }
@@ -201,7 +201,7 @@ impl Manager {
             state.failures.record("token request", &error, FAILURE_BACKOFF, retry_after);
             fallback(state.cached.as_ref(), error)
         };
-        let abandoned = |e| Err(Error::Http(HttpError::task_failed(TOKEN_ENDPOINT, e)));
+        let abandoned = |e| Err(Error::task_failed(TOKEN_ENDPOINT, e));
         tokio::spawn(request.in_current_span())
             .map(move |answer| answer.unwrap_or_else(abandoned))
             .boxed()
@@ -238,7 +238,7 @@ impl Manager {
         };
         tokio::spawn(revoke.in_current_span())
             .await
-            .unwrap_or_else(|e| Err(Error::Http(HttpError::task_failed("the revocation endpoint", e))))
+            .unwrap_or_else(|e| Err(Error::task_failed("the revocation endpoint", e)))
     }
 
     /// The signed-in user's current tokens, once a refresh under way has ended; `None` for

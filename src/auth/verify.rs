@@ -40,7 +40,7 @@ use url::Url;
 
 pub use self::claims::Claims;
 use self::key_cache::{FetchPolicy, Jwks, KeyCache};
-use crate::error::{DecodeError, Error, VerifyError};
+use crate::error::{Error, VerifyError};
 use crate::limits::BodyLimit;
 use crate::urls;
 use crate::wire::HttpSender;
@@ -305,7 +305,7 @@ impl TokenVerifier {
             Some((url, sender)) => {
                 let fetch = || async {
                     let body = sender.get_document(url.clone(), BodyLimit::JWKS).await?;
-                    Jwks::parse(&body).map_err(|e| Error::Decode(DecodeError::new(url.path(), e)))
+                    Jwks::parse(&body).map_err(|e| Error::decode(url.path(), e))
                 };
                 self.keys.key(kid.as_deref(), &self.config.fetch, fetch).await?
             }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use url::Url;
 
-use super::Part;
+use super::{Endpoint, Part};
 use crate::deprecation::DeprecationNotice;
 use crate::text::shown_url;
 
@@ -16,35 +16,44 @@ use crate::text::shown_url;
 ///
 /// The body format is `{"error": code, "error_description": text}` (API Part 7); a body in
 /// another shape still yields an `ApiError` with the HTTP status, and [`code`](Self::code)
-/// `None` unless a `WWW-Authenticate` challenge names one.
+/// `None` unless a `WWW-Authenticate` challenge names one. The message names the server's
+/// address when it is not the API's (`https://auth.example.com/oauth2/token answered 401
+/// (invalid_client)`).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error(transparent)]
-pub struct ApiError(Arc<ApiInner>);
+#[error(
+    "{} answered {}{}{}",
+    .0.endpoint,
+    .0.status.unwrap_or_default(),
+    Part(" (", .0.code.as_ref(), ")"),
+    Part(": ", .0.description.as_ref(), "")
+)]
+pub struct ApiError(pub(super) Arc<ApiInner>);
 
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{endpoint} answered {status}{}{}", Part(" (", .code.as_ref(), ")"), Part(": ", .description.as_ref(), ""))]
-struct ApiInner {
+/// What a server said when it refused: an error response ([`ApiError`]), or the error the
+/// authorization server sent the user back with ([`AuthorizationError`]), which has no status.
+#[derive(Debug, Clone)]
+pub(super) struct ApiInner {
     origin: Origin,
-    status: u16,
-    code: Option<ErrorCode>,
-    description: Option<String>,
-    endpoint: String,
+    status: Option<u16>,
+    pub(super) code: Option<ErrorCode>,
+    pub(super) description: Option<String>,
+    endpoint: Endpoint,
     retry_after: Option<Duration>,
     deprecation: Option<DeprecationNotice>,
 }
 
+impl ApiInner {
+    fn new(origin: Origin, status: Option<u16>, code: Option<ErrorCode>, endpoint: Endpoint) -> Arc<Self> {
+        let (description, retry_after, deprecation) = (None, None, None);
+        Arc::new(ApiInner { origin, status, code, description, endpoint, retry_after, deprecation })
+    }
+}
+
 impl ApiError {
-    /// An error response of the API to a request for `endpoint` (a path, no query string).
-    pub(crate) fn new(status: u16, code: Option<ErrorCode>, endpoint: &str) -> Self {
-        ApiError(Arc::new(ApiInner {
-            origin: Origin::Api,
-            status,
-            code,
-            description: None,
-            endpoint: crate::text::shown_path(endpoint),
-            retry_after: None,
-            deprecation: None,
-        }))
+    /// An error response of the API to a request for `endpoint` (a path, no query string, or
+    /// the [`Endpoint`] of a request to another server).
+    pub(crate) fn new(status: u16, code: Option<ErrorCode>, endpoint: impl Into<Endpoint>) -> Self {
+        ApiError(ApiInner::new(Origin::Api, Some(status), code, endpoint.into()))
     }
 
     /// With the `error_description` (already made safe to show).
@@ -79,7 +88,7 @@ impl ApiError {
 
     /// The HTTP status code.
     pub fn status(&self) -> u16 {
-        self.0.status
+        self.0.status.unwrap_or_default()
     }
 
     /// The `error` field, or the `error` of a `WWW-Authenticate: Bearer` challenge; `None`
@@ -95,7 +104,7 @@ impl ApiError {
 
     /// The request path the error answered (no query string).
     pub fn endpoint(&self) -> &str {
-        &self.0.endpoint
+        self.0.endpoint.path()
     }
 
     /// `Retry-After`, as a duration from when the response arrived, at most a day (a longer
@@ -109,26 +118,27 @@ impl ApiError {
         self.0.deprecation.as_ref()
     }
 
-    /// A rate limit (429), a 502/503/504, or the codes that say the same; from the
-    /// authorization server, `server_error` too, and never a code that refuses the client or
-    /// its grant for good (`invalid_client`, `invalid_grant`, `invalid_scope`,
+    /// A 429, or a `rate_limited` code: the server asks the client to slow down.
+    pub(crate) fn is_throttle(&self) -> bool {
+        self.0.status == Some(429) || self.0.code == Some(ErrorCode::RateLimited)
+    }
+
+    /// A transient failure: a throttle, a 502/503/504, or a `temporarily_unavailable` code;
+    /// from the authorization server, `server_error` too, and never a code that refuses the
+    /// client or its grant for good (`invalid_client`, `invalid_grant`, `invalid_scope`,
     /// `unauthorized_client`), whatever the status.
     pub(crate) fn is_transient(&self) -> bool {
-        let transient = matches!(self.0.status, 429 | 502 | 503 | 504)
-            || matches!(self.0.code, Some(ErrorCode::RateLimited | ErrorCode::TemporarilyUnavailable));
+        use ErrorCode::{InvalidClient, InvalidGrant, InvalidScope, ServerError, UnauthorizedClient};
+        let code = self.0.code.as_ref();
+        let transient = self.is_throttle()
+            || matches!(self.0.status, Some(502..=504))
+            || code == Some(&ErrorCode::TemporarilyUnavailable);
         match self.0.origin {
             Origin::Api => transient,
             Origin::AuthorizationServer => {
-                let definitive = matches!(
-                    self.0.code,
-                    Some(
-                        ErrorCode::InvalidClient
-                            | ErrorCode::InvalidGrant
-                            | ErrorCode::InvalidScope
-                            | ErrorCode::UnauthorizedClient
-                    )
-                );
-                !definitive && (transient || self.0.code == Some(ErrorCode::ServerError))
+                let definitive =
+                    matches!(code, Some(InvalidClient | InvalidGrant | InvalidScope | UnauthorizedClient));
+                !definitive && (transient || code == Some(&ServerError))
             }
         }
     }
@@ -146,22 +156,24 @@ pub enum Origin {
 }
 
 /// The API version has reached its sunset: the context of [`Error::Sunset`](super::Error::Sunset).
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` and the message show the successor as errors show URLs: without user information or
+/// query values.
+#[derive(thiserror::Error)]
 #[error(
     "api version has reached its sunset{}{}",
-    Part(" on ", .sunset.map(|date| date.format("%Y-%m-%d")), ""),
+    Part(" on ", self.sunset().map(|date| date.format("%Y-%m-%d")), ""),
     Part("; successor: ", .successor.as_ref().map(shown_url), "")
 )]
 pub struct SunsetError {
-    pub(crate) sunset: Option<DateTime<Utc>>,
     pub(crate) successor: Option<Url>,
     pub(crate) response: ApiError,
 }
 
 impl SunsetError {
-    /// When the version stopped working, if the server said.
+    /// When the version stopped working, if the server said (`Sunset`).
     pub fn sunset(&self) -> Option<DateTime<Utc>> {
-        self.sunset
+        self.response.deprecation().and_then(|notice| notice.sunset)
     }
 
     /// The replacement announced with `Link: <..>; rel="successor-version"`.
@@ -175,27 +187,40 @@ impl SunsetError {
     }
 }
 
-/// The authorization server sent the user back with an error instead of a code: the context
-/// of [`Error::Authorization`](super::Error::Authorization).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error(transparent)]
-pub struct AuthorizationError(Arc<AuthorizationInner>);
-
-#[derive(Debug, thiserror::Error)]
-#[error("the authorization server refused the sign-in ({code}){}", Part(": ", .description.as_ref(), ""))]
-struct AuthorizationInner {
-    code: ErrorCode,
-    description: Option<String>,
+impl fmt::Debug for SunsetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let successor = self.successor.as_ref().map(shown_url);
+        f.debug_struct("SunsetError")
+            .field("successor", &successor)
+            .field("response", &self.response)
+            .finish()
+    }
 }
 
+/// The authorization server sent the user back with an error instead of a code: the context
+/// of [`Error::Authorization`](super::Error::Authorization). It has no status: the error came
+/// in the redirect, not in an answer to the client.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the authorization server refused the sign-in{}{}",
+    Part(" (", .0.code.as_ref(), ")"),
+    Part(": ", .0.description.as_ref(), "")
+)]
+pub struct AuthorizationError(pub(super) Arc<ApiInner>);
+
 impl AuthorizationError {
-    pub(crate) fn new(code: ErrorCode, description: Option<String>) -> Self {
-        AuthorizationError(Arc::new(AuthorizationInner { code, description }))
+    /// The refusal `code` with its `description` (already made safe to show), sent back from
+    /// the authorization endpoint `endpoint`.
+    pub(crate) fn new(code: ErrorCode, description: Option<String>, endpoint: &Url) -> Self {
+        let endpoint = Endpoint::of(endpoint, Origin::AuthorizationServer);
+        let mut inner = ApiInner::new(Origin::AuthorizationServer, None, Some(code), endpoint);
+        Arc::make_mut(&mut inner).description = description;
+        AuthorizationError(inner)
     }
 
     /// The `error` parameter of the callback (`access_denied` when the user declined).
-    pub fn code(&self) -> &ErrorCode {
-        &self.0.code
+    pub fn code(&self) -> Option<&ErrorCode> {
+        self.0.code.as_ref()
     }
 
     /// The `error_description` parameter, if any (shortened to 1 KiB, control characters

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Cause, Error};
+use crate::text::server_text;
 
 /// Why the redirect back from the authorization server was refused.
 ///
@@ -82,15 +83,17 @@ struct StoreInner {
 }
 
 impl TokenStoreError {
-    /// An error with a message (lowercase, no trailing punctuation, no secrets).
+    /// An error with a message (lowercase, no trailing punctuation, no secrets), shortened to
+    /// 1 KiB.
     pub fn new(message: impl Into<String>) -> Self {
-        TokenStoreError(Arc::new(StoreInner { message: message.into(), source: None }))
+        TokenStoreError(Arc::new(StoreInner { message: server_text(&message.into()), source: None }))
     }
 
     /// An error with a message and the error that caused it (kept as the
     /// [`source`](std::error::Error::source), not repeated in the message).
     pub fn with_source(message: impl Into<String>, source: impl Into<Cause>) -> Self {
-        TokenStoreError(Arc::new(StoreInner { message: message.into(), source: Some(source.into()) }))
+        let message = server_text(&message.into());
+        TokenStoreError(Arc::new(StoreInner { message, source: Some(source.into()) }))
     }
 }
 

@@ -1,26 +1,40 @@
 //! Failures of the exchange itself: sending, reading, decoding, size limits, retries.
 
-use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
-use super::{Cause, Error, Part};
-use crate::text::shown_path;
+use super::{Cause, Endpoint, Error, Part};
+use crate::limits::BodyLimit;
+use crate::text::server_text;
 
-/// A failure to send a request or read its response: the context of
-/// [`Error::Http`](super::Error::Http).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error(transparent)]
-pub struct HttpError(Arc<HttpInner>);
+/// A failed exchange with a server, and which request it was: the context of
+/// [`Error::Http`](super::Error::Http) (the request could not be sent or its answer read),
+/// [`Error::Decode`](super::Error::Decode) (the answer could not be decoded, or lacks what the
+/// client needs from it) and [`Error::ResponseTooLarge`](super::Error::ResponseTooLarge).
+///
+/// The message says what failed, a decoding failure with its reason (at most 1 KiB, never the
+/// body); the cause of a failed request (reqwest's error) is the
+/// [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
+pub struct TransportError(Arc<Transport>);
 
-#[derive(Debug, thiserror::Error)]
-#[error("request to {endpoint} {kind}")]
-struct HttpInner {
-    kind: HttpErrorKind,
-    endpoint: String,
+#[derive(Debug)]
+struct Transport {
+    endpoint: Endpoint,
+    failure: Failure,
     source: Option<Cause>,
 }
 
-/// What went wrong, in the words of the message.
+/// What failed: one of the three variants that hold a [`TransportError`].
+#[derive(Debug)]
+enum Failure {
+    Http(HttpErrorKind),
+    /// Why the body could not be decoded, at most 1 KiB.
+    Decode(String),
+    TooLarge(BodyLimit),
+}
+
+/// How a request failed, in the words of the message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum HttpErrorKind {
     #[error("timed out")]
@@ -41,14 +55,33 @@ pub(crate) enum HttpErrorKind {
     Other,
 }
 
-impl HttpError {
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Transport { endpoint, failure, .. } = &*self.0;
+        match failure {
+            Failure::Http(kind) => write!(f, "request to {endpoint} {kind}"),
+            Failure::Decode(reason) => write!(f, "could not decode the response of {endpoint}: {reason}"),
+            Failure::TooLarge(BodyLimit { body, bytes }) => {
+                write!(f, "the response of {endpoint} is larger than the {body} body limit of {bytes} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source.as_deref().map(|cause| cause as _)
+    }
+}
+
+impl Error {
     /// A request to `endpoint` (a path, or what the request was for) that failed as `kind`
     /// says, `cause` telling how when there is one.
-    pub(crate) fn new(kind: HttpErrorKind, endpoint: &str, cause: Option<Cause>) -> Self {
-        HttpError(Arc::new(HttpInner { kind, endpoint: shown_path(endpoint), source: cause }))
+    pub(crate) fn http(kind: HttpErrorKind, endpoint: impl Into<Endpoint>, cause: Option<Cause>) -> Self {
+        Error::Http(TransportError::new(endpoint, Failure::Http(kind), cause))
     }
 
-    pub(crate) fn from_reqwest(endpoint: &str, err: reqwest::Error) -> Self {
+    pub(crate) fn from_reqwest(endpoint: impl Into<Endpoint>, err: reqwest::Error) -> Self {
         let kind = if err.is_timeout() {
             HttpErrorKind::Timeout
         } else if err.is_connect() {
@@ -63,74 +96,107 @@ impl HttpError {
             HttpErrorKind::Other
         };
         // The URL inside a reqwest error may carry a query string; keep only the error chain.
-        HttpError::new(kind, endpoint, Some(Box::new(err.without_url())))
+        Error::http(kind, endpoint, Some(Box::new(err.without_url())))
     }
 
     /// A failure of the request, or of a middleware layer given to the client builder.
-    pub(crate) fn from_middleware(endpoint: &str, err: reqwest_middleware::Error) -> Self {
+    pub(crate) fn from_middleware(endpoint: impl Into<Endpoint>, err: reqwest_middleware::Error) -> Self {
         match err {
-            reqwest_middleware::Error::Reqwest(err) => HttpError::from_reqwest(endpoint, err),
+            reqwest_middleware::Error::Reqwest(err) => Error::from_reqwest(endpoint, err),
             reqwest_middleware::Error::Middleware(err) => {
-                HttpError::new(HttpErrorKind::Middleware, endpoint, Some(err.into()))
+                Error::http(HttpErrorKind::Middleware, endpoint, Some(err.into()))
             }
         }
     }
 
     /// A request whose task stopped (panicked or was cancelled) before it answered; `cause`
     /// says how.
-    pub(crate) fn task_failed(endpoint: &str, cause: tokio::task::JoinError) -> Self {
-        HttpError::new(HttpErrorKind::Other, endpoint, Some(Box::new(cause)))
+    pub(crate) fn task_failed(endpoint: impl Into<Endpoint>, cause: tokio::task::JoinError) -> Self {
+        Error::http(HttpErrorKind::Other, endpoint, Some(Box::new(cause)))
     }
 
-    /// An answer with a redirect `status`, which the client never follows.
-    pub(crate) fn redirect(endpoint: &str, status: u16) -> Self {
-        HttpError::new(HttpErrorKind::Redirect(Some(status)), endpoint, None)
+    /// A body of `endpoint` that cannot be read, or reads but is not what was expected:
+    /// `reason` says why (the parser's message, never quoting more than 1 KiB of the body).
+    pub(crate) fn decode(endpoint: impl Into<Endpoint>, reason: impl fmt::Display) -> Self {
+        Error::Decode(TransportError::new(endpoint, Failure::Decode(server_text(&reason.to_string())), None))
+    }
+
+    /// A body of `endpoint` past `limit`.
+    pub(crate) fn too_large(endpoint: impl Into<Endpoint>, limit: BodyLimit) -> Self {
+        Error::ResponseTooLarge(TransportError::new(endpoint, Failure::TooLarge(limit), None))
+    }
+}
+
+impl TransportError {
+    fn new(endpoint: impl Into<Endpoint>, failure: Failure, source: Option<Cause>) -> Self {
+        TransportError(Arc::new(Transport { endpoint: endpoint.into(), failure, source }))
+    }
+
+    fn kind(&self) -> Option<HttpErrorKind> {
+        match self.0.failure {
+            Failure::Http(kind) => Some(kind),
+            _ => None,
+        }
     }
 
     /// The request path (no query string), or what the request was for.
     pub fn endpoint(&self) -> &str {
-        &self.0.endpoint
+        self.0.endpoint.path()
     }
 
     /// The status of the answer, when there was one (a redirect).
     pub fn status(&self) -> Option<u16> {
-        match self.0.kind {
-            HttpErrorKind::Redirect(status) => status,
+        match self.kind() {
+            Some(HttpErrorKind::Redirect(status)) => status,
             _ => None,
         }
     }
 
     /// True when the request timed out.
     pub fn is_timeout(&self) -> bool {
-        self.0.kind == HttpErrorKind::Timeout
+        self.kind() == Some(HttpErrorKind::Timeout)
     }
 
     /// True when no connection could be made.
     pub fn is_connect(&self) -> bool {
-        self.0.kind == HttpErrorKind::Connect
+        self.kind() == Some(HttpErrorKind::Connect)
     }
 
     /// True when the connection closed or reset after the request was sent, before the
     /// response head arrived.
     pub fn is_connection_lost(&self) -> bool {
-        self.0.kind == HttpErrorKind::ConnectionLost
+        self.kind() == Some(HttpErrorKind::ConnectionLost)
     }
 
     /// True when the server answered with a redirect, which the client never follows.
     pub fn is_redirect(&self) -> bool {
-        matches!(self.0.kind, HttpErrorKind::Redirect(_))
+        matches!(self.kind(), Some(HttpErrorKind::Redirect(_)))
+    }
+
+    /// For a response larger than its limit ([`Error::ResponseTooLarge`](super::Error::ResponseTooLarge)):
+    /// which body's limit, `page`, `error`, `token`, `discovery`, `introspection` or `jwks`;
+    /// empty for other failures.
+    pub fn body(&self) -> &'static str {
+        self.limit_passed().body
+    }
+
+    /// For a response larger than its limit: the limit, in bytes; 0 for other failures.
+    pub fn limit(&self) -> u64 {
+        self.limit_passed().bytes
+    }
+
+    fn limit_passed(&self) -> BodyLimit {
+        match self.0.failure {
+            Failure::TooLarge(limit) => limit,
+            _ => BodyLimit { body: "", bytes: 0 },
+        }
     }
 
     /// A failure that sending again may not repeat: a timeout, no connection, a connection
     /// lost, a body cut short.
     pub(crate) fn is_transient(&self) -> bool {
-        matches!(
-            self.0.kind,
-            HttpErrorKind::Timeout
-                | HttpErrorKind::Connect
-                | HttpErrorKind::ConnectionLost
-                | HttpErrorKind::Body
-        )
+        use HttpErrorKind::{Body, Connect, ConnectionLost, Timeout};
+        matches!(self.kind(), Some(Timeout | Connect | ConnectionLost | Body))
     }
 }
 
@@ -152,68 +218,6 @@ fn connection_lost(err: &reqwest::Error) -> bool {
                 )
             )
     })
-}
-
-/// A response body that could not be decoded, or lacks what the client needs from it: the
-/// context of [`Error::Decode`](super::Error::Decode). The parser's error, when there is one,
-/// is the [`source`](std::error::Error::source).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error(transparent)]
-pub struct DecodeError(Arc<DecodeInner>);
-
-#[derive(Debug, thiserror::Error)]
-#[error("could not decode the response of {endpoint}{}", Part(": ", .detail.as_ref(), ""))]
-struct DecodeInner {
-    endpoint: String,
-    detail: Option<Cow<'static, str>>,
-    source: Option<Cause>,
-}
-
-impl DecodeError {
-    /// A body of `endpoint` that `source` could not read.
-    pub(crate) fn new(endpoint: &str, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        let source = Some(Box::new(source) as Cause);
-        DecodeError(Arc::new(DecodeInner { endpoint: shown_path(endpoint), detail: None, source }))
-    }
-
-    /// A body of `endpoint` that reads but is not what was expected, `detail` saying how (never
-    /// quoting the body).
-    pub(crate) fn invalid(endpoint: &str, detail: impl Into<Cow<'static, str>>) -> Self {
-        let detail = Some(detail.into());
-        DecodeError(Arc::new(DecodeInner { endpoint: shown_path(endpoint), detail, source: None }))
-    }
-
-    /// The request path (no query string), or what the response was for.
-    pub fn endpoint(&self) -> &str {
-        &self.0.endpoint
-    }
-}
-
-/// A response body larger than the limit for its kind: the context of
-/// [`Error::ResponseTooLarge`](super::Error::ResponseTooLarge).
-#[derive(Debug, thiserror::Error)]
-#[error("the response of {endpoint} is larger than the {body} body limit of {limit} bytes")]
-pub struct ResponseTooLarge {
-    pub(crate) endpoint: String,
-    pub(crate) body: &'static str,
-    pub(crate) limit: u64,
-}
-
-impl ResponseTooLarge {
-    /// The request path (no query string).
-    pub fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    /// Which body's limit: `page`, `error`, `token`, `discovery`, `introspection` or `jwks`.
-    pub fn body(&self) -> &'static str {
-        self.body
-    }
-
-    /// The limit, in bytes.
-    pub fn limit(&self) -> u64 {
-        self.limit
-    }
 }
 
 /// A transient failure that persisted through every attempt of the retry policy: the context

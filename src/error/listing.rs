@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{ApiError, ErrorCode};
+use super::{ApiError, Endpoint, ErrorCode};
 use crate::limits::MAX_CURSOR_BYTES;
 
 /// How a server broke the pagination contract.
@@ -101,14 +101,14 @@ impl fmt::Display for Undecodable {
 #[derive(Debug, thiserror::Error)]
 #[error("{endpoint}: {item}")]
 pub struct UndecodableError {
-    pub(crate) endpoint: String,
+    pub(crate) endpoint: Endpoint,
     pub(crate) item: Undecodable,
 }
 
 impl UndecodableError {
     /// The request path (no query string).
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.endpoint.path()
     }
 
     /// The element: page, position, raw JSON and why.

@@ -10,7 +10,15 @@
 //!
 //! Messages are lowercase, without trailing punctuation, and never contain a token, a secret or
 //! a response body that could hold one. A message does not repeat its cause: the cause is the
-//! [`source`](std::error::Error::source), and a report walks the chain.
+//! [`source`](std::error::Error::source), and a report walks the chain. A body that cannot be
+//! decoded is the one whose cause is in its message: the parser's reason (at most 1 KiB; for a
+//! token or introspection answer, whose values may be tokens, a value of the wrong type is named
+//! by its position alone), with no source to repeat it.
+//!
+//! Where a request went is its path (`/v1/companies answered 404 (not_found)`), after the
+//! server's address when that server is not the API (`https://auth.example.com/oauth2/token
+//! answered 401 (invalid_client)`). Every error, `Debug` included, stays under 8 KiB whatever a
+//! server or a caller sends: server text and paths are cut at 1 KiB.
 //!
 //! An `Error` is small (at most 24 bytes) and cheap to clone: every context lives behind an
 //! `Arc`, or is a `&'static str`.
@@ -24,12 +32,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use self::api::ApiInner;
 pub use self::api::{ApiError, AuthorizationError, ErrorCode, Origin, SunsetError};
 pub use self::auth::{CallbackError, TokenStoreError, VerifyError};
 pub(crate) use self::http::HttpErrorKind;
-pub use self::http::{DecodeError, HttpError, ResponseTooLarge, RetriesExhausted};
+pub use self::http::{RetriesExhausted, TransportError};
 pub use self::listing::{CursorRejected, PaginationError, Undecodable, UndecodableError};
 use crate::deprecation::DeprecationNotice;
+use crate::text::{server_text, shown_path};
 
 /// Everything that can go wrong when using the client.
 ///
@@ -112,11 +122,12 @@ pub enum Error {
     /// Sending the request or reading the response failed (connection, timeout, TLS, a
     /// redirect, a task that stopped).
     #[error(transparent)]
-    Http(HttpError),
+    Http(TransportError),
 
-    /// A response body could not be decoded, or lacks what the client needs from it.
+    /// A response body could not be decoded, or lacks what the client needs from it; the
+    /// message says why.
     #[error(transparent)]
-    Decode(DecodeError),
+    Decode(TransportError),
 
     /// An element of a page is not a record, and the listing was told to fail on that with
     /// [`OnUndecodable::Fail`](crate::OnUndecodable::Fail).
@@ -125,7 +136,7 @@ pub enum Error {
 
     /// A response body was larger than the limit for its kind; reading stopped there.
     #[error(transparent)]
-    ResponseTooLarge(Arc<ResponseTooLarge>),
+    ResponseTooLarge(TransportError),
 
     /// A transient failure persisted through every attempt of the retry policy; the last
     /// attempt's error is the [`source`](std::error::Error::source).
@@ -152,9 +163,10 @@ macro_rules! from_shared {
 from_shared!(VerifyError => TokenVerification, CallbackError => Callback, PaginationError => Pagination);
 
 impl Error {
-    /// An [`Error::InvalidArgument`] naming `argument`.
+    /// An [`Error::InvalidArgument`] naming `argument`; `message` is shortened to 1 KiB.
     pub(crate) fn invalid(argument: &'static str, message: impl Into<String>) -> Self {
-        Error::InvalidArgument(Arc::new(InvalidArgument { argument, message: message.into() }))
+        let message = server_text(&message.into());
+        Error::InvalidArgument(Arc::new(InvalidArgument { argument, message }))
     }
 
     /// The HTTP status of the response behind this error, if there was one.
@@ -168,17 +180,20 @@ impl Error {
     /// The error code the server sent (`invalid_token`, `rate_limited`, `access_denied`, ...),
     /// if any.
     pub fn code(&self) -> Option<&ErrorCode> {
-        match self {
-            Error::Authorization(e) => Some(e.code()),
-            _ => self.response().and_then(ApiError::code),
-        }
+        self.answer().and_then(|answer| answer.code.as_ref())
     }
 
     /// The server's human-readable description, if any.
     pub fn description(&self) -> Option<&str> {
+        self.answer().and_then(|answer| answer.description.as_deref())
+    }
+
+    /// What the server said: an error response, or the error the authorization server sent
+    /// the user back with.
+    fn answer(&self) -> Option<&ApiInner> {
         match self {
-            Error::Authorization(e) => e.description(),
-            _ => self.response().and_then(ApiError::description),
+            Error::Authorization(e) => Some(&e.0),
+            _ => self.response().map(|r| &*r.0),
         }
     }
 
@@ -205,26 +220,38 @@ impl Error {
 
     /// The error response behind this error, for API and authorization-server errors.
     pub fn response(&self) -> Option<&ApiError> {
-        match self {
+        match self.last_attempt() {
             Error::Api(r) => Some(r),
             Error::Sunset(e) => Some(e.response()),
             Error::CursorRejected(e) => Some(e.response()),
-            Error::RetriesExhausted(e) => e.last().response(),
             _ => None,
+        }
+    }
+
+    /// The error of the last attempt: this one, unless it is [`Error::RetriesExhausted`].
+    fn last_attempt(&self) -> &Error {
+        match self {
+            Error::RetriesExhausted(e) => e.last().last_attempt(),
+            _ => self,
         }
     }
 
     /// True when sending the same request again later may succeed: rate limits, 502/503/504,
     /// connection failures (before or during the exchange) and timeouts. From the authorization
     /// server, `server_error` too; never `invalid_client`, `invalid_grant`, `invalid_scope` or
-    /// `unauthorized_client`, whatever the status.
+    /// `unauthorized_client`, whatever the status. The crate's one rule of a transient failure:
+    /// what retries retry by default, and what never counts as a sunset.
     pub fn is_retryable(&self) -> bool {
-        match self {
+        match self.last_attempt() {
             Error::Http(e) => e.is_transient(),
-            Error::RetriesExhausted(e) => e.last().is_retryable(),
             Error::Api(r) => r.is_transient(),
             _ => false,
         }
+    }
+
+    /// True when the server asks the client to slow down: a 429, or a `rate_limited` code.
+    pub(crate) fn is_throttle(&self) -> bool {
+        self.response().is_some_and(ApiError::is_throttle)
     }
 
     /// True when the user must sign in again: the refresh token was rejected
@@ -252,11 +279,7 @@ impl Error {
 
     /// True when the request timed out (on the last attempt, after retries).
     pub fn is_timeout(&self) -> bool {
-        match self {
-            Error::Http(e) => e.is_timeout(),
-            Error::RetriesExhausted(e) => e.last().is_timeout(),
-            _ => false,
-        }
+        matches!(self.last_attempt(), Error::Http(e) if e.is_timeout())
     }
 }
 
@@ -283,6 +306,40 @@ impl InvalidArgument {
 
 /// A cause kept as the [`source`](std::error::Error::source) of an error.
 type Cause = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where a request went, as an error shows it: the path (no query string), after the scheme,
+/// host and port when the server is not the API (`https://auth.example.com/oauth2/token`), or
+/// what the request was for (`the token endpoint`); each part cut as [`shown_path`] cuts it.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    server: Option<String>,
+    path: String,
+}
+
+impl Endpoint {
+    /// The endpoint of a request for `url` to the `server`.
+    pub(crate) fn of(url: &url::Url, server: Origin) -> Self {
+        let origin = (server != Origin::Api).then(|| shown_path(&url.origin().ascii_serialization()));
+        Endpoint { server: origin, path: shown_path(url.path()) }
+    }
+
+    /// The path, or what the request was for.
+    pub(crate) fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl<T: AsRef<str>> From<T> for Endpoint {
+    fn from(path: T) -> Self {
+        Endpoint { server: None, path: shown_path(path.as_ref()) }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.server.as_deref().unwrap_or_default(), self.path)
+    }
+}
 
 /// An optional part of a message: the text before, the value and the text after when there is
 /// a value, nothing otherwise.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::deprecation::DeprecationNotice;
-use crate::error::{DecodeError, Undecodable, UndecodableError};
+use crate::error::{Undecodable, UndecodableError};
 use crate::model::Lenient;
 use crate::pipeline::{Call, Pipeline, Reply};
 use crate::retry::CallStats;
@@ -143,7 +143,7 @@ impl<T: DeserializeOwned> Page<T> {
             Err(_) => serde_json::from_slice::<Envelope<Elements<T>>>(body)
                 .map(|envelope| envelope.pagination.into_page(envelope.data)),
         };
-        page.map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
+        page.map_err(|e| Error::decode(endpoint, e))
     }
 }
 
@@ -175,7 +175,7 @@ impl<T: DeserializeOwned> Arrived<T> {
             (page, elements, None)
         } else {
             let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
-                .map_err(|e| Error::Decode(DecodeError::new(call.url.path(), e)))?;
+                .map_err(|e| Error::decode(call.url.path(), e))?;
             let elements = envelope.data.len() as u64;
             (envelope.pagination.into_page(Elements::from(Vec::new())), elements, Some(body))
         };
@@ -197,7 +197,7 @@ impl<T: DeserializeOwned> Arrived<T> {
             if on == OnUndecodable::Fail {
                 let item = first.clone();
                 return Err(Error::Undecodable(Arc::new(UndecodableError {
-                    endpoint: endpoint.to_owned(),
+                    endpoint: endpoint.into(),
                     item,
                 })));
             }

@@ -10,7 +10,6 @@ use tracing::Instrument;
 use super::guards::Walk;
 use super::{Arrived, Cursor, Page, Query, cursor_rejected};
 use crate::bounds::later;
-use crate::error::HttpError;
 use crate::limits::MAX_LIMIT;
 use crate::pipeline::Pipeline;
 use crate::retry::CallStats;
@@ -110,9 +109,9 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             return None;
         }
         let arrived = match self.prefetched.take() {
-            Some(handle) => handle.await.unwrap_or_else(|join| {
-                Err(Error::Http(HttpError::task_failed(self.query.call.url.path(), join)))
-            }),
+            Some(handle) => {
+                handle.await.unwrap_or_else(|join| Err(Error::task_failed(self.query.call.url.path(), join)))
+            }
             None => self.request(self.progress.delivered).await,
         };
         Some(match arrived {

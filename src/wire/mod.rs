@@ -4,7 +4,7 @@
 //! OpenTelemetry's HTTP field names (see [`telemetry`](crate::telemetry)), the caller's
 //! middleware layers, the client's timeout, and no redirects followed.
 //! [`HttpSender::exchange`] is the one response path: it sends a request and turns any answer
-//! into a [`Response`] or a typed error, its body read under its limit by [`read_body`] and an
+//! into its body or a typed error, the body read under its limit by [`read_body`] and an
 //! error answer made into an [`ApiError`](crate::error::ApiError) by [`api_error`]. Everything
 //! that talks HTTP goes through it: the API pipeline ([`pipeline`](crate::pipeline)), and the
 //! token, discovery, introspection and JWKS requests of [`auth`](crate::auth).
@@ -26,9 +26,8 @@ use url::Url;
 use error_response::api_error;
 
 use crate::deprecation::DeprecationNotice;
-use crate::error::{DecodeError, HttpError, Origin, ResponseTooLarge};
+use crate::error::{Endpoint, HttpErrorKind, Origin};
 use crate::limits::BodyLimit;
-use crate::text::shown_path;
 use crate::{Error, RetryPolicy, telemetry};
 
 /// Middleware layers, in the order they run.
@@ -100,7 +99,7 @@ impl HttpSender {
     /// pipeline paces itself and reads deprecation headers there); the notice it returns goes
     /// with an error answer's [`ApiError`](crate::error::ApiError).
     ///
-    /// A 2xx answer is a [`Response`], its body read under `expect.body`
+    /// A 2xx answer is its body, read under `expect.body`
     /// ([`Error::ResponseTooLarge`] past it). Any other answer is an [`Error::Api`] from
     /// `expect.origin` with the status, the body's `error` and `error_description` (or the
     /// `error` of a `WWW-Authenticate` challenge) and `Retry-After`. An error body past its
@@ -113,15 +112,15 @@ impl HttpSender {
         attempt: u32,
         expect: Expect<'_>,
         head: impl FnOnce(StatusCode, &HeaderMap) -> Option<DeprecationNotice>,
-    ) -> Result<Response, Error> {
-        let endpoint = shown_path(request.url().path());
+    ) -> Result<Vec<u8>, Error> {
+        let endpoint = Endpoint::of(request.url(), expect.origin);
         let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
         if !request.headers().contains_key(USER_AGENT) {
             request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
         }
         request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
-        let outcome = sent.map_err(|e| Error::Http(HttpError::from_middleware(&endpoint, e)));
+        let outcome = sent.map_err(|e| Error::from_middleware(endpoint.clone(), e));
         match &outcome {
             Ok(response) => telemetry::record_status(&span, response.status()),
             Err(error) => telemetry::record_error(&span, error),
@@ -129,14 +128,13 @@ impl HttpSender {
         let mut response = outcome?;
         let status = response.status();
         if status.is_redirection() {
-            return Err(Error::Http(HttpError::redirect(&endpoint, status.as_u16())));
+            return Err(Error::http(HttpErrorKind::Redirect(Some(status.as_u16())), endpoint, None));
         }
         let deprecation = head(status, response.headers());
-        let headers = std::mem::take(response.headers_mut());
         if status.is_success() {
-            let body = read_body(&endpoint, response, expect.body).await?;
-            return Ok(Response { status, headers, body });
+            return read_body(&endpoint, response, expect.body).await;
         }
+        let headers = std::mem::take(response.headers_mut());
         let body = match read_body(&endpoint, response, BodyLimit::ERROR).await {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
@@ -152,7 +150,7 @@ impl HttpSender {
         let mut request = reqwest::Request::new(reqwest::Method::GET, url);
         request.headers_mut().insert(ACCEPT, HeaderValue::from_static("application/json"));
         let expect = Expect { body: limit, origin: Origin::AuthorizationServer, route: None };
-        Ok(self.exchange(request, 1, expect, no_head).await?.body)
+        self.exchange(request, 1, expect, no_head).await
     }
 }
 
@@ -171,14 +169,6 @@ pub(crate) struct Expect<'a> {
     pub(crate) origin: Origin,
     /// The request's path with the values of its segments left out, for its span.
     pub(crate) route: Option<&'a str>,
-}
-
-/// A successful (2xx) answer, its body read whole under its limit.
-#[derive(Debug)]
-pub(crate) struct Response {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) body: Vec<u8>,
 }
 
 /// The user's settings for the HTTP client (proxies, root certificates, default headers), over
@@ -210,7 +200,7 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
     builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| Error::Http(HttpError::from_reqwest("the default HTTP client", e)))
+        .map_err(|e| Error::from_reqwest("the default HTTP client", e))
 }
 
 /// reqwest's builder with the proxies of the environment, read as reqwest reads them
@@ -238,23 +228,18 @@ fn builder() -> reqwest::ClientBuilder {
 /// passes `limit` (or at once when `Content-Length` says it will), so an oversized body is
 /// never held in memory.
 async fn read_body(
-    endpoint: &str,
+    endpoint: &Endpoint,
     mut response: reqwest::Response,
     limit: BodyLimit,
 ) -> Result<Vec<u8>, Error> {
-    let too_large = || {
-        let (endpoint, body, limit) = (endpoint.to_owned(), limit.body, limit.bytes);
-        Error::ResponseTooLarge(Arc::new(ResponseTooLarge { endpoint, body, limit }))
-    };
+    let too_large = || Error::too_large(endpoint.clone(), limit);
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
         return Err(too_large());
     }
     let capacity = usize::try_from(announced.unwrap_or(0)).unwrap_or(0);
     let mut body = Vec::with_capacity(capacity);
-    while let Some(chunk) =
-        response.chunk().await.map_err(|e| Error::Http(HttpError::from_reqwest(endpoint, e)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|e| Error::from_reqwest(endpoint.clone(), e))? {
         if (body.len() + chunk.len()) as u64 > limit.bytes {
             return Err(too_large());
         }
@@ -265,5 +250,5 @@ async fn read_body(
 
 /// `body`, an answer of `endpoint`, as JSON into `T`; [`Error::Decode`] when it is not one.
 pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
-    serde_json::from_slice(body).map_err(|e| Error::Decode(DecodeError::new(endpoint, e)))
+    serde_json::from_slice(body).map_err(|e| Error::decode(endpoint, e))
 }

@@ -17,7 +17,8 @@ crate::cases! {
     ServerControl:
         deprecation_false_means_not_deprecated,
         any_410_is_a_sunset_with_what_the_headers_give,
-        a_transient_failure_after_the_sunset_date_stays_retryable;
+        a_transient_failure_after_the_sunset_date_stays_retryable,
+        a_failure_that_is_not_transient_after_the_sunset_date_is_a_sunset;
 }
 
 const COMPANIES: &str = "/v1/companies";
@@ -108,4 +109,21 @@ async fn a_transient_failure_after_the_sunset_date_stays_retryable() {
     assert!(matches!(error, Error::Api(_)), "{error:?}");
     assert!(error.is_retryable());
     assert_eq!(error.deprecation().and_then(|n| n.sunset), Some(past), "the notice is carried");
+}
+
+/// One rule of a transient failure (429, 502, 503, 504): a 500 or 501 is none, so past the
+/// sunset date it is the sunset that answers, with its successor.
+async fn a_failure_that_is_not_transient_after_the_sunset_date_is_a_sunset() {
+    let past = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().expect("a date");
+    let headers = DeprecationHeaders::deprecated().sunset(past).successor("/v2/companies");
+    let server = ReferenceServer::builder().companies(3).deprecated(COMPANIES, headers).start().await;
+    let client = support::client_for(&server).build().expect("valid client");
+    for status in [500, 501] {
+        server.set_faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::Status(status)));
+        let error = client.companies().send().await.expect_err("a failure");
+        assert!(matches!(error, Error::Sunset(ref e) if e.sunset() == Some(past)), "{status}: {error:?}");
+        assert_eq!((error.status(), error.is_retryable()), (Some(status), false), "{status}");
+        let Error::Sunset(sunset) = &error else { return };
+        assert!(sunset.successor().is_some_and(|url| url.path() == "/v2/companies"), "{sunset:?}");
+    }
 }

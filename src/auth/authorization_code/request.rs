@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use oauth2::{CsrfToken, PkceCodeChallenge, RedirectUrl, Scope};
+use oauth2::{PkceCodeChallenge, RedirectUrl};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -109,18 +109,15 @@ impl AuthorizationCodeFlow {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256_len(VERIFIER_BYTES);
         let state = random_value();
         let nonce = self.wants_id_token().then(random_value);
-        let mut request = (self.config.client)
-            .authorize_url(|| CsrfToken::new(state.clone()))
-            .add_scopes(self.config.scopes.iter().cloned().map(Scope::new))
-            .set_pkce_challenge(challenge);
-        if let Some(nonce) = &nonce {
-            request = request.add_extra_param("nonce", nonce.clone());
-        }
-        for (name, value) in extra {
-            request = request.add_extra_param(name.clone(), value.clone());
-        }
+        let mut url = self.config.authorize_url.clone();
+        url.query_pairs_mut()
+            .extend_pairs([("response_type", "code"), ("client_id", self.client_id()), ("state", &state)])
+            .extend_pairs([("code_challenge", challenge.as_str()), ("code_challenge_method", "S256")])
+            .extend_pairs([("redirect_uri", self.redirect_uri()), ("scope", &self.config.scopes.join(" "))])
+            .extend_pairs(nonce.iter().map(|nonce| ("nonce", nonce)))
+            .extend_pairs(extra);
         // Without a redirect URI (a flow that only refreshes) there is nothing to open.
-        let url = self.can_sign_in().map_or_else(|_| String::new(), |()| request.url().0.into());
+        let url = self.can_sign_in().map_or_else(|_| String::new(), |()| url.into());
         AuthorizationRequest { url, state, verifier: PkceVerifier::new(verifier.into_secret()), nonce }
     }
 }

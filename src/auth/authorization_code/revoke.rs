@@ -1,13 +1,13 @@
 //! Sign-out: the revocation endpoint, and token revocation (RFC 7009) there as a public client
 //! (`client_id` in the body, no secret).
 
-use http::header::{ACCEPT, CONTENT_TYPE};
 use url::Url;
 
 use super::super::TokenSet;
-use super::super::oauth::OAuthHttp;
+use super::super::oauth::{ClientAuth, post_form};
 use super::AuthorizationCodeFlow;
 use crate::error::ErrorCode;
+use crate::limits::BodyLimit;
 use crate::{Error, urls};
 
 impl AuthorizationCodeFlow {
@@ -61,14 +61,6 @@ impl AuthorizationCodeFlow {
     }
 
     async fn revoke_one(&self, url: &Url, token: &str, hint: &str) -> Result<(), Error> {
-        let body = url::form_urlencoded::Serializer::new(String::new())
-            .extend_pairs([("token", token), ("token_type_hint", hint), ("client_id", self.client_id())])
-            .finish();
-        let request = http::Request::post(url.as_str())
-            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-            .header(ACCEPT, "application/json")
-            .body(body.into_bytes())
-            .map_err(|_| Error::invalid("revocation_url", "expected an absolute URL"))?;
         // The token is unusable all the same (RFC 7009 section 2.2, and servers that answer so for
         // a token they no longer know or for self-contained access tokens).
         let gone = |code: &ErrorCode| match code.as_str() {
@@ -76,7 +68,9 @@ impl AuthorizationCodeFlow {
             "unsupported_token_type" => hint == "access_token",
             _ => false,
         };
-        match OAuthHttp::token(&self.config.sender).send(request).await {
+        let (client, form) =
+            (ClientAuth::Public(self.client_id().to_owned()), [("token", token), ("token_type_hint", hint)]);
+        match post_form(&self.config.sender, url, &client, &form, BodyLimit::TOKEN).await {
             Err(Error::Api(refused)) if refused.code().is_some_and(gone) => {
                 tracing::debug!(hint, code = ?refused.code(), "token revocation: nothing left to revoke");
                 Ok(())
