@@ -128,7 +128,8 @@
 //!   filters (400 `invalid_cursor` otherwise) and expire after the cursor TTL
 //!   (400 `cursor_expired`). `limit` may change between pages.
 //! - `pagination.totalCount` is the number of results matching the filters.
-//! - Unknown paths and versions other than `v1` are 404 `not_found`, other methods of a known
+//! - Unknown paths and versions other than `v1` are 404 `not_found` (a name below a served
+//!   version that no resource has says how to declare one), other methods of a known
 //!   path 405 `method_not_allowed` with `Allow`; wiremock routes every request, one mock per
 //!   endpoint. [`serve_version`](ReferenceServerBuilder::serve_version) adds `v2` and
 //!   beyond, serving the same records.
