@@ -69,10 +69,8 @@ impl Target {
 pub(crate) fn exit_code(result: Result<(), Box<dyn std::error::Error>>) -> std::process::ExitCode {
     let Err(error) = result else { return std::process::ExitCode::SUCCESS };
     eprintln!("error: {error}");
-    let mut source = error.source();
-    while let Some(cause) = source {
+    for cause in std::iter::successors(error.source(), |&cause| cause.source()) {
         eprintln!("  caused by: {cause}");
-        source = cause.source();
     }
     std::process::ExitCode::FAILURE
 }

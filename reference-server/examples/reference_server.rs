@@ -60,10 +60,8 @@ async fn main() -> ExitCode {
         Err(e) => {
             // The message, then each cause: the `Debug` form of an error is for developers.
             eprintln!("reference_server: {e}");
-            let mut source = e.source();
-            while let Some(cause) = source {
+            for cause in std::iter::successors(e.source(), |&cause| cause.source()) {
                 eprintln!("  caused by: {cause}");
-                source = cause.source();
             }
             ExitCode::FAILURE
         }
