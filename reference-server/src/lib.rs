@@ -50,10 +50,13 @@
 //!   any raw text), any status, headers and bytes ([`Reply`], bodies of any size generated as
 //!   they are sent), dropped connections, bodies cut short, slow answers, empty pages.
 //!   [`expire_tokens`](ReferenceServer::expire_tokens) and
-//!   [`expire_cursors`](ReferenceServer::expire_cursors) act at once.
+//!   [`expire_cursors`](ReferenceServer::expire_cursors) act at once; [`Fault::ExpireTokens`]
+//!   and [`Fault::ExpireCursor`] on a request number act in the middle of one call of the code
+//!   under test (between two pages of one listing).
 //! - **What your code sent.** [`journal`](ReferenceServer::journal): every request in order,
 //!   with its endpoint, method, path, query, headers, `Authorization` scheme,
-//!   `Idempotency-Key`, status answered, client id and user; never a secret.
+//!   `Idempotency-Key`, status answered, client id and user; never a secret. An entry prints
+//!   as one line: `GET /v1/contacts?limit=1&companyId=cmp_2 → 200`.
 //! - **A client in one expression.** [`settings`](ReferenceServer::settings) is plain
 //!   name/value pairs, for the client's `Client::builder().settings(server.settings())`.
 //! - **A sign-in without a browser.** [`approve`](ReferenceServer::approve) runs an
