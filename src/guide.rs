@@ -106,10 +106,24 @@
 //! string (`"-employeeCount"`); [`filter`](crate::List::filter) sends a parameter the API
 //! added later.
 //!
-//! **What the server sends is bounded**: bodies by kind (the [`limits`](crate::limits)
-//! module), cursors to 8 KiB, server text in errors and logs to 1 KiB (control characters
-//! escaped), a `Retry-After` to a day, token lifetimes to a year. Nothing a server sends
-//! panics the client or holds it longer than its longest configured wait.
+//! **What the server sends is bounded** before it is used: nothing it sends panics the client,
+//! fails a page for one field out of range, or holds the client longer than its longest
+//! configured wait. Bodies are limited by kind and checked as they arrive (the
+//! [`limits`](crate::limits) module); the rest:
+//!
+//! | What | Bound | Past it |
+//! |---|---|---|
+//! | cursor | 8 KiB ([`MAX_CURSOR_BYTES`](crate::limits::MAX_CURSOR_BYTES)) | from the server: a pagination error; from you: `InvalidArgument` |
+//! | server text in errors and logs (`error_description`, unknown codes, key ids, raw elements) | 1 KiB | cut, with `…`; control characters always escaped |
+//! | `Retry-After` (seconds or HTTP-date), as [`retry_after`](crate::Error::retry_after) reports it | 0 to 1 day | 1 day; unreadable: no `Retry-After` |
+//! | the client's pause after a 429, or after `RateLimit` says the quota is spent | the retry policy's `max_delay` (a listing's own when longer), at most 1 day | requests are sent again; one that would wait longer ends at once with the 429 |
+//! | `RateLimit` `t`, `RateLimit-Reset`, `X-RateLimit-Reset` (seconds, or a Unix time from 10^9 on, in milliseconds from 10^12 on) | 0 to 1 day | ignored |
+//! | `RateLimit-Policy` `q` / `w` | at least 0.5 requests a second | 0.5 a second; a window of 0: ignored |
+//! | `expires_in` of a token response | 0 to 1 year, whole seconds | 1 year; negative or not a number: absent |
+//! | `exp`, `iat`, `nbf` of JWTs and introspection answers | 1970 to the end of 9999 | the end of 9999; negative or not a number: absent |
+//! | `Sunset`, and `Deprecation` as an HTTP-date | 1970 to 9999 | unreadable: the notice's diagnostic says so |
+//! | `totalCount` | 0 to 2^53 | `None`; the page is read |
+//! | record timestamps (`createdAt`, `updatedAt`) | years −262,000 to 262,000 | the field is `None`, the raw value kept |
 //!
 //! # Reach any endpoint
 //!
