@@ -1,8 +1,8 @@
 //! The guide: how to do each thing with the client, by task.
 //!
 //! Each section shows the common case and links to the items whose documentation holds the
-//! rules. Every snippet is compiled by `cargo test` with only the dependencies of
-//! [the setup](#set-up), and checked against them in CI.
+//! rules. Every snippet is compiled by `cargo test`, and CI checks that it needs no dependency
+//! beyond those of [the setup](#set-up).
 //!
 //! | To | Read |
 //! |---|---|
