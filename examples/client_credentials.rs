@@ -7,11 +7,17 @@
 
 mod support;
 
+use std::process::ExitCode;
+
 use business_records::error::{ErrorCode, Origin};
 use business_records::{Auth, Client, ContactSort, Error};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let target = support::Target::from_env().await;
 
     // HTTP Basic is the default; the form body is one call away.

@@ -13,6 +13,7 @@
 
 mod support;
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -21,7 +22,11 @@ use business_records_reference_server::{DeprecationHeaders, Lifecycle, Reference
 use chrono::{TimeDelta, Utc};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // The client logs through `tracing`; show warnings on stderr.
     tracing_subscriber::fmt().with_max_level(tracing::Level::WARN).with_target(false).init();
 

@@ -14,6 +14,9 @@
 //! deployment, set `BUSINESS_RECORDS_BASE_URL`, `BUSINESS_RECORDS_AUTH_URL` and
 //! `BUSINESS_RECORDS_APP_CLIENT_ID`: the example prints the URL to open and waits.
 
+mod support;
+
+use std::process::ExitCode;
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
@@ -24,7 +27,11 @@ use business_records_reference_server::ReferenceServer;
 const SCOPES: [&str; 4] = ["openid", "profile", "email", "api/read"];
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // Keep the embedded server alive for the whole run.
     let (server, base_url, auth_url, client_id) = match deployment() {
         Some((base, auth, id)) => (None, base, auth, id),

@@ -6,9 +6,21 @@
 //! cargo run --example endpoints
 //! ```
 //!
-//! Runs against the embedded reference server, which declares `notes` and `deals` for it.
+//! Runs against the embedded reference server, which declares `notes` and `deals` for it, or
+//! against a deployment that serves them (`BUSINESS_RECORDS_BASE_URL`, `..._AUTH_URL`,
+//! `..._CLIENT_ID`, `..._CLIENT_SECRET`), such as the standalone reference server:
+//!
+//! ```text
+//! cargo run --example reference_server -- --collection notes --list deals=deals.json
+//! ```
+//!
+//! Reads need the scope `api/read`, writes (the note's `POST` and `DELETE`) `api/write`.
 
-use business_records::{Client, Company, Method};
+mod support;
+
+use std::process::ExitCode;
+
+use business_records::{Auth, Client, Company, Method};
 use business_records_reference_server::ReferenceServer;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -21,15 +33,26 @@ struct Deal {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let deals =
         (1..=25).map(|n| json!({"id": format!("deal_{n}"), "amount": n * 150 % 1_000, "stage": "won"}));
-    let server =
-        ReferenceServer::builder().companies(10).collection("notes", []).list("deals", deals).start().await;
-    let client = Client::builder().settings(server.settings()).build()?;
+    let target = support::Target::from_env_or(
+        ReferenceServer::builder().companies(10).collection("notes", []).list("deals", deals),
+    )
+    .await;
+    let auth = Auth::client_credentials(&target.auth_url, &target.client_id, &target.client_secret);
+    let client = Client::builder()
+        .base_url(&target.base_url)
+        .auth(auth.scopes(["api/read", "api/write"])) // api/write: the note is created and deleted
+        .build()?;
 
     // Read one: the id is one path segment, whatever it holds.
-    let first = client.companies().limit(1).send().await?.data.remove(0);
+    let first =
+        client.companies().limit(1).send().await?.data.into_iter().next().ok_or("no company to read")?;
     let company: Company = client.get(["companies", &first.id]).send().await?;
     println!("read {} ({})", company.id, company.name);
 

@@ -15,6 +15,7 @@ mod support;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use business_records::{Client, Company};
@@ -56,7 +57,11 @@ struct Args {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let mut server = ReferenceServer::builder();
     if args.flaky {

@@ -13,6 +13,9 @@
 //!    revoked, and all three renew at the same moment: one refresh, and nobody presents a
 //!    refresh token the server already retired.
 
+mod support;
+
+use std::process::ExitCode;
 use std::time::Duration;
 
 use business_records::auth::{AuthorizationCodeFlow, LoopbackRedirect, RedisTokenCache, TokenStore};
@@ -21,7 +24,11 @@ use business_records_reference_server::{RedisServer, ReferenceServer};
 use futures::future::try_join_all;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // A Redis of our own unless one is given (kept alive for the whole run).
     let (redis_url, _own_redis) = match std::env::var("REDIS_URL") {
         Ok(url) if !url.is_empty() => (url, None),

@@ -10,10 +10,16 @@
 
 mod support;
 
+use std::process::ExitCode;
+
 use business_records::{Auth, Client, CompanySort};
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let target = support::Target::from_env().await;
     let client = Client::builder()
         .base_url(&target.base_url)

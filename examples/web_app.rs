@@ -26,6 +26,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::io::Write as _;
+use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -64,7 +65,11 @@ struct App {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> ExitCode {
+    support::exit_code(run().await)
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let target = support::Target::from_env_or(
         ReferenceServer::builder().companies(50).users(["alice", "bob", "carol"]),

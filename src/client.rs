@@ -82,19 +82,46 @@ impl Client {
     }
 
     /// A `GET` of any path below the version root, sent through the same pipeline as the
-    /// listings: see [`Request`] and [`ApiPath`].
+    /// listings: see [`Request`] and [`ApiPath`]. The token needs the scope `api/read`.
+    ///
+    /// The type of the answer goes on [`send`](Request::send), not on `get`: annotate the
+    /// variable, or write `send::<T>()` (`get` takes no type, so `client.get::<Value>(..)`
+    /// does not compile).
     ///
     /// ```no_run
     /// # async fn run(client: business_records::Client, id: &str) -> Result<(), business_records::Error> {
     /// use business_records::Company;
+    /// use business_records::serde_json::Value;
+    ///
     /// let company: Company = client.get(["companies", id]).send().await?;
-    /// # let _ = company; Ok(()) }
+    /// let raw = client.get(["companies", id]).send::<Value>().await?;
+    /// # let _ = (company, raw); Ok(()) }
     /// ```
     pub fn get(&self, path: impl Into<ApiPath>) -> Request {
         self.request(Method::GET, path)
     }
 
-    /// A request of any method to any path below the version root: see [`Request`].
+    /// A request of any method to any path below the version root: see [`Request`]. A read
+    /// needs the scope `api/read`, a write (`POST`, `PUT`, `PATCH`, `DELETE`) `api/write`.
+    ///
+    /// The type of the answer goes on [`send`](Request::send), as for [`get`](Client::get):
+    /// annotate the variable, or write `send::<T>()`; [`send_empty`](Request::send_empty)
+    /// reads nothing of the answer.
+    ///
+    /// ```no_run
+    /// # async fn run(client: business_records::Client) -> Result<(), business_records::Error> {
+    /// use business_records::Method;
+    /// use business_records::serde_json::{Value, json};
+    ///
+    /// let note = client
+    ///     .request(Method::POST, "notes")
+    ///     .json(&json!({"companyId": "cmp_1", "text": "called"}))
+    ///     .idempotency_key("note-7f3a")
+    ///     .send::<Value>()
+    ///     .await?;
+    /// client.request(Method::DELETE, ["notes", "n_1"]).send_empty().await?;
+    /// # let _ = note; Ok(()) }
+    /// ```
     pub fn request(&self, method: Method, path: impl Into<ApiPath>) -> Request {
         Request::new(self.pipeline.clone(), method, path.into())
     }

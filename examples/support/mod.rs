@@ -62,3 +62,15 @@ impl Target {
         )
     }
 }
+
+/// The exit code of a run, its error printed as a program should print one: the message, then
+/// each of its causes (`source()`), one a line. Returning the error from `main` would print
+/// its `Debug` form, which is for developers.
+pub(crate) fn exit_code(result: Result<(), Box<dyn std::error::Error>>) -> std::process::ExitCode {
+    let Err(error) = result else { return std::process::ExitCode::SUCCESS };
+    eprintln!("error: {error}");
+    for cause in std::iter::successors(error.source(), |&cause| cause.source()) {
+        eprintln!("  caused by: {cause}");
+    }
+    std::process::ExitCode::FAILURE
+}

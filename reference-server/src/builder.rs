@@ -408,9 +408,7 @@ impl ReferenceServerBuilder {
     fn tables(&self) -> Result<BTreeMap<String, Table>, Error> {
         let mut names: Vec<&str> = vec![COMPANIES, CONTACTS];
         for resource in &self.resources {
-            let valid = !resource.name.is_empty()
-                && resource.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if !valid || names.contains(&resource.name) {
+            if !Resource::is_name(resource.name) || names.contains(&resource.name) {
                 let reason = format!(
                     "{:?} is not a resource name of its own (ASCII letters, digits, - and _)",
                     resource.name

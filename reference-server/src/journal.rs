@@ -115,7 +115,10 @@ impl JournalEntry {
         self.query.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
-    /// Every query parameter, decoded, in the order sent.
+    /// Every query parameter, decoded, in the order sent. The `business-records` client sends
+    /// a listing's `limit`, `sort`, its filters in the order they were set (a filter set again
+    /// moves to the end), then `cursor`; and the pairs of `Request::query` in the order given.
+    /// Compare with [`query`](Self::query), by name, to leave the order out.
     pub fn query_pairs(&self) -> &[(String, String)] {
         &self.query
     }
@@ -163,6 +166,39 @@ impl JournalEntry {
     /// When the request arrived (a held token request: when it was processed).
     pub fn received_at(&self) -> SystemTime {
         self.received_at
+    }
+}
+
+/// One line: the method, the path as received, the query decoded in the order sent (secret
+/// values as [`REDACTED`]), the status answered, and the fault injected if any:
+/// `GET /v1/contacts?limit=1&companyId=cmp_2 → 200`,
+/// `GET /v1/companies?limit=100 → 429 (fault rate_limited)`. In names and values, `%`, `&`,
+/// `=`, `+`, `#`, spaces and control characters are percent-encoded, so that the line reads
+/// back as the query it stands for.
+impl std::fmt::Display for JournalEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn escaped(f: &mut std::fmt::Formatter<'_>, text: &str) -> std::fmt::Result {
+            for c in text.chars() {
+                if c.is_control() || c.is_whitespace() || matches!(c, '%' | '&' | '=' | '+' | '#') {
+                    c.encode_utf8(&mut [0; 4]).bytes().try_for_each(|byte| write!(f, "%{byte:02X}"))?;
+                } else {
+                    write!(f, "{c}")?;
+                }
+            }
+            Ok(())
+        }
+        write!(f, "{} {}", self.method, self.path)?;
+        for (n, (name, value)) in self.query.iter().enumerate() {
+            f.write_str(if n == 0 { "?" } else { "&" })?;
+            escaped(f, name)?;
+            f.write_str("=")?;
+            escaped(f, value)?;
+        }
+        write!(f, " → {}", self.status)?;
+        match &self.fault {
+            Some(fault) => write!(f, " (fault {})", fault.name()),
+            None => Ok(()),
+        }
     }
 }
 

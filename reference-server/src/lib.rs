@@ -50,10 +50,13 @@
 //!   any raw text), any status, headers and bytes ([`Reply`], bodies of any size generated as
 //!   they are sent), dropped connections, bodies cut short, slow answers, empty pages.
 //!   [`expire_tokens`](ReferenceServer::expire_tokens) and
-//!   [`expire_cursors`](ReferenceServer::expire_cursors) act at once.
+//!   [`expire_cursors`](ReferenceServer::expire_cursors) act at once; [`Fault::ExpireTokens`]
+//!   and [`Fault::ExpireCursor`] on a request number act in the middle of one call of the code
+//!   under test (between two pages of one listing).
 //! - **What your code sent.** [`journal`](ReferenceServer::journal): every request in order,
 //!   with its endpoint, method, path, query, headers, `Authorization` scheme,
-//!   `Idempotency-Key`, status answered, client id and user; never a secret.
+//!   `Idempotency-Key`, status answered, client id and user; never a secret. An entry prints
+//!   as one line: `GET /v1/contacts?limit=1&companyId=cmp_2 → 200`.
 //! - **A client in one expression.** [`settings`](ReferenceServer::settings) is plain
 //!   name/value pairs, for the client's `Client::builder().settings(server.settings())`.
 //! - **A sign-in without a browser.** [`approve`](ReferenceServer::approve) runs an
@@ -128,7 +131,8 @@
 //!   filters (400 `invalid_cursor` otherwise) and expire after the cursor TTL
 //!   (400 `cursor_expired`). `limit` may change between pages.
 //! - `pagination.totalCount` is the number of results matching the filters.
-//! - Unknown paths and versions other than `v1` are 404 `not_found`, other methods of a known
+//! - Unknown paths and versions other than `v1` are 404 `not_found` (a name below a served
+//!   version that no resource has says how to declare one), other methods of a known
 //!   path 405 `method_not_allowed` with `Allow`; wiremock routes every request, one mock per
 //!   endpoint. [`serve_version`](ReferenceServerBuilder::serve_version) adds `v2` and
 //!   beyond, serving the same records.

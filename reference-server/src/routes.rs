@@ -81,19 +81,20 @@ impl<'s, S: Send + Sync + 'static> Routes<'s, S> {
         self.methods.entry(paths).or_default().push(method_name);
     }
 
-    /// Mounts a 405 for every path served, naming its methods in `Allow`, and a 404 for the
-    /// other paths.
-    pub(crate) async fn finish(self) {
+    /// Mounts a 405 for every path served, naming its methods in `Allow`, and for the other
+    /// paths the 404 `not_found` makes of the request.
+    pub(crate) async fn finish(self, not_found: impl Fn(&Request) -> ErrorReply + Send + Sync + 'static) {
+        type Refusal = Box<dyn Fn(&Request) -> ErrorReply + Send + Sync>;
         let refusals = self.methods.into_iter().map(|(paths, methods)| {
             let reply = ErrorReply::method_not_allowed(methods.join(", "));
-            (Mock::given(paths), OTHER_METHOD, reply)
+            (Mock::given(paths), OTHER_METHOD, Box::new(move |_: &Request| reply.clone()) as Refusal)
         });
         for (mock, priority, reply) in
-            refusals.chain([(Mock::given(any()), UNKNOWN_PATH, ErrorReply::not_found())])
+            refusals.chain([(Mock::given(any()), UNKNOWN_PATH, Box::new(not_found) as Refusal)])
         {
             let (shared, api) = (Arc::clone(&self.shared), self.api);
             mock.respond_with(move |request: &Request| {
-                pipeline::serve(&shared, api, None, request, |_| reply.clone().into_answer())
+                pipeline::serve(&shared, api, None, request, |_| reply(request).into_answer())
             })
             .with_priority(priority)
             .mount(self.server)

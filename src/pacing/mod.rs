@@ -133,7 +133,9 @@ impl RateLimit {
         self
     }
 
-    /// How many processes share the budget of [`shared`](Self::shared), for when its Redis is
+    #[cfg_attr(feature = "redis", doc = "How many processes share the budget of [`shared`](Self::shared),")]
+    #[cfg_attr(not(feature = "redis"), doc = "How many processes share the budget of `shared`,")]
+    /// for when its Redis is
     /// out of reach: each process then paces itself at its share of the rate. Default: the
     /// number of processes that used the budget in the last 10 seconds, as Redis last said,
     /// or 1 (the whole rate, still slowed down by 429s) when it never answered.

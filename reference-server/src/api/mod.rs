@@ -67,6 +67,11 @@ impl Resource {
     pub(crate) const COMPANIES: Resource = Resource { name: COMPANIES, kind: Kind::Companies };
     pub(crate) const CONTACTS: Resource = Resource { name: CONTACTS, kind: Kind::Contacts };
 
+    /// Whether `name` can name a resource: ASCII letters, digits, `-` and `_`.
+    pub(crate) fn is_name(name: &str) -> bool {
+        !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }
+
     /// The endpoint of its list (`item` false) or of one of its records.
     fn endpoint(self, item: bool) -> Endpoint {
         match (self.kind, item) {
@@ -112,6 +117,11 @@ impl ApiServer {
         let (versions, resources) = (self.versions.numbers(), self.resources.clone());
         let shared = Arc::clone(&self.shared);
         let mut routes = Routes::new(server, Arc::new(self), shared, true);
+        let names: Vec<&str> = resources.iter().map(|resource| resource.name).collect();
+        let not_found = {
+            let versions = versions.clone();
+            move |request: &Request| undeclared(request.url.path(), &versions, &names)
+        };
         for version in versions {
             for resource in &resources {
                 let path = format!("/v{version}/{}", resource.name);
@@ -133,7 +143,7 @@ impl ApiServer {
         routes
             .route("GET", Paths::Exact(OPENAPI_PATH.to_owned()), None, move |_, _, _| openapi.clone())
             .await;
-        routes.finish().await;
+        routes.finish(not_found).await;
     }
 
     /// Authentication, rate limit, preview label, then the action; the rate-limit fields on
@@ -210,6 +220,24 @@ impl ApiServer {
         }
         json
     }
+}
+
+/// 404 for a path no route serves. A path below a served version (`/v{n}/{name}/...`) whose
+/// first segment could name a resource but names none says how to declare it.
+fn undeclared(path: &str, versions: &[u32], names: &[&str]) -> ErrorReply {
+    let mut segments = path.split('/').skip(1);
+    let version = segments.next().and_then(|v| v.strip_prefix('v')?.parse::<u32>().ok());
+    let name = segments.next().unwrap_or_default();
+    let served = version.is_some_and(|version| versions.contains(&version));
+    if !served || names.contains(&name) || !Resource::is_name(name) {
+        return ErrorReply::not_found();
+    }
+    let description = format!(
+        "no resource `{name}` is declared: declare it with `.list(\"{name}\", records)` or \
+         `.collection(\"{name}\", records)` on `ReferenceServer::builder()`, or with \
+         `--list {name}=FILE.json` or `--collection {name}` on the reference_server example"
+    );
+    ErrorReply::new(404, "not_found", description)
 }
 
 fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {

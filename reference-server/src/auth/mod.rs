@@ -170,7 +170,7 @@ impl AuthServer {
         let revoke =
             |auth: &Self, request: &Request, _: Option<&_>| auth.revoke(request).unwrap_or_else(Answer::from);
         routes.route("POST", exact(REVOCATION_PATH), Some(Endpoint::Revoke), revoke).await;
-        routes.finish().await;
+        routes.finish(|_| ErrorReply::not_found()).await;
     }
 
     /// `GET /.well-known/jwks.json`.

@@ -214,3 +214,29 @@ async fn one_client_authentication_method_can_be_required() {
         assert_eq!(discovery["token_endpoint_auth_methods_supported"], serde_json::json!(expected));
     }
 }
+
+#[tokio::test]
+async fn a_journal_entry_reads_as_one_line() {
+    let faults = Faults::new().on(Endpoint::Companies, 2, Fault::Status(503));
+    let server = ReferenceServer::builder().companies(3).faults(faults).start().await;
+    let http = reqwest::Client::new();
+    let token = get_token(&server, &http).await;
+    let query = [("limit", "1"), ("q", "a&b=c d+e#f%g\n"), ("client_secret", "s3cret"), ("née", "ü")];
+    for _ in 0..2 {
+        list(&server, &http, &token, "/v1/companies", &query).await;
+    }
+    let lines: Vec<String> = server.journal().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        lines,
+        [
+            "POST /oauth2/token → 200".to_owned(),
+            format!(
+                "GET /v1/companies?limit=1&q=a%26b%3Dc%20d%2Be%23f%25g%0A&client_secret={REDACTED}&née=ü → 200"
+            ),
+            format!(
+                "GET /v1/companies?limit=1&q=a%26b%3Dc%20d%2Be%23f%25g%0A&client_secret={REDACTED}&née=ü → 503 \
+                 (fault status)"
+            ),
+        ]
+    );
+}

@@ -237,6 +237,38 @@ async fn a_collection_creates_and_deletes_once_per_idempotency_key() {
 }
 
 #[tokio::test]
+async fn a_name_nobody_declared_is_a_404_that_says_how_to_declare_it() {
+    let server =
+        ReferenceServer::builder().companies(1).list("deals", deals()).serve_version(2).start().await;
+    let token = server.mint_token(TokenSpec::new());
+    let description = |(status, body): (u16, Value)| {
+        assert_eq!((status, body["error"].as_str()), (404, Some("not_found")));
+        body["error_description"].as_str().unwrap_or_default().to_owned()
+    };
+    for (method, path) in
+        [(Method::POST, "/v1/notes"), (Method::GET, "/v2/notes/n_1"), (Method::GET, "/v1/notes/")]
+    {
+        assert_eq!(
+            description(send(&server, method, path, &token, Some(json!({})), None).await),
+            "no resource `notes` is declared: declare it with `.list(\"notes\", records)` or \
+             `.collection(\"notes\", records)` on `ReferenceServer::builder()`, or with \
+             `--list notes=FILE.json` or `--collection notes` on the reference_server example",
+            "{path}"
+        );
+    }
+    // A declared name, a version not served, more segments, a name no resource could have:
+    // nothing to declare.
+    assert_eq!(send(&server, Method::GET, "/v1/deals", &token, None, None).await.0, 200);
+    for path in ["/v3/notes", "/v1/companies/a/b", "/v1/deals/d1/notes", "/v1/no%20tes", "/notes", "/v1/"] {
+        let reply = send(&server, Method::GET, path, &token, None, None).await;
+        assert_eq!(description(reply), "no such resource", "{path}");
+    }
+    let auth = reqwest::get(format!("{}/v1/notes", server.auth_url())).await.unwrap();
+    let body: Value = auth.json().await.unwrap();
+    assert_eq!(body["error_description"], "no such resource", "the authorization server declares nothing");
+}
+
+#[tokio::test]
 async fn a_declared_resource_takes_the_lifecycle_preview_rate_limit_and_faults_of_the_api() {
     let server = ReferenceServer::builder()
         .collection("notes", [json!({"id": "n1"})])
