@@ -42,6 +42,7 @@ pub use self::claims::Claims;
 use self::key_cache::{FetchPolicy, Jwks, KeyCache};
 use crate::error::{DecodeError, Error, VerifyError};
 use crate::limits::BodyLimit;
+use crate::text::quoted;
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -57,8 +58,6 @@ const DEFAULT_FETCH: FetchPolicy = FetchPolicy {
 const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
 /// Longest token accepted; anything larger is rejected before any parsing.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
-/// Longest key id, algorithm or audience quoted back in an error.
-const MAX_QUOTED: usize = 64;
 
 /// Installs the crate's JWT crypto backend once per process.
 ///
@@ -359,11 +358,6 @@ fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
         }
         _ => VerifyError::Malformed,
     }
-}
-
-/// A key id, algorithm or audience from a token, shortened and cleaned for an error.
-pub(crate) fn quoted(s: &str) -> String {
-    crate::text::server_text(&s.chars().take(MAX_QUOTED).collect::<String>())
 }
 
 /// Checks the token's shape and header, before any key is chosen: a compact JWS no larger than
