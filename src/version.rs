@@ -57,10 +57,11 @@ impl FromStr for ApiVersion {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        let digits = s.strip_prefix('v').or_else(|| s.strip_prefix('V'));
-        match digits.and_then(|d| d.parse::<u32>().ok()) {
-            Some(n) if digits.is_some_and(|d| !d.starts_with('+')) => ApiVersion::new(n),
-            _ => {
+        // Digits only: `u32`'s parser would take a `+` too.
+        let digits = s.strip_prefix(['v', 'V']).filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
+        match digits.and_then(|d| d.parse().ok()) {
+            Some(n) => ApiVersion::new(n),
+            None => {
                 Err(Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}")))
             }
         }
