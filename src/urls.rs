@@ -108,7 +108,7 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
         }
         _ => {}
     }
-    let segment = version.segment();
+    let segment = version.to_string();
     segments.push(&segment);
     let mut root = base.clone();
     root.set_path(&format!("/{}/", segments.join("/")));

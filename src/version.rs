@@ -7,7 +7,8 @@ use http::HeaderValue;
 
 use crate::Error;
 
-/// The API version, sent as the first path segment after the base URL (`/v1/...`).
+/// The API version, sent as the first path segment after the base URL (`/v1/...`), which is
+/// how it displays.
 ///
 /// ```
 /// use business_records::ApiVersion;
@@ -33,11 +34,6 @@ impl ApiVersion {
     /// The version number (`1` for `v1`).
     pub fn number(self) -> u32 {
         self.0
-    }
-
-    /// The URL path segment (`"v1"`).
-    pub fn segment(self) -> String {
-        format!("v{}", self.0)
     }
 }
 
