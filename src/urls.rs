@@ -21,25 +21,17 @@ pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url
 /// address the client sends to passes, whether it comes from a setter, a discovery document or
 /// metadata the application built. Messages show the URL as [`shown_url`] does.
 pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url, Error> {
-    let refuse = |expected: &str| {
-        Err(Error::invalid(argument, format!("expected {expected}, got {}", shown_url(&url))))
-    };
     refuse_user_information(argument, &url)?;
-    match url.scheme() {
-        "https" => {}
-        "http" if is_loopback(&url) => {}
-        "http" => return refuse("an https URL (http is allowed only on loopback hosts)"),
-        other => {
-            return Err(Error::invalid(argument, format!("expected an https URL, got scheme {other:?}")));
+    let expected = match url.scheme() {
+        "http" if !is_loopback(&url) => "an https URL (http is allowed only on loopback hosts)",
+        "http" | "https" if url.query().is_some() || url.fragment().is_some() => {
+            "a URL without query or fragment"
         }
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return refuse("a URL without query or fragment");
-    }
-    if url.host().is_none() {
-        return refuse("a URL with a host");
-    }
-    Ok(url)
+        "http" | "https" if url.host().is_some() => return Ok(url),
+        "http" | "https" => "a URL with a host",
+        _ => "an https URL",
+    };
+    Err(Error::invalid(argument, format!("expected {expected}, got {}", shown_url(&url))))
 }
 
 /// A credential in a URL ends up in logs, proxies and error reports: a URL with user
@@ -268,7 +260,10 @@ mod tests {
     #[test]
     fn https_is_required_except_on_loopback() {
         assert!(parse_service_url("base_url", "http://api.example.com").is_err());
-        assert!(parse_service_url("base_url", "ftp://api.example.com").is_err());
+        let ftp = parse_service_url("base_url", "ftp://u:p@api.example.com").expect_err("not http");
+        assert!(ftp.to_string().contains("expected a URL without user information"), "{ftp}");
+        let ftp = parse_service_url("base_url", "ftp://api.example.com?k=v").expect_err("not http");
+        assert!(ftp.to_string().ends_with("expected an https URL, got ftp://api.example.com/?k=…"), "{ftp}");
         assert!(parse_service_url("base_url", "not a url").is_err());
         assert!(parse_service_url("base_url", "https://api.example.com?x=1").is_err());
         // With and without a port: loopback decides, never the port.
