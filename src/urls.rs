@@ -11,10 +11,15 @@ use crate::{ApiVersion, Error};
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
 /// information, query string or fragment.
 pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
+    check_service_url(argument, parse_absolute(argument, raw)?)
+}
+
+/// Parses an absolute URL given by the user as `argument`, spaces around it ignored; the error
+/// shows it as [`shown_raw_url`] does.
+pub(crate) fn parse_absolute(argument: &'static str, raw: &str) -> Result<Url, Error> {
+    Url::parse(raw.trim()).map_err(|e| {
         Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)))
-    })?;
-    check_service_url(argument, url)
+    })
 }
 
 /// Applies the rules of [`parse_service_url`] to an already parsed URL: the one check every
