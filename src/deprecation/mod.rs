@@ -186,9 +186,7 @@ impl fmt::Display for DeprecationNotice {
 /// The links of every `Link` field line of a response to a request for `url`, lines that are
 /// not UTF-8 read lossily.
 fn links(headers: &HeaderMap, url: &Url) -> Vec<Link> {
-    let lines: Vec<_> =
-        headers.get_all("link").iter().map(|v| String::from_utf8_lossy(v.as_bytes())).collect();
-    parse_links(lines.iter().map(AsRef::as_ref), url)
+    parse_links(headers.get_all("link").iter().map(|v| String::from_utf8_lossy(v.as_bytes())), url)
 }
 
 /// The first `rel="successor-version"` link of a response to a request for `url`.
