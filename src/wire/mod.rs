@@ -121,13 +121,11 @@ impl HttpSender {
         }
         request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
-        let outcome = sent.map_err(|e| Error::Http(HttpError::from_middleware(&endpoint, e)));
-        match &outcome {
-            Ok(response) => telemetry::record_status(&span, response.status()),
-            Err(error) => telemetry::record_error(&span, error),
-        }
-        let mut response = outcome?;
+        let mut response = sent
+            .map_err(|e| Error::Http(HttpError::from_middleware(&endpoint, e)))
+            .inspect_err(|error| telemetry::record_error(&span, error))?;
         let status = response.status();
+        telemetry::record_status(&span, status);
         if status.is_redirection() {
             return Err(Error::Http(HttpError::redirect(&endpoint, status.as_u16())));
         }
