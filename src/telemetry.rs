@@ -34,7 +34,7 @@ use crate::text::{shown_path, traced_url};
 
 /// The span of one HTTP request; `attempt` counts from 1, and every later one is a resend.
 pub(crate) fn request_span(method: &http::Method, url: &Url, route: Option<&str>, attempt: u32) -> Span {
-    let span = tracing::debug_span!(
+    tracing::debug_span!(
         "http_request",
         "otel.name" = method.as_str(),
         "otel.kind" = "client",
@@ -46,13 +46,9 @@ pub(crate) fn request_span(method: &http::Method, url: &Url, route: Option<&str>
         "server.port" = url.port_or_known_default(),
         "http.response.status_code" = Empty,
         "error.type" = Empty,
-        "http.request.resend_count" = Empty,
+        "http.request.resend_count" = (attempt > 1).then(|| attempt - 1),
         attempt,
-    );
-    if attempt > 1 {
-        span.record("http.request.resend_count", attempt - 1);
-    }
-    span
+    )
 }
 
 /// Records a response's status on its request span; an error status also sets `error.type`.

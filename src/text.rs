@@ -20,6 +20,9 @@ use url::Url;
 pub(crate) const MAX_SERVER_TEXT: usize = 1024;
 /// The most bytes of a URL, a path or a route shown, and of a link kept from a server.
 pub(crate) const MAX_URL: usize = 256;
+/// The most characters of a piece of server text quoted inside a longer message: a key id, an
+/// algorithm, an audience, a malformed header value.
+const MAX_QUOTED: usize = 64;
 
 /// `text` made safe to show: every control character escaped (`\n`, `\t`, `\u{1b}`), and the
 /// result cut at a character boundary so that neither it nor its `Debug` form is longer than
@@ -30,6 +33,12 @@ pub(crate) const MAX_URL: usize = 256;
 /// unknown error codes, key ids, raw elements of a page.
 pub(crate) fn server_text(text: &str) -> String {
     excerpt(text, MAX_SERVER_TEXT)
+}
+
+/// At most [`MAX_QUOTED`] characters of `text`, made safe to show as [`server_text`] does: a
+/// piece of server text quoted inside an error or a diagnostic.
+pub(crate) fn quoted(text: &str) -> String {
+    server_text(text.char_indices().nth(MAX_QUOTED).map_or(text, |(end, _)| &text[..end]))
 }
 
 /// `text`, control characters escaped, cut at a character boundary so that neither it nor its
@@ -294,6 +303,8 @@ mod tests {
         assert_eq!(shown_path(&"/v1/companies".repeat(1000)).len(), MAX_URL + '…'.len_utf8());
         let long_url = format!("https://a.example/{}?key=s3cret", "p".repeat(100_000));
         assert_eq!(shown_raw_url(&long_url).len(), MAX_URL + '…'.len_utf8());
+        assert_eq!(quoted(&"ü".repeat(100)), "ü".repeat(MAX_QUOTED), "characters, not bytes");
+        assert_eq!(quoted("kid\n1\u{1b}"), "kid\\n1\\u{1b}");
     }
 
     /// The words of credential names, spelled every way [`spelled`] knows.

@@ -11,35 +11,32 @@ use crate::{ApiVersion, Error};
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
 /// information, query string or fragment.
 pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url, Error> {
-    let url = Url::parse(raw.trim()).map_err(|e| {
+    check_service_url(argument, parse_absolute(argument, raw)?)
+}
+
+/// Parses an absolute URL given by the user as `argument`, spaces around it ignored; the error
+/// shows it as [`shown_raw_url`] does.
+pub(crate) fn parse_absolute(argument: &'static str, raw: &str) -> Result<Url, Error> {
+    Url::parse(raw.trim()).map_err(|e| {
         Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)))
-    })?;
-    check_service_url(argument, url)
+    })
 }
 
 /// Applies the rules of [`parse_service_url`] to an already parsed URL: the one check every
 /// address the client sends to passes, whether it comes from a setter, a discovery document or
 /// metadata the application built. Messages show the URL as [`shown_url`] does.
 pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url, Error> {
-    let refuse = |expected: &str| {
-        Err(Error::invalid(argument, format!("expected {expected}, got {}", shown_url(&url))))
-    };
     refuse_user_information(argument, &url)?;
-    match url.scheme() {
-        "https" => {}
-        "http" if is_loopback(&url) => {}
-        "http" => return refuse("an https URL (http is allowed only on loopback hosts)"),
-        other => {
-            return Err(Error::invalid(argument, format!("expected an https URL, got scheme {other:?}")));
+    let expected = match url.scheme() {
+        "http" if !is_loopback(&url) => "an https URL (http is allowed only on loopback hosts)",
+        "http" | "https" if url.query().is_some() || url.fragment().is_some() => {
+            "a URL without query or fragment"
         }
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return refuse("a URL without query or fragment");
-    }
-    if url.host().is_none() {
-        return refuse("a URL with a host");
-    }
-    Ok(url)
+        "http" | "https" if url.host().is_some() => return Ok(url),
+        "http" | "https" => "a URL with a host",
+        _ => "an https URL",
+    };
+    Err(Error::invalid(argument, format!("expected {expected}, got {}", shown_url(&url))))
 }
 
 /// A credential in a URL ends up in logs, proxies and error reports: a URL with user
@@ -108,7 +105,7 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
         }
         _ => {}
     }
-    let segment = version.segment();
+    let segment = version.to_string();
     segments.push(&segment);
     let mut root = base.clone();
     root.set_path(&format!("/{}/", segments.join("/")));
@@ -268,7 +265,10 @@ mod tests {
     #[test]
     fn https_is_required_except_on_loopback() {
         assert!(parse_service_url("base_url", "http://api.example.com").is_err());
-        assert!(parse_service_url("base_url", "ftp://api.example.com").is_err());
+        let ftp = parse_service_url("base_url", "ftp://u:p@api.example.com").expect_err("not http");
+        assert!(ftp.to_string().contains("expected a URL without user information"), "{ftp}");
+        let ftp = parse_service_url("base_url", "ftp://api.example.com?k=v").expect_err("not http");
+        assert!(ftp.to_string().ends_with("expected an https URL, got ftp://api.example.com/?k=…"), "{ftp}");
         assert!(parse_service_url("base_url", "not a url").is_err());
         assert!(parse_service_url("base_url", "https://api.example.com?x=1").is_err());
         // With and without a port: loopback decides, never the port.

@@ -7,7 +7,8 @@ use http::HeaderValue;
 
 use crate::Error;
 
-/// The API version, sent as the first path segment after the base URL (`/v1/...`).
+/// The API version, sent as the first path segment after the base URL (`/v1/...`), which is
+/// how it displays.
 ///
 /// ```
 /// use business_records::ApiVersion;
@@ -34,11 +35,6 @@ impl ApiVersion {
     pub fn number(self) -> u32 {
         self.0
     }
-
-    /// The URL path segment (`"v1"`).
-    pub fn segment(self) -> String {
-        format!("v{}", self.0)
-    }
 }
 
 impl Default for ApiVersion {
@@ -57,10 +53,11 @@ impl FromStr for ApiVersion {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        let digits = s.strip_prefix('v').or_else(|| s.strip_prefix('V'));
-        match digits.and_then(|d| d.parse::<u32>().ok()) {
-            Some(n) if digits.is_some_and(|d| !d.starts_with('+')) => ApiVersion::new(n),
-            _ => {
+        // Digits only: `u32`'s parser would take a `+` too.
+        let digits = s.strip_prefix(['v', 'V']).filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
+        match digits.and_then(|d| d.parse().ok()) {
+            Some(n) => ApiVersion::new(n),
+            None => {
                 Err(Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}")))
             }
         }

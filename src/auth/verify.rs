@@ -26,12 +26,13 @@
 mod claims;
 mod key_cache;
 
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
+use jsonwebtoken::crypto::{CryptoProvider, aws_lc};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -42,6 +43,7 @@ pub use self::claims::Claims;
 use self::key_cache::{FetchPolicy, Jwks, KeyCache};
 use crate::error::{Error, VerifyError};
 use crate::limits::BodyLimit;
+use crate::text::quoted;
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -57,24 +59,6 @@ const DEFAULT_FETCH: FetchPolicy = FetchPolicy {
 const MAX_LEEWAY: Duration = Duration::from_secs(24 * 60 * 60);
 /// Longest token accepted; anything larger is rejected before any parsing.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
-/// Longest key id, algorithm or audience quoted back in an error.
-const MAX_QUOTED: usize = 64;
-
-/// Installs the crate's JWT crypto backend once per process.
-///
-/// Feature unification in a larger dependency tree may enable more than one
-/// `jsonwebtoken` backend, in which case `jsonwebtoken` cannot pick one by
-/// itself and would panic at the first signature operation. Installing the
-/// provider explicitly avoids that; if another provider is already installed,
-/// it is kept.
-fn ensure_crypto_provider() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
-            &jsonwebtoken::crypto::aws_lc::DEFAULT_PROVIDER,
-        );
-    });
-}
 
 /// Validates access tokens against the authorization server's signing keys.
 ///
@@ -179,7 +163,11 @@ impl TokenVerifier {
         if audience.is_empty() {
             return Err(Error::invalid("audience", "expected a non-empty audience"));
         }
-        ensure_crypto_provider();
+        // Feature unification in a larger dependency tree may enable more than one
+        // `jsonwebtoken` backend, and then `jsonwebtoken` cannot pick one by itself and panics at
+        // the first signature operation: the crate's is installed for the process, unless one
+        // already is (`install_default` sets it once; later calls change nothing).
+        let _ = CryptoProvider::install_default(&aws_lc::DEFAULT_PROVIDER);
         let mut validation = Validation::new(Algorithm::RS256);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.set_issuer(&[issuer]);
@@ -359,11 +347,6 @@ fn map_jwt_error(err: jsonwebtoken::errors::Error) -> VerifyError {
         }
         _ => VerifyError::Malformed,
     }
-}
-
-/// A key id, algorithm or audience from a token, shortened and cleaned for an error.
-pub(crate) fn quoted(s: &str) -> String {
-    crate::text::server_text(&s.chars().take(MAX_QUOTED).collect::<String>())
 }
 
 /// Checks the token's shape and header, before any key is chosen: a compact JWS no larger than

@@ -30,10 +30,10 @@ const OWS: [char; 2] = [' ', '\t'];
 /// `base`, the URL of the request. A link value that cannot be read, or whose target does not
 /// resolve to a URL of at most [`MAX_URL`] bytes, is skipped; the rest of the header is still
 /// read, except after a `<` or a quote that is never closed. Never panics.
-pub(crate) fn parse_links<'a>(field_lines: impl IntoIterator<Item = &'a str>, base: &Url) -> Vec<Link> {
+pub(crate) fn parse_links(field_lines: impl IntoIterator<Item = impl AsRef<str>>, base: &Url) -> Vec<Link> {
     let mut links = Vec::new();
     for line in field_lines {
-        let mut rest = line;
+        let mut rest = line.as_ref();
         loop {
             rest = rest.trim_start_matches([' ', '\t', ',']);
             if rest.is_empty() {

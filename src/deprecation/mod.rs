@@ -27,7 +27,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use http::{HeaderMap, Method};
 use url::Url;
 
-use crate::text::{server_text, shown_path, shown_url};
+use crate::text::{quoted, shown_path, shown_url};
 use crate::timestamp::parse_http_date;
 
 pub use headers::Deprecation;
@@ -35,9 +35,6 @@ use headers::parse_deprecation;
 use link::{Link, find_relation, parse_links};
 pub use report::DeprecationPolicy;
 pub(crate) use report::{DeprecationCallback, DeprecationReporter};
-
-/// The longest piece of a malformed header quoted in a diagnostic, in characters.
-const QUOTED_LIMIT: usize = 64;
 
 /// What one response said about the deprecation of the endpoint that produced it.
 ///
@@ -189,19 +186,12 @@ impl fmt::Display for DeprecationNotice {
 /// The links of every `Link` field line of a response to a request for `url`, lines that are
 /// not UTF-8 read lossily.
 fn links(headers: &HeaderMap, url: &Url) -> Vec<Link> {
-    let lines: Vec<_> =
-        headers.get_all("link").iter().map(|v| String::from_utf8_lossy(v.as_bytes())).collect();
-    parse_links(lines.iter().map(AsRef::as_ref), url)
+    parse_links(headers.get_all("link").iter().map(|v| String::from_utf8_lossy(v.as_bytes())), url)
 }
 
 /// The first `rel="successor-version"` link of a response to a request for `url`.
 pub(crate) fn successor_link(headers: &HeaderMap, url: &Url) -> Option<Url> {
     find_relation(&links(headers, url), "successor-version")
-}
-
-/// At most [`QUOTED_LIMIT`] characters of server text, made safe to quote in a diagnostic.
-fn quoted(text: &str) -> String {
-    server_text(text.char_indices().nth(QUOTED_LIMIT).map_or(text, |(end, _)| &text[..end]))
 }
 
 /// An instant as RFC 3339 in UTC, to the second: `2026-01-01T00:00:00Z`.

@@ -132,28 +132,18 @@ fn urgency(notice: &DeprecationNotice, now: DateTime<Utc>) -> (Level, &'static s
 }
 
 fn log(notice: &DeprecationNotice, now: DateTime<Utc>) {
-    let method = notice.method.as_str();
-    let endpoint = notice.endpoint.as_str();
-    let sunset = notice.sunset.map(rfc3339);
-    let sunset = sunset.as_deref();
-    let successor = notice.successor.as_ref().map(shown_url);
-    let successor = successor.as_deref();
-    let deprecated_since = notice.deprecated_since().map(rfc3339);
-    let deprecated_since = deprecated_since.as_deref();
-    let documentation = notice.documentation.as_ref().map(shown_url);
-    let documentation = documentation.as_deref();
-    let diagnostic = notice.diagnostic.as_deref();
     let (level, message) = urgency(notice, now);
+    // An absent field (`None`) is left out of the event.
     macro_rules! emit {
         ($macro:ident) => {
             tracing::$macro!(
-                method,
-                endpoint,
-                sunset,
-                successor,
-                deprecated_since,
-                documentation,
-                diagnostic,
+                method = notice.method.as_str(),
+                endpoint = notice.endpoint.as_str(),
+                sunset = notice.sunset.map(rfc3339),
+                successor = notice.successor.as_ref().map(shown_url),
+                deprecated_since = notice.deprecated_since().map(rfc3339),
+                documentation = notice.documentation.as_ref().map(shown_url),
+                diagnostic = notice.diagnostic.as_deref(),
                 "{message}"
             )
         };
@@ -301,6 +291,7 @@ mod tests {
         assert_eq!(events[0].field("successor"), Some("https://api.example.com/v2/companies"));
         assert_eq!(events[0].field("deprecated_since"), Some("2026-01-01T00:00:00Z"));
         assert_eq!(events[0].field("message"), Some("endpoint is deprecated"));
+        assert_eq!((events[0].field("documentation"), events[0].field("diagnostic")), (None, None));
     }
 
     #[test]

@@ -69,18 +69,12 @@ fn normalise(value: &str, current_year: i32) -> Option<(String, bool)> {
 }
 
 /// Reads a two-digit year as the year with those last digits in the hundred years that end
-/// 50 years from now. This follows RFC 9110: a year that would be more than 50 years in the
-/// future is the most recent past year with the same last two digits.
+/// 50 years from now (from `current_year - 49` to `current_year + 50`). This follows RFC 9110:
+/// a year that would be more than 50 years in the future is the most recent past year with the
+/// same last two digits.
 fn two_digit_year(two_digits: i32, current_year: i32) -> i32 {
-    let century = current_year - current_year.rem_euclid(100);
-    let candidate = century + two_digits;
-    if candidate > current_year + 50 {
-        candidate - 100
-    } else if candidate <= current_year - 50 {
-        candidate + 100
-    } else {
-        candidate
-    }
+    let first = current_year - 49;
+    first + (two_digits - first).rem_euclid(100)
 }
 
 const MONTHS: [&str; 12] =
@@ -210,6 +204,16 @@ pub(crate) mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_two_digit_year_is_the_one_with_its_digits_in_the_window(
+            two_digits in 0..100i32,
+            current_year in 1970..9999i32,
+        ) {
+            let year = two_digit_year(two_digits, current_year);
+            prop_assert_eq!(year.rem_euclid(100), two_digits);
+            prop_assert!(year > current_year - 50 && year <= current_year + 50, "{year}");
+        }
+
         #[test]
         fn never_panics(value in any::<String>()) {
             let _ = parse_http_date(&value);

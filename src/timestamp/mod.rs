@@ -57,12 +57,10 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
 /// Reads an epoch number: seconds, or milliseconds from 10^11 on. `None` outside the range
 /// `DateTime` can hold, and for NaN.
 pub(crate) fn from_epoch(number: f64) -> Option<DateTime<Utc>> {
-    if !number.is_finite() {
-        return None;
-    }
     let seconds = if number.abs() >= MILLIS_FROM { number / 1000.0 } else { number };
     let whole = seconds.floor();
-    // Outside this range the conversion to i64 would saturate; `DateTime` holds far less.
+    // Outside this range (NaN and the infinities included) the conversion to i64 would saturate;
+    // `DateTime` holds far less.
     if !(-1e15..=1e15).contains(&whole) {
         return None;
     }
@@ -72,11 +70,11 @@ pub(crate) fn from_epoch(number: f64) -> Option<DateTime<Utc>> {
 
 /// Reads an integer epoch exactly: seconds, or milliseconds from 10^11 on.
 pub(crate) fn from_epoch_int(number: i128) -> Option<DateTime<Utc>> {
-    if number.unsigned_abs() >= MILLIS_FROM as u128 {
-        let millis = i64::try_from(number).ok()?;
-        DateTime::from_timestamp_millis(millis)
+    let number = i64::try_from(number).ok()?;
+    if number.unsigned_abs() >= MILLIS_FROM as u64 {
+        DateTime::from_timestamp_millis(number)
     } else {
-        DateTime::from_timestamp(i64::try_from(number).ok()?, 0)
+        DateTime::from_timestamp(number, 0)
     }
 }
 

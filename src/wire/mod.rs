@@ -120,13 +120,11 @@ impl HttpSender {
         }
         request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
-        let outcome = sent.map_err(|e| Error::from_middleware(endpoint.clone(), e));
-        match &outcome {
-            Ok(response) => telemetry::record_status(&span, response.status()),
-            Err(error) => telemetry::record_error(&span, error),
-        }
-        let mut response = outcome?;
+        let mut response = sent
+            .map_err(|e| Error::from_middleware(endpoint.clone(), e))
+            .inspect_err(|error| telemetry::record_error(&span, error))?;
         let status = response.status();
+        telemetry::record_status(&span, status);
         if status.is_redirection() {
             return Err(Error::http(HttpErrorKind::Redirect(Some(status.as_u16())), endpoint, None));
         }

@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::super::pkce::constant_time_eq;
-use super::super::verify::quoted;
 use super::super::{Claims, IdToken, TokenSet};
 use super::AuthorizationCodeFlow;
 use crate::Error;
 use crate::error::VerifyError;
+use crate::text::quoted;
 
 impl AuthorizationCodeFlow {
     /// Verifies an ID token as OpenID Connect Core sections 2 and 3.1.3.7 require: an RS256

@@ -12,7 +12,6 @@ use super::super::PkceVerifier;
 use super::super::pkce::{VERIFIER_BYTES, random_value};
 use super::AuthorizationCodeFlow;
 use crate::error::CallbackError;
-use crate::text::shown_raw_url;
 use crate::{Error, urls};
 
 /// One sign-in in progress: the URL to open, and the PKCE verifier, `state` and `nonce` that
@@ -170,10 +169,7 @@ impl CallbackParams {
 /// only as a reverse domain name, which has a period (RFC 8252 sections 7.1 and 8.3).
 pub(super) fn parse_redirect_uri(raw: &str) -> Result<RedirectUrl, Error> {
     let refuse = |message: String| Err(Error::invalid("redirect_uri", message));
-    let url = match Url::parse(raw.trim()) {
-        Ok(url) => url,
-        Err(e) => return refuse(format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw))),
-    };
+    let url = urls::parse_absolute("redirect_uri", raw)?;
     urls::refuse_user_information("redirect_uri", &url)?;
     match url.scheme() {
         _ if url.fragment().is_some() => refuse("expected a URL without a fragment".into()),

@@ -35,9 +35,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{VerifyError, quoted};
+use super::VerifyError;
 use crate::error::Error;
 use crate::retry::Failures;
+use crate::text::quoted;
 
 /// The RS256 signature keys of a JWKS document, with their `kid`.
 #[derive(Clone, Default)]
