@@ -483,10 +483,9 @@ impl AuthorizationCodeFlow {
     /// before anything of the response is used.
     pub(crate) async fn refresh_unverified(&self, tokens: &TokenSet) -> Result<Refreshed, Error> {
         self.check()?;
-        let refresh_token = tokens
-            .refresh_token
-            .as_ref()
-            .ok_or(Error::ReauthenticationRequired("no refresh token was issued"))?;
+        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
+            "no refresh token: none was issued, or a refresh that lost its answer spent it",
+        ))?;
         let refresh_token = oauth2::RefreshToken::new(refresh_token.secret().to_owned());
         let http = OAuthHttp::token(&self.config.sender);
         let refresh = self.config.client.exchange_refresh_token(&refresh_token).request_async(&http);

@@ -240,7 +240,7 @@ impl Auth {
             }
             AuthKind::User(user) => {
                 user.flow.check()?;
-                (Grant::Refresh(user.flow.with_sender(sender.clone())), user.store, user.tokens)
+                (Grant::refresh(user.flow, sender), user.store, user.tokens)
             }
             AuthKind::Static(tokens) => (Grant::Fixed, None, tokens),
         };
