@@ -277,7 +277,7 @@ async fn state_and_iss_mismatches_and_denials_fail_before_any_token_request() {
         AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())
             .expect("flow");
     let request = denied.authorize_url();
-    let (callback, page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
+    let (callback, page) = tokio::join!(redirect.wait_for_callback_of(&request), browse(request.url()));
     assert!(page.contains("not completed"), "{page}");
     let err = denied.exchange(request, &callback.expect("callback")).await.expect_err("denied");
     assert!(matches!(err, Error::Authorization(_)), "{err:?}");
