@@ -238,22 +238,19 @@ pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(360);
 const _: () = assert!(LOCK_WAIT.as_secs() > REFRESH_DEADLINE.1.as_secs() + 2 * SAVE_TIMEOUT.as_secs());
 
 /// Takes a lock another process may hold (the file stores' and Redis's): `try_lock` once, then
-/// again after each of the crate's backoff pauses, until it breaks with the lock (`Some`) or
-/// with none to be had here (`None`: the refresh goes on as a single process's), or `wait` has
+/// again after each of the crate's backoff pauses, until it breaks with the lock (`true`) or
+/// with none to be had here (`false`: the refresh goes on as a single process's), or `wait` has
 /// passed: an error naming `lock`, since its holder lives.
-pub(crate) async fn wait_for_lock<T, F>(
+pub(crate) async fn wait_for_lock<F: Future<Output = ControlFlow<bool>>>(
     lock: &str,
     wait: Duration,
     mut try_lock: impl FnMut() -> F,
-) -> Result<Option<T>, TokenStoreError>
-where
-    F: Future<Output = ControlFlow<Option<T>>>,
-{
+) -> Result<bool, TokenStoreError> {
     let deadline = later(Instant::now(), wait);
     let mut pauses = backoff(LOCK_POLL.0, LOCK_POLL.1);
     loop {
-        if let ControlFlow::Break(lock) = try_lock().await {
-            return Ok(lock);
+        if let ControlFlow::Break(taken) = try_lock().await {
+            return Ok(taken);
         }
         if Instant::now() >= deadline {
             return Err(TokenStoreError::new(format!("{lock} is held by another process for over {wait:?}")));
@@ -266,13 +263,10 @@ where
 /// finds, `None` for anything else) that still works needs no lock, its holder may be long
 /// gone; otherwise the turn holds the lock `lock` takes (without one to be had, the refresh
 /// goes on as a single process's would) and what `read` finds under it.
-pub(crate) async fn shared_turn<R>(
+pub(crate) async fn shared_turn<R: Future<Output = Result<Option<TokenSet>, TokenStoreError>>>(
     lock: impl Future<Output = Result<Option<RefreshLock>, TokenStoreError>>,
     read: impl Fn() -> R,
-) -> Result<RefreshTurn, TokenStoreError>
-where
-    R: Future<Output = Result<Option<TokenSet>, TokenStoreError>>,
-{
+) -> Result<RefreshTurn, TokenStoreError> {
     if let Ok(Some(newer)) = read().await
         && !newer.is_expired()
     {

@@ -83,10 +83,7 @@ impl Grant {
 /// True when `error` says that no token was issued: the server answered with an error, or no
 /// connection was made.
 fn issued_nothing(error: &Error) -> bool {
-    let last = match error {
-        Error::RetriesExhausted(retried) => retried.last(),
-        error => error,
-    };
+    let last = if let Error::RetriesExhausted(retried) = error { retried.last() } else { error };
     last.status().is_some() || last.is_unsent()
 }
 

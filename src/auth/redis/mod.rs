@@ -271,12 +271,12 @@ impl RedisUserStore {
         let try_lock = || async {
             match redis.query::<Option<String>>("lock", &set).await {
                 Ok(None) => ControlFlow::Continue(()), // held by another process
-                taken_or_failed => ControlFlow::Break(taken_or_failed.ok().map(drop)),
+                taken_or_failed => ControlFlow::Break(taken_or_failed.is_ok()),
             }
         };
         let wait = if self.exclusive { LOCK_WAIT } else { ttl.saturating_add(Duration::from_secs(1)) };
         match wait_for_lock("the refresh lock of the user's tokens", wait, try_lock).await {
-            Ok(Some(())) => {}
+            Ok(true) => {}
             Err(held) if self.exclusive => return Err(held),
             _ => return Ok(None),
         }
@@ -337,7 +337,7 @@ impl TokenStore for RedisUserStore {
             let newer = |(generation, tokens): (u64, TokenSet)| {
                 (generation > seen && tokens.replaces(current)).then_some(tokens)
             };
-            shared_turn(self.lock(), || async move { Ok(self.read().await?.and_then(newer)) }).await
+            shared_turn(self.lock(), || async { Ok(self.read().await?.and_then(newer)) }).await
         })
     }
 }

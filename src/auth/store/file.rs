@@ -73,14 +73,10 @@ impl FileTokenStore {
     /// Deletes the file (signing out), and its refresh lock file; a missing file is not an
     /// error.
     pub async fn remove(&self) -> Result<(), TokenStoreError> {
-        for path in [self.path.clone(), self.lock_path()] {
-            let removed = blocking({
-                let path = path.clone();
-                move || std::fs::remove_file(path)
-            });
-            match removed.await {
+        for path in [&self.path, &self.lock_path()] {
+            match blocking(path, |path| std::fs::remove_file(path)).await {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(io_error("cannot remove", &path, e));
+                    return Err(failed("cannot remove", path, e));
                 }
                 _ => {}
             }
@@ -98,64 +94,47 @@ impl FileTokenStore {
     /// `None` (and a warning) when no process can take it: the folder is read-only, or the
     /// file system has no locks.
     async fn lock(&self) -> Result<Option<RefreshLock>, TokenStoreError> {
+        use io::ErrorKind::{PermissionDenied, ReadOnlyFilesystem};
         let path = self.lock_path();
-        let without = |error: &io::Error| {
-            tracing::warn!(error = %error, path = %path.display(), "no refresh lock can be taken here; refreshing without it");
+        let without = |e: &io::Error| {
+            tracing::warn!(error = %e, path = %path.display(), "no refresh lock can be taken here; refreshing without it");
         };
-        let opened = blocking({
-            let path = path.clone();
-            move || open_lock(&path)
-        });
-        let file = match opened.await {
-            Ok(file) => file,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
-                ) =>
-            {
+        let file = match blocking(&path, open_lock).await {
+            Err(e) if matches!(e.kind(), PermissionDenied | ReadOnlyFilesystem) => {
                 without(&e);
                 return Ok(None);
             }
-            Err(e) => return Err(io_error("cannot open the refresh lock", &path, e)),
+            opened => opened.map_err(|e| failed("cannot open the refresh lock of", &self.path, e))?,
         };
         let try_lock = || {
             std::future::ready(match file.try_lock() {
-                Ok(()) => ControlFlow::Break(Some(())),
+                Ok(()) => ControlFlow::Break(true),
                 Err(std::fs::TryLockError::WouldBlock) => ControlFlow::Continue(()),
                 Err(std::fs::TryLockError::Error(e)) => {
                     without(&e);
-                    ControlFlow::Break(None)
+                    ControlFlow::Break(false)
                 }
             })
         };
         let what = format!("the refresh lock {}", path.display());
-        if wait_for_lock(&what, LOCK_WAIT, try_lock).await?.is_none() {
-            return Ok(None);
-        }
-        // Closing the file releases the lock too, should the release never run.
-        Ok(Some(RefreshLock::new(async move {
-            let _ = file.unlock();
-        })))
+        Ok(wait_for_lock(&what, LOCK_WAIT, try_lock).await?.then(|| {
+            // Closing the file releases the lock too, should the release never run.
+            RefreshLock::new(async move {
+                let _ = file.unlock();
+            })
+        }))
     }
 }
 
 impl TokenStore for FileTokenStore {
     fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move {
-            let path = self.path.clone();
-            let bytes = match blocking(move || read_private(&path)).await {
-                Ok(bytes) => bytes,
+            let bytes = match blocking(&self.path, read_private).await {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(io_error("cannot read", &self.path, e)),
+                read => read.map_err(|e| failed("cannot read", &self.path, e))?,
             };
             // serde_json's messages give a position, never the content.
-            serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                TokenStoreError::with_source(
-                    format!("the token file {} is not a token set", self.path.display()),
-                    e,
-                )
-            })
+            serde_json::from_slice(&bytes).map(Some).map_err(|e| failed("no token set in", &self.path, e))
         })
     }
 
@@ -163,9 +142,8 @@ impl TokenStore for FileTokenStore {
         Box::pin(async move {
             let json = serde_json::to_vec_pretty(tokens)
                 .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
-            let path = self.path.clone();
-            let written = blocking(move || write_atomically(&path, &json)).await;
-            written.map_err(|e| io_error("cannot write", &self.path, e))
+            let written = blocking(&self.path, move |path| write_atomically(path, &json)).await;
+            written.map_err(|e| failed("cannot write", &self.path, e))
         })
     }
 
@@ -178,7 +156,7 @@ impl TokenStore for FileTokenStore {
     /// then reads the file: a set saved since `current` comes back with the turn (without the
     /// lock when it still works).
     fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
-        let read = move || async move { Ok(self.load().await?.filter(|stored| stored.replaces(current))) };
+        let read = move || async move { Ok(self.load().await?.filter(|set| set.replaces(current))) };
         Box::pin(shared_turn(self.lock(), read))
     }
 }
@@ -221,13 +199,23 @@ impl KeyedTokenStore for DirectoryTokenStore {
     }
 }
 
-fn io_error(action: &str, path: &Path, error: io::Error) -> TokenStoreError {
-    TokenStoreError::with_source(format!("{action} the token file {}", path.display()), error)
+/// What went wrong with the token file at `path`: `action` and the file, the reason its source.
+fn failed(
+    action: &str,
+    path: &Path,
+    reason: impl std::error::Error + Send + Sync + 'static,
+) -> TokenStoreError {
+    TokenStoreError::with_source(format!("{action} the token file {}", path.display()), reason)
 }
 
-/// Runs `op` on the blocking pool, for at most [`STORE_TIMEOUT`].
-async fn blocking<T: Send + 'static>(op: impl FnOnce() -> io::Result<T> + Send + 'static) -> io::Result<T> {
-    match tokio::time::timeout(STORE_TIMEOUT, tokio::task::spawn_blocking(op)).await {
+/// Runs `op` on `path` on the blocking pool, for at most [`STORE_TIMEOUT`].
+async fn blocking<T, F>(path: &Path, op: F) -> io::Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&Path) -> io::Result<T> + Send + 'static,
+{
+    let path = path.to_owned();
+    match tokio::time::timeout(STORE_TIMEOUT, tokio::task::spawn_blocking(move || op(&path))).await {
         Ok(done) => done.unwrap_or_else(|stopped| Err(io::Error::other(stopped))),
         Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer within {STORE_TIMEOUT:?}"))),
     }

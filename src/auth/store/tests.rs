@@ -117,7 +117,7 @@ async fn file_store_corrupt_file_is_an_error_without_its_content() {
     let text = format!("{err} {err:?}");
     let text = format!("{text} {}", crate::Error::TokenStore(err));
     assert!(!text.contains("leaked-secret"), "{text}");
-    assert!(text.contains("is not a token set"), "{text}");
+    assert!(text.contains("no token set in the token file"), "{text}");
 }
 
 #[tokio::test]
