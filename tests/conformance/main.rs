@@ -64,6 +64,8 @@ fn catalogue() -> Vec<harness::Case> {
         hostile::CASES,
         hostile::numbers::CASES,
         hostile::pages::CASES,
+        hostile::refresh::CASES,
+        hostile::stores::CASES,
         interop_oidc::CASES,
         leniency::CASES,
         limits::CASES,

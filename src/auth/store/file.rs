@@ -76,7 +76,7 @@ impl FileTokenStore {
         for path in [&self.path, &self.lock_path()] {
             match blocking(path, |path| std::fs::remove_file(path)).await {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(failed("cannot remove", path, e));
+                    return Err(failed("cannot remove the token file", path, e));
                 }
                 _ => {}
             }
@@ -104,7 +104,7 @@ impl FileTokenStore {
                 without(&e);
                 return Ok(None);
             }
-            opened => opened.map_err(|e| failed("cannot open the refresh lock of", &self.path, e))?,
+            opened => opened.map_err(|e| failed("cannot open the refresh lock", &path, e))?,
         };
         let try_lock = || {
             std::future::ready(match file.try_lock() {
@@ -131,10 +131,12 @@ impl TokenStore for FileTokenStore {
         Box::pin(async move {
             let bytes = match blocking(&self.path, read_private).await {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                read => read.map_err(|e| failed("cannot read", &self.path, e))?,
+                read => read.map_err(|e| failed("cannot read the token file", &self.path, e))?,
             };
             // serde_json's messages give a position, never the content.
-            serde_json::from_slice(&bytes).map(Some).map_err(|e| failed("no token set in", &self.path, e))
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| failed("no token set in the token file", &self.path, e))
         })
     }
 
@@ -143,7 +145,7 @@ impl TokenStore for FileTokenStore {
             let json = serde_json::to_vec_pretty(tokens)
                 .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
             let written = blocking(&self.path, move |path| write_atomically(path, &json)).await;
-            written.map_err(|e| failed("cannot write", &self.path, e))
+            written.map_err(|e| failed("cannot write the token file", &self.path, e))
         })
     }
 
@@ -199,13 +201,13 @@ impl KeyedTokenStore for DirectoryTokenStore {
     }
 }
 
-/// What went wrong with the token file at `path`: `action` and the file, the reason its source.
+/// What went wrong with the file at `path`: `action` and the path, the reason its source.
 fn failed(
     action: &str,
     path: &Path,
     reason: impl std::error::Error + Send + Sync + 'static,
 ) -> TokenStoreError {
-    TokenStoreError::with_source(format!("{action} the token file {}", path.display()), reason)
+    TokenStoreError::with_source(format!("{action} {}", path.display()), reason)
 }
 
 /// Runs `op` on `path` on the blocking pool, for at most [`STORE_TIMEOUT`].

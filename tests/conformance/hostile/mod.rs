@@ -5,6 +5,14 @@
 
 pub mod numbers;
 pub mod pages;
+pub mod refresh;
+#[cfg(unix)]
+pub mod stores;
+#[cfg(not(unix))]
+pub mod stores {
+    //! Unix only: FIFOs, file modes and signals.
+    pub const CASES: &[crate::harness::Case] = &[];
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,10 +57,10 @@ crate::cases! {
 }
 
 /// A directory of its own under the system's temporary directory, removed on drop.
-struct Scratch(PathBuf);
+pub struct Scratch(pub PathBuf);
 
 impl Scratch {
-    fn new(name: &str) -> Scratch {
+    pub fn new(name: &str) -> Scratch {
         let unique = format!("business-records-hostile-{name}-{}-{}", std::process::id(), fastrand::u64(..));
         Scratch(std::env::temp_dir().join(unique))
     }
@@ -62,6 +70,16 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The catalogue's case `name` (`module::case`, a [`harness::Need::ChildProcess`] case) as a
+/// process of its own, with `settings` in its environment.
+pub fn child_process(name: &str, settings: &[(&str, String)]) -> std::process::Command {
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut command = std::process::Command::new(exe);
+    command.args(["--exact", name, "--ignored", "--nocapture"]).env(harness::CHILD, "1");
+    command.envs(settings.iter().map(|(name, value)| (name, value)));
+    command
 }
 
 /// The user's store as each instance makes it: a `FileTokenStore` over one file, or a
