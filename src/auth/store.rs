@@ -195,8 +195,10 @@ pub trait TokenStore: Send + Sync + 'static {
     fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()>;
 
     /// Called before the client refreshes `current` with its refresh token. A store shared by
-    /// several processes takes a lock here and returns the set another process saved meanwhile
-    /// (see [`RefreshTurn`]); the default, for a store kept by one process, does nothing.
+    /// several processes takes a lock here (waiting while another process holds it, and failing
+    /// rather than going on without it while its holder lives) and returns the set another
+    /// process saved meanwhile, one with another refresh token or expiry (see [`RefreshTurn`]);
+    /// the default, for a store kept by one process, does nothing.
     fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         let _ = current;
         Box::pin(async { Ok(RefreshTurn::proceed()) })
