@@ -137,11 +137,7 @@ impl LoopbackRedirect {
     /// [`Error::Callback`] with [`CallbackError::Timeout`] when the callback does not arrive in
     /// time, or [`CallbackError::Listener`] when accepting connections fails.
     pub async fn wait_for_callback_of(self, request: &AuthorizationRequest) -> Result<String, Error> {
-        self.wait(Arc::from(request.state())).await
-    }
-
-    /// Serves connections until the callback `serve` accepts arrives, or the timeout.
-    async fn wait(self, state: Arc<str>) -> Result<String, Error> {
+        let state = Arc::<str>::from(request.state());
         let (found, mut callbacks) = mpsc::channel::<String>(1);
         // Ends only on an accept error: it is dropped once a callback arrives.
         let accept = async {
@@ -180,16 +176,14 @@ async fn serve(mut stream: TcpStream, port: u16, state: &str) -> Option<String> 
     let head = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await.ok()??;
     let mut request_line = head.split(' ');
     let (method, target) = (request_line.next()?, request_line.next()?);
-    let ours = |params: &CallbackParams| {
-        params.state.as_ref().is_some_and(|s| constant_time_eq(s.as_bytes(), state.as_bytes()))
-    };
+    let ours = |got: &str| constant_time_eq(got.as_bytes(), state.as_bytes());
     let (status, body) = if method != "GET" {
         ("405 Method Not Allowed", "method not allowed")
     } else if target.split('?').next() != Some(CALLBACK_PATH) {
         ("404 Not Found", "not found")
     } else {
         match CallbackParams::parse(target) {
-            Ok(params) if ours(&params) => {
+            Ok(params) if params.state.as_deref().is_some_and(ours) => {
                 let page =
                     if params.error.is_some() || params.code.is_none() { FAILED_PAGE } else { DONE_PAGE };
                 respond(&mut stream, "200 OK", page).await;

@@ -158,8 +158,8 @@ impl State {
         if matches!(self.phase, Phase::SignedOut) {
             return Step::Answer(Err(Error::ReauthenticationRequired(SIGNED_OUT)));
         }
-        if let Some(fresh) = self.cached.as_ref().filter(|cached| cached.refresh_at.is_none_or(|at| now < at))
-        {
+        let fresh = self.cached.as_ref().filter(|cached| cached.refresh_at.is_none_or(|at| now < at));
+        if let Some(fresh) = fresh {
             return Step::Answer(Ok(fresh.token.clone()));
         }
         let flight = match &self.phase {
@@ -269,13 +269,9 @@ impl Manager {
             Step::Answer(answer) => return answer,
             Step::Wait(flight) => flight,
         };
-        match tokio::time::timeout(self.timeout, flight).await {
-            Ok(answer) => answer,
-            Err(_) => {
-                let timed_out = Error::Http(HttpError::new(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None));
-                self.lock().fallback(Instant::now(), timed_out)
-            }
-        }
+        let timed_out = || Error::Http(HttpError::new(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None));
+        let answer = tokio::time::timeout(self.timeout, flight).await;
+        answer.unwrap_or_else(|_| self.lock().fallback(Instant::now(), timed_out()))
     }
 
     /// Starts a token request in a task of its own (in the span of the caller that started

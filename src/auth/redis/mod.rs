@@ -137,9 +137,8 @@ impl RedisTokenCache {
 
     /// How long a lock outlives a process that dies holding it, and so how long that delays
     /// the others; a live holder renews it every third of that while it refreshes, however long
-    /// the refresh takes. Default: 30 seconds. A process waiting for a user's turn waits as long
-    /// as the holder lives (at most six minutes, then its refresh fails); one waiting for a
-    /// client-credentials token waits one lifetime, then fetches its own.
+    /// the refresh takes. Default: 30 seconds. A process waiting for the lock waits as long as
+    /// the holder lives (at most six minutes, then its refresh fails).
     pub fn lock_ttl(mut self, ttl: Duration) -> Self {
         self.lock_ttl = ttl.max(Duration::from_millis(1));
         self
@@ -173,7 +172,7 @@ impl RedisTokenCache {
     /// The store of the entry `kind` named by `parts`, sealed by `sealer`.
     fn store(&self, sealer: Sealing, kind: &str, parts: &[&str]) -> RedisUserStore {
         let key = sealer.as_ref().map_or_else(|_| String::new(), |s| s.key_name(&self.prefix, kind, parts));
-        RedisUserStore { cache: self.clone(), sealer, key, seen: Arc::default(), exclusive: kind == "user" }
+        RedisUserStore { cache: self.clone(), sealer, key, seen: Arc::default() }
     }
 
     /// True when Redis answers a `PING` within the timeout (a health check; the cache itself
@@ -230,8 +229,6 @@ pub struct RedisUserStore {
     key: String,
     /// The highest generation this store has read or written.
     seen: Arc<AtomicU64>,
-    /// A user's: a refresh never runs without the lock while another process holds it.
-    exclusive: bool,
 }
 
 impl RedisUserStore {
@@ -259,9 +256,8 @@ impl RedisUserStore {
 
     /// Takes the refresh lock (`SET NX PX`): a lease renewed every third of the lock's lifetime
     /// while it is held, released by compare-and-delete of this holder's random id, or by
-    /// expiry should the holder die. While another process holds it, a user's turn waits up to
-    /// [`LOCK_WAIT`] and then fails, a client-credentials turn one lifetime and then goes on
-    /// without. `None` when Redis failed.
+    /// expiry should the holder die; while another process holds it, waits up to [`LOCK_WAIT`]
+    /// and then fails. `None` when Redis failed.
     async fn lock(&self) -> Result<Option<RefreshLock>, TokenStoreError> {
         let (redis, ttl) = (Arc::clone(&self.cache.redis), self.cache.lock_ttl);
         let Some(id) = random_bytes::<16>() else { return Ok(None) };
@@ -274,11 +270,8 @@ impl RedisUserStore {
                 taken_or_failed => ControlFlow::Break(taken_or_failed.is_ok()),
             }
         };
-        let wait = if self.exclusive { LOCK_WAIT } else { ttl.saturating_add(Duration::from_secs(1)) };
-        match wait_for_lock("the refresh lock of the user's tokens", wait, try_lock).await {
-            Ok(true) => {}
-            Err(held) if self.exclusive => return Err(held),
-            _ => return Ok(None),
+        if !wait_for_lock("the refresh lock of the stored tokens", LOCK_WAIT, try_lock).await? {
+            return Ok(None);
         }
         let lease =
             |millis: Option<u64>| redis::cmd("EVAL").arg(LEASE).arg(1).arg(&key).arg(&id).arg(millis).clone();

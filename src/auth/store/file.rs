@@ -4,6 +4,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read as _, Write as _};
 use std::ops::ControlFlow;
+#[cfg(unix)]
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -224,10 +226,11 @@ where
 }
 
 /// Opens `path` as a careful daemon does: a symbolic link is not followed and a FIFO not
-/// waited on (`O_NOFOLLOW | O_NONBLOCK` on Unix), and only a regular file is kept.
+/// waited on (`O_NOFOLLOW | O_NONBLOCK` on Unix), only a regular file is kept, and a file it
+/// creates is owner-only (`0600`).
 fn open_careful(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).mode(0o600);
     let regular =
         |file: File| if file.metadata()?.is_file() { Ok(file) } else { Err(io::ErrorKind::Other.into()) };
     options.open(path).and_then(regular).map_err(|error| match std::fs::symlink_metadata(path) {
@@ -257,10 +260,11 @@ fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
     let dir = folder(path);
     private_dir(dir, true)?;
     let temporary = dir.join(format!(".tokens-{:032x}.tmp", fastrand::u128(..)));
-    let written = open_careful(&temporary, owner_only().write(true).create_new(true)).and_then(|mut file| {
-        file.write_all(contents)?;
-        file.sync_all()
-    });
+    let written =
+        open_careful(&temporary, OpenOptions::new().write(true).create_new(true)).and_then(|mut file| {
+            file.write_all(contents)?;
+            file.sync_all()
+        });
     if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, path)) {
         let _ = std::fs::remove_file(&temporary);
         return Err(error);
@@ -275,15 +279,7 @@ fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
 /// Opens (or creates) the lock file at `path`, owner-only, in a private folder.
 fn open_lock(path: &Path) -> io::Result<File> {
     private_dir(folder(path), true)?;
-    open_careful(path, owner_only().write(true).create(true).truncate(false))
-}
-
-/// Options that create files owner-only (`0600` on Unix).
-fn owner_only() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options
+    open_careful(path, OpenOptions::new().write(true).create(true).truncate(false))
 }
 
 /// The folder of the file at `path`.
@@ -298,22 +294,14 @@ fn private_dir(dir: &Path, create: bool) -> io::Result<()> {
     if create {
         let mut builder = std::fs::DirBuilder::new();
         #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.mode(0o700);
         builder.recursive(true).create(dir)?;
     }
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        if std::fs::metadata(dir)?.permissions().mode() & 0o022 != 0 {
-            let owner_only = std::fs::Permissions::from_mode(0o700);
-            std::fs::set_permissions(dir, owner_only).map_err(|_| {
-                io::Error::other(format!(
-                    "others may write to the folder {}, which is not the user's",
-                    dir.display()
-                ))
-            })?;
-            tracing::warn!(dir = %dir.display(), "others could write to the token folder; it is now owner-only");
-        }
+    if std::fs::metadata(dir)?.permissions().mode() & 0o022 != 0 {
+        let refused = |_| io::Error::other("others may write to its folder, which is not the user's");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(refused)?;
+        tracing::warn!(dir = %dir.display(), "others could write to the token folder; it is now owner-only");
     }
     Ok(())
 }
