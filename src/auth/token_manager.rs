@@ -64,8 +64,12 @@ pub(crate) enum Grant {
     Fixed,
     /// A refresh grant answering from a test's script.
     #[cfg(test)]
-    Scripted(Box<dyn Fn(&TokenSet) -> BoxFuture<'static, Result<Refreshed, Error>> + Send + Sync>),
+    Scripted(Script),
 }
+
+/// A test's script: the answer to a refresh of a set.
+#[cfg(test)]
+type Script = Box<dyn Fn(&TokenSet) -> BoxFuture<'static, Result<Refreshed, Error>> + Send + Sync>;
 
 impl Grant {
     /// The refresh-token grant of `flow`, its requests through `sender` under a refresh's rules:

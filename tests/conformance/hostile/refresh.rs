@@ -217,10 +217,8 @@ async fn two_processes_through_an_outage_present_each_refresh_token_once() {
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "child failed:\n{stdout}\n{stderr}");
-        let failures = stdout
-            .split("failures=")
-            .nth(1)
-            .and_then(|n| n.trim().split_whitespace().next()?.parse::<u32>().ok());
+        let failures =
+            stdout.split("failures=").nth(1).and_then(|n| n.split_whitespace().next()?.parse::<u32>().ok());
         felt += failures.expect("the child's tally");
     }
     assert!(refused > 0, "the provider refused refreshes during the outage");

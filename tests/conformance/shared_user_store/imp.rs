@@ -93,7 +93,7 @@ pub async fn a_refresh_lock_whose_holder_died_expires() {
             short(cache).user_store("user-7").begin_refresh(&held_tokens).await.expect("lock")
         });
         assert!(held.is_locked());
-        std::mem::forget(held);
+        let _never_released = std::mem::ManuallyDrop::new(held);
         runtime.shutdown_background();
     })
     .join()
