@@ -18,7 +18,7 @@ use futures::future::join_all;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use super::{Scratch, child_process};
+use super::{Scratch, child_client, child_process};
 use crate::auth_user::sign_in;
 use crate::support;
 
@@ -42,16 +42,23 @@ const SETTINGS: [&str; 4] = [
     "BUSINESS_RECORDS_OUTAGE_DIR",
 ];
 
-/// A signed-in user's client with a 300 ms request timeout, saving into `store`.
-async fn impatient_client(server: &ReferenceServer, store: &MemoryTokenStore) -> (Client, TokenSet) {
-    let (flow, tokens) = sign_in(server).await;
+/// A provider that rotates refresh tokens and revokes a sign-in whose replaced one comes
+/// back, and its signed-in user's client with a 300 ms request timeout, saving into `store`.
+async fn impatient_client(store: &MemoryTokenStore) -> (ReferenceServer, Client, TokenSet) {
+    let server = ReferenceServer::builder()
+        .companies(3)
+        .refresh_token_rotation(true)
+        .faults(Faults::new())
+        .start()
+        .await;
+    let (flow, tokens) = sign_in(&server).await;
     let client = Client::builder()
         .base_url(server.base_url())
         .auth(Auth::user(flow, tokens.clone()).store(store.clone()))
         .timeout(Duration::from_millis(300))
         .build()
         .expect("client");
-    (client, tokens)
+    (server, client, tokens)
 }
 
 /// The token endpoint answers the refresh 1.5 s late, having rotated at once; the client's
@@ -59,14 +66,8 @@ async fn impatient_client(server: &ReferenceServer, store: &MemoryTokenStore) ->
 /// lost), the refresh waits on for the answer and saves the rotated set, the next call uses it,
 /// and the replaced refresh token is never presented again.
 async fn a_refresh_answered_after_the_callers_timeout_is_kept_and_the_sign_in_lives() {
-    let server = ReferenceServer::builder()
-        .companies(3)
-        .refresh_token_rotation(true)
-        .faults(Faults::new())
-        .start()
-        .await;
     let store = MemoryTokenStore::new();
-    let (client, first) = impatient_client(&server, &store).await;
+    let (server, client, first) = impatient_client(&store).await;
     server.set_faults(Faults::new().on(Endpoint::Token, 1, Fault::Late(Duration::from_millis(1500))));
     server.expire_tokens();
     let started = Instant::now();
@@ -90,14 +91,8 @@ async fn a_refresh_answered_after_the_callers_timeout_is_kept_and_the_sign_in_li
 /// API requests), its refresh token is dropped from the store, and the caller is told to sign
 /// in again, now and on the next call.
 async fn a_refresh_whose_connection_drops_is_never_sent_again() {
-    let server = ReferenceServer::builder()
-        .companies(3)
-        .refresh_token_rotation(true)
-        .faults(Faults::new())
-        .start()
-        .await;
     let store = MemoryTokenStore::new();
-    let (client, _) = impatient_client(&server, &store).await;
+    let (server, client, _) = impatient_client(&store).await;
     server.set_faults(Faults::new().on_every(Endpoint::Token, 1, Fault::DropConnection));
     server.expire_tokens();
     let err = client.companies().limit(1).send().await.expect_err("the answer is lost");
@@ -234,18 +229,7 @@ async fn two_processes_through_an_outage_present_each_refresh_token_once() {
 /// a page every 50 ms for five seconds as the stored user, failures allowed but never a request
 /// to sign in again, then pages until one succeeds (within ten seconds of the provider's return).
 async fn a_process_through_the_outage() {
-    let [base_url, auth_url, client_id, dir] = SETTINGS.map(|name| std::env::var(name).expect(name));
-    let store = DirectoryTokenStore::new(dir).for_user(SESSION);
-    let tokens = store.load().await.expect("load").expect("a stored set");
-    let flow = AuthorizationCodeFlow::new(auth_url, client_id, "http://127.0.0.1:9/callback")
-        .expect("flow")
-        .scopes(["openid", "profile", "api/read"]);
-    let client = Client::builder()
-        .base_url(base_url)
-        .auth(Auth::user(flow, tokens).store(store))
-        .timeout(Duration::from_secs(5))
-        .build()
-        .expect("client");
+    let client = child_client(SETTINGS, SESSION, Duration::from_secs(5)).await;
     let mut failures = 0;
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
