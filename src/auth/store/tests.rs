@@ -329,3 +329,13 @@ async fn only_a_save_makes_an_entry_and_a_clear_removes_it() {
     alice.clear().await.expect("clear");
     assert!(stores.is_empty());
 }
+
+/// Directory file names and Redis key names come from the crate's one hash, and are the names
+/// earlier releases wrote: a store written by them is read as it was.
+#[test]
+fn names_come_from_one_hash_and_are_unchanged() {
+    let file = DirectoryTokenStore::new("users").path_for("alice");
+    assert_eq!(file, Path::new("users").join("884b04f63212f5169af9afc3f50bc860.json"));
+    let key = crate::fleet::key_name("app", "rate-limit", &[], &["api", "client"]);
+    assert_eq!(key, "app:rate-limit:d853ba7ec5bc3cd2397073037b17b45f8ff5f6cf");
+}
