@@ -49,6 +49,8 @@ const TOKEN_ENDPOINT: &str = "the token endpoint";
 
 /// What a client that signed its user out answers every request.
 const SIGNED_OUT: &str = "the user signed out";
+/// What signing out a client without a user answers.
+const NO_USER: &str = "sign-out is for a signed-in user's client (`Auth::user`); this client has no user";
 /// What a client with a static token the API rejected answers.
 const STATIC_REJECTED: &str = "the static token was rejected and cannot be renewed";
 /// What a refresh whose answer never reached the client answers.
@@ -300,10 +302,7 @@ impl Manager {
     /// the revocation's outcome. The first failure is returned.
     pub(crate) async fn sign_out(self: &Arc<Self>) -> Result<(), Error> {
         if !matches!(self.grant, Grant::Refresh(_)) {
-            return Err(Error::invalid(
-                "auth",
-                "sign-out is for a signed-in user's client (`Auth::user`); this client has no user",
-            ));
+            return Err(Error::invalid("auth", NO_USER));
         }
         self.lock().sign_out();
         // In a task of its own, like a token request: a caller that gives up while the
