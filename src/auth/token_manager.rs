@@ -66,12 +66,8 @@ pub(crate) enum Grant {
     Fixed,
     /// A refresh grant answering from a test's script.
     #[cfg(test)]
-    Scripted(Script),
+    Scripted(timing_tests::Script),
 }
-
-/// A test's script: the answer to a refresh of a set.
-#[cfg(test)]
-type Script = Box<dyn Fn(&TokenSet) -> BoxFuture<'static, Result<Refreshed, Error>> + Send + Sync>;
 
 impl Grant {
     /// The refresh-token grant of `flow`, its requests through `sender` under a refresh's rules:

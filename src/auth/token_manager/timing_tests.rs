@@ -10,6 +10,9 @@ use super::*;
 use crate::auth::MemoryTokenStore;
 use crate::error::{ApiError, ErrorCode, Origin};
 
+/// A test's refresh grant: the answer to a refresh of a set.
+pub(super) type Script = Box<dyn Fn(&TokenSet) -> BoxFuture<'static, Result<Refreshed, Error>> + Send + Sync>;
+
 /// One answer of the scripted source: after `latency`, a token (its name and lifetime) or an
 /// error.
 struct Answer {
@@ -30,14 +33,14 @@ fn failure(error: Error, latency_ms: u64) -> Answer {
 /// refresh token it presented. A set without a refresh token is refused before anything is
 /// sent, as the flow refuses it.
 #[derive(Default)]
-struct Script {
+struct Scripted {
     answers: Mutex<VecDeque<Answer>>,
     started: Mutex<Vec<(Instant, String)>>,
 }
 
-impl Script {
+impl Scripted {
     fn new(answers: impl IntoIterator<Item = Answer>) -> Arc<Self> {
-        Arc::new(Script { answers: Mutex::new(answers.into_iter().collect()), started: Mutex::default() })
+        Arc::new(Scripted { answers: Mutex::new(answers.into_iter().collect()), started: Mutex::default() })
     }
 
     /// Token requests started so far.
@@ -70,7 +73,7 @@ impl Script {
 /// A manager that starts from `tokens`, renews them from `script` and keeps them in `store`;
 /// its callers wait at most `timeout_secs` for a token request.
 fn scripted(
-    script: &Arc<Script>,
+    script: &Arc<Scripted>,
     tokens: TokenSet,
     store: Option<MemoryTokenStore>,
     timeout_secs: u64,
@@ -86,11 +89,11 @@ fn due() -> TokenSet {
     TokenSet::new("").with_refresh_token("r0")
 }
 
-fn manager_waiting(script: &Arc<Script>, timeout_secs: u64) -> TokenManager {
+fn manager_waiting(script: &Arc<Scripted>, timeout_secs: u64) -> TokenManager {
     scripted(script, due(), None, timeout_secs)
 }
 
-fn manager(script: &Arc<Script>) -> TokenManager {
+fn manager(script: &Arc<Scripted>) -> TokenManager {
     manager_waiting(script, 30)
 }
 
@@ -135,7 +138,7 @@ fn a_refresh_waits_twice_the_request_timeout_within_one_and_five_minutes() {
 /// Idle, and the token is due: one flight, joined by every caller (Refreshing).
 #[tokio::test(start_paused = true)]
 async fn concurrent_callers_share_one_token_request() {
-    let script = Script::new([token("t1", 3600, 200)]);
+    let script = Scripted::new([token("t1", 3600, 200)]);
     let manager = manager(&script);
     let start = Instant::now();
     let callers = (0..20).map(|_| secret(&manager));
@@ -168,7 +171,7 @@ async fn a_flight_that_ended_without_an_answer_is_replaced() {
 async fn a_token_is_refreshed_ahead_of_its_expiry() {
     // A lifetime of 1,000 s is refreshed 100 s (a tenth) before it ends; one of an hour,
     // 300 s (five minutes) before.
-    let script = Script::new([token("t1", 1000, 0), token("t2", 3600, 0), token("t3", 3600, 0)]);
+    let script = Scripted::new([token("t1", 1000, 0), token("t2", 3600, 0), token("t3", 3600, 0)]);
     let manager = manager(&script);
     assert_eq!(secret(&manager).await.expect("t1"), "t1");
     advance(899_000).await;
@@ -187,7 +190,7 @@ async fn a_token_is_refreshed_ahead_of_its_expiry() {
 /// FailedUntil: within the pause, a token that works is served; after it, a new flight.
 #[tokio::test(start_paused = true)]
 async fn a_failed_refresh_keeps_the_token_that_still_works_until_it_expires() {
-    let script = Script::new([
+    let script = Scripted::new([
         token("t1", 1000, 0),
         failure(unavailable(None), 0),
         failure(unavailable(None), 0),
@@ -219,7 +222,7 @@ async fn a_failed_refresh_keeps_the_token_that_still_works_until_it_expires() {
 async fn a_refused_refresh_token_ends_the_sign_in_at_once() {
     let invalid_grant = ApiError::new(400, Some(ErrorCode::InvalidGrant), "/token");
     let invalid_grant = Error::Api(invalid_grant.with_origin(Origin::AuthorizationServer));
-    let script = Script::new([token("t1", 1000, 0), failure(invalid_grant, 0)]);
+    let script = Scripted::new([token("t1", 1000, 0), failure(invalid_grant, 0)]);
     let store = MemoryTokenStore::new();
     let manager = scripted(&script, due(), Some(store.clone()), 30);
     assert_eq!(secret(&manager).await.expect("t1"), "t1");
@@ -237,7 +240,7 @@ async fn a_refused_refresh_token_ends_the_sign_in_at_once() {
 /// for the backoff, doubling.
 #[tokio::test(start_paused = true)]
 async fn failures_back_off_doubling_and_every_waiting_caller_gets_the_failure() {
-    let script = Script::new([
+    let script = Scripted::new([
         failure(unavailable(None), 100),
         failure(unavailable(None), 0),
         failure(unavailable(None), 0),
@@ -278,7 +281,7 @@ async fn an_answer_starts_the_backoff_over() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_after_from_the_authorization_server_holds_the_next_request() {
-    let script = Script::new([failure(unavailable(Some(Duration::from_secs(5))), 0), token("t1", 3600, 0)]);
+    let script = Scripted::new([failure(unavailable(Some(Duration::from_secs(5))), 0), token("t1", 3600, 0)]);
     let manager = manager(&script);
     assert!(secret(&manager).await.is_err());
     advance(4_999).await;
@@ -291,7 +294,7 @@ async fn retry_after_from_the_authorization_server_holds_the_next_request() {
 
     // A Retry-After of an hour holds no longer than the longest backoff.
     let script =
-        Script::new([failure(unavailable(Some(Duration::from_secs(3600))), 0), token("t2", 3600, 0)]);
+        Scripted::new([failure(unavailable(Some(Duration::from_secs(3600))), 0), token("t2", 3600, 0)]);
     let manager = self::manager(&script);
     assert!(secret(&manager).await.is_err());
     tokio::time::sleep(FAILURE_BACKOFF.1).await;
@@ -327,7 +330,7 @@ async fn a_rejected_token_is_forgotten_unless_it_cannot_be_renewed() {
 /// is kept.
 #[tokio::test(start_paused = true)]
 async fn a_caller_that_gives_up_leaves_the_request_running_and_its_token_kept() {
-    let script = Script::new([token("t1", 3600, 2_000)]);
+    let script = Scripted::new([token("t1", 3600, 2_000)]);
     let manager = manager(&script);
     let gave_up = tokio::time::timeout(Duration::from_millis(100), secret(&manager)).await;
     assert!(gave_up.is_err(), "the caller's own timeout ran out");
@@ -339,7 +342,7 @@ async fn a_caller_that_gives_up_leaves_the_request_running_and_its_token_kept() 
 
 #[tokio::test(start_paused = true)]
 async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
-    let script = Script::new([token("t1", 1000, 0), token("t2", 3600, 58_000)]);
+    let script = Scripted::new([token("t1", 1000, 0), token("t2", 3600, 58_000)]);
     let manager = manager_waiting(&script, 5);
     assert_eq!(secret(&manager).await.expect("t1"), "t1");
     // Due for refresh, the request hangs: after 5 s the caller gets t1, which still works.
@@ -362,7 +365,7 @@ async fn a_caller_waits_for_a_token_request_at_most_one_request_timeout() {
 /// caller gets its timeout, the rotated set is kept and saved, and the next caller uses it.
 #[tokio::test(start_paused = true)]
 async fn a_refresh_answered_after_the_callers_timeout_is_saved_and_used() {
-    let script = Script::new([token("t1", 3600, 59_000)]);
+    let script = Scripted::new([token("t1", 3600, 59_000)]);
     let store = MemoryTokenStore::new();
     let manager = scripted(&script, due(), Some(store.clone()), 5);
     assert!(secret(&manager).await.expect_err("no answer in 5 s").is_timeout());
@@ -386,7 +389,7 @@ async fn a_refresh_that_lost_its_answer_is_never_sent_again() {
         token("never", 3600, 600_000),
     ];
     for (answer, lost_after) in lost.into_iter().zip([20_000, 10, 10, 60_000]) {
-        let script = Script::new([answer]);
+        let script = Scripted::new([answer]);
         let store = MemoryTokenStore::new();
         let manager = scripted(&script, due(), Some(store.clone()), 30);
         let start = Instant::now();
@@ -411,7 +414,7 @@ async fn a_refresh_that_lost_its_answer_is_never_sent_again() {
 /// presented again after the backoff.
 #[tokio::test(start_paused = true)]
 async fn a_refresh_that_reached_no_server_or_was_refused_keeps_its_token() {
-    let script = Script::new([
+    let script = Scripted::new([
         failure(unavailable(None), 0),
         failure(transport(HttpErrorKind::Connect), 0),
         token("t1", 3600, 0),
@@ -446,7 +449,7 @@ impl TokenStore for SlowStore {
 /// The rotated set is saved before any caller gets its access token.
 #[tokio::test(start_paused = true)]
 async fn the_new_set_is_saved_before_its_token_is_handed_out() {
-    let script = Script::new([token("t1", 3600, 1_000)]);
+    let script = Scripted::new([token("t1", 3600, 1_000)]);
     let store = SlowStore::default();
     let grant = Grant::Scripted(Box::new({
         let script = Arc::clone(&script);
@@ -464,7 +467,7 @@ async fn the_new_set_is_saved_before_its_token_is_handed_out() {
 
 #[tokio::test(start_paused = true)]
 async fn a_stored_expiry_becomes_time_left_on_tokios_clock() {
-    let script = Script::new([token("fresh", 3600, 0), token("fresh", 3600, 0)]);
+    let script = Scripted::new([token("fresh", 3600, 0), token("fresh", 3600, 0)]);
     let stored = |seconds: i64| {
         let expires_at = chrono::Utc::now() + chrono::Duration::seconds(seconds);
         scripted(
