@@ -140,7 +140,7 @@ async fn sign_in(server: &ReferenceServer) -> TokenSet {
         let location = response.headers()["location"].to_str().expect("location").to_owned();
         browser.get(location).send().await.expect("redirect");
     };
-    let (callback, ()) = tokio::join!(redirect.wait_for_callback(), browse);
+    let (callback, ()) = tokio::join!(redirect.wait_for_callback_of(&request), browse);
     flow.exchange(request, &callback.expect("callback")).await.expect("code exchange")
 }
 

@@ -118,6 +118,10 @@
 //! | a URL, path or route in errors, `Debug`, spans and logs | 256 bytes, without user information or fragment; errors and `Debug` show no query value, spans show them except for parameters named like credentials (`REDACTED`) | cut, with `…` |
 //! | a `Link` target (successor, latest version, deprecation, sunset policy) | 256 bytes | left out, as if not sent |
 //! | an error, `Debug` included | under 8 KiB | — |
+//! | a token file (`FileTokenStore`, `DirectoryTokenStore`) | 256 KiB, a regular file: no symbolic link followed, no FIFO or device waited on | `TokenStoreError` naming the path and the reason; not read |
+//! | each token-store operation (load, save, lock-file open, removal) | 10 s | `TokenStoreError` |
+//! | the wait for another process's refresh lock | 6 min, longer than a refresh holds it | the refresh fails naming the lock; it never goes on without it |
+//! | a refresh's wait for its answer | twice the request timeout, 1 to 5 min | the refresh token is dropped; `needs_reauthentication()` |
 //! | `Retry-After` (seconds or HTTP-date), as [`retry_after`](crate::Error::retry_after) reports it | 0 to 1 day | 1 day; unreadable: no `Retry-After` |
 //! | the client's pause after a 429, or after `RateLimit` says the quota is spent | the retry policy's `max_delay` (a listing's own when longer), at most 1 day | requests are sent again; one that would wait longer ends at once with the 429 |
 //! | `RateLimit` `t`, `RateLimit-Reset`, `X-RateLimit-Reset` (seconds, or a Unix time from 10^9 on, in milliseconds from 10^12 on) | 0 to 1 day | ignored |
@@ -503,6 +507,8 @@
 //! # let _ = (client, user); Ok(()) }
 //! ```
 //!
+//! A refresh lock is a lease its holder renews while it works, and expires `lock_ttl` (30 s by
+//! default) after a holder that dies; no process refreshes without it while the holder lives.
 //! When Redis is slow or gone, each process fetches its own tokens and paces itself at its
 //! share of the rate, with a warning at most every 30 s, and shares again once Redis is back.
 //! `examples/fleet.rs` runs five processes against one Redis; `benches/README.md` has what it

@@ -85,12 +85,12 @@ fn faulted(
     (answer, applied)
 }
 
-/// The faults that act on the real answer: a delay, and a successful body cut short; and
+/// The faults that act on the real answer: a delay (slow or late), and a successful body cut short; and
 /// those the endpoint carried out (an empty page, an expired cursor).
 fn on_the_answer(mut answer: Answer, fault: Fault) -> (Answer, Option<Fault>) {
     let success = (200..300).contains(&answer.status);
     let applied = match fault {
-        Fault::Slow(delay) => {
+        Fault::Slow(delay) | Fault::Late(delay) => {
             answer = answer.delay(delay);
             true
         }

@@ -487,10 +487,9 @@ impl AuthorizationCodeFlow {
     /// before anything of the response is used.
     pub(crate) async fn refresh_unverified(&self, tokens: &TokenSet) -> Result<Refreshed, Error> {
         self.check()?;
-        let refresh_token = tokens
-            .refresh_token
-            .as_ref()
-            .ok_or(Error::ReauthenticationRequired("no refresh token was issued"))?;
+        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
+            "no refresh token: none was issued, or a refresh that lost its answer spent it",
+        ))?;
         let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.secret())];
         let Refreshed { tokens: mut next, expires_in, .. } =
             self.request_tokens(&form, &tokens.scopes).await?;

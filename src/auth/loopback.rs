@@ -58,7 +58,7 @@ pub struct LoopbackRedirect {
 }
 
 impl LoopbackRedirect {
-    /// How long [`wait_for_callback`](Self::wait_for_callback) waits unless told otherwise.
+    /// How long [`wait_for_callback_of`](Self::wait_for_callback_of) waits unless told otherwise.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
     /// Listens on `127.0.0.1` on a free port.
@@ -137,26 +137,7 @@ impl LoopbackRedirect {
     /// [`Error::Callback`] with [`CallbackError::Timeout`] when the callback does not arrive in
     /// time, or [`CallbackError::Listener`] when accepting connections fails.
     pub async fn wait_for_callback_of(self, request: &AuthorizationRequest) -> Result<String, Error> {
-        self.wait(Some(Arc::from(request.state()))).await
-    }
-
-    /// Waits for the first request to the callback path that carries `code`, `state` or
-    /// `error`, and returns its full URL; a request to the callback path with none of them, or
-    /// with one of them twice, is answered with a 400 and does not end the wait.
-    ///
-    /// Any local process can end this wait with a made-up callback, and the real one then
-    /// finds no listener; [`wait_for_callback_of`](Self::wait_for_callback_of) waits for the
-    /// sign-in's own callback instead.
-    ///
-    /// # Errors
-    ///
-    /// As [`wait_for_callback_of`](Self::wait_for_callback_of).
-    pub async fn wait_for_callback(self) -> Result<String, Error> {
-        self.wait(None).await
-    }
-
-    /// Serves connections until the callback `serve` accepts arrives, or the timeout.
-    async fn wait(self, state: Option<Arc<str>>) -> Result<String, Error> {
+        let state = Arc::<str>::from(request.state());
         let (found, mut callbacks) = mpsc::channel::<String>(1);
         // Ends only on an accept error: it is dropped once a callback arrives.
         let accept = async {
@@ -167,7 +148,7 @@ impl LoopbackRedirect {
                 };
                 let (found, state, port) = (found.clone(), state.clone(), self.port);
                 tokio::spawn(async move {
-                    if let Some(url) = serve(stream, port, state.as_deref()).await {
+                    if let Some(url) = serve(stream, port, &state).await {
                         let _ = found.send(url).await;
                     }
                 });
@@ -190,24 +171,19 @@ fn listener_error(action: &'static str, error: std::io::Error) -> Error {
 }
 
 /// Answers one connection; returns the callback URL when this was the callback: the one
-/// carrying `state` once when it is given, else any with `code`, `state` or `error`.
-async fn serve(mut stream: TcpStream, port: u16, state: Option<&str>) -> Option<String> {
+/// carrying `state`, once.
+async fn serve(mut stream: TcpStream, port: u16, state: &str) -> Option<String> {
     let head = tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await.ok()??;
     let mut request_line = head.split(' ');
     let (method, target) = (request_line.next()?, request_line.next()?);
-    let ours = |params: &CallbackParams| match state {
-        Some(expected) => {
-            params.state.as_ref().is_some_and(|s| constant_time_eq(s.as_bytes(), expected.as_bytes()))
-        }
-        None => params.code.is_some() || params.state.is_some() || params.error.is_some(),
-    };
+    let ours = |got: &str| constant_time_eq(got.as_bytes(), state.as_bytes());
     let (status, body) = if method != "GET" {
         ("405 Method Not Allowed", "method not allowed")
     } else if target.split('?').next() != Some(CALLBACK_PATH) {
         ("404 Not Found", "not found")
     } else {
         match CallbackParams::parse(target) {
-            Ok(params) if ours(&params) => {
+            Ok(params) if params.state.as_deref().is_some_and(ours) => {
                 let page =
                     if params.error.is_some() || params.code.is_none() { FAILED_PAGE } else { DONE_PAGE };
                 respond(&mut stream, "200 OK", page).await;
@@ -266,7 +242,7 @@ mod tests {
         let redirect = LoopbackRedirect::bind().await.expect("bind");
         let port = redirect.port();
         assert_eq!(redirect.redirect_uri(), format!("http://127.0.0.1:{port}/callback"));
-        let waiting = tokio::spawn(redirect.wait_for_callback());
+        let waiting = tokio::spawn(async move { redirect.wait_for_callback_of(&request("s1")).await });
 
         assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
         assert!(get(port, "/callback").await.starts_with("HTTP/1.1 400"));
@@ -286,7 +262,7 @@ mod tests {
     async fn an_error_callback_ends_the_wait_with_a_failure_page() {
         let redirect = LoopbackRedirect::bind().await.expect("bind");
         let port = redirect.port();
-        let waiting = tokio::spawn(redirect.wait_for_callback());
+        let waiting = tokio::spawn(async move { redirect.wait_for_callback_of(&request("s")).await });
         let page = get(port, "/callback?error=access_denied&state=s").await;
         assert!(page.contains("not completed"), "{page}");
         let url = waiting.await.expect("task").expect("callback");
@@ -325,7 +301,7 @@ mod tests {
     #[tokio::test]
     async fn waiting_times_out() {
         let redirect = LoopbackRedirect::bind().await.expect("bind").timeout(Duration::from_millis(100));
-        let err = redirect.wait_for_callback().await.expect_err("nothing arrives");
+        let err = redirect.wait_for_callback_of(&request("s")).await.expect_err("nothing arrives");
         assert!(matches!(&err, Error::Callback(e) if matches!(**e, CallbackError::Timeout(_))), "{err:?}");
         assert_eq!(err.to_string(), "no authorization callback arrived within 100ms");
     }

@@ -11,26 +11,32 @@
 //!
 //! # Refresh guarantees
 //!
-//! A token request, once sent, runs to completion in a task of its own: a caller that times out or
-//! drops its stream never cancels it, and its answer is kept. A refresh answer whose new ID token
-//! names another `iss`, `sub`, `aud` or `azp` than the signed-in user's (OpenID Connect Core
-//! section 12.2) is not this user's: that is checked on the token as sent, before anything else,
-//! and none of its tokens are used or saved, the store keeps the previous set, and the error asks
-//! for a new sign-in ([`needs_reauthentication`](crate::Error::needs_reauthentication)). Otherwise
-//! the new refresh token is kept in memory and saved through the [`TokenStore`] before anything
-//! that can still fail and before any caller gets the new access token; a refreshed ID token whose
-//! signature or claims then fail verification is dropped, logged and reported by
-//! [`TokenSet::id_token_error`], while the new tokens are kept. If the store cannot save, the call
-//! still succeeds, a warning is logged, and the save is retried in the background until it lands.
-//! One token request runs at a time per client: its failure goes to every caller waiting on it, and
-//! the next attempt waits for a backoff with jitter (1 s doubling up to 60 s, or the server's
-//! `Retry-After`), during which a token that has not expired is still used. A caller waits at most
-//! one request timeout for a token. A lifetime over one year counts as one year.
+//! - **A refresh token is presented at most once, whatever fails.** A refresh runs in a task of
+//!   its own with a deadline of its own (twice the request timeout, from one to five minutes):
+//!   a caller that gives up gets its timeout, and the refresh waits on for the answer and saves
+//!   the new set. It is sent again only after an error answer (429, 5xx,
+//!   `temporarily_unavailable`: no token was issued) or a connection never made; never after a
+//!   timeout or a connection lost mid-request, which may have rotated it.
+//! - **A lost sign-in says so.** When a refresh's answer is lost (none before the deadline, a
+//!   connection cut, an unreadable body) or its refresh token is refused, the set keeps no
+//!   refresh token, in memory and in the store, and calls fail with
+//!   [`needs_reauthentication`](crate::Error::needs_reauthentication), never a bare timeout,
+//!   until the user signs in again or another process saves a newer set.
+//! - **Saved before used.** The new set is saved through the [`TokenStore`] before any caller
+//!   gets its access token. A save that fails is logged and retried in the background; the call
+//!   succeeds.
+//! - **One refresh at a time** per client, and per user across the processes of a shared
+//!   store. Its failure goes to every caller waiting on it, and the next waits for a backoff
+//!   (1 s doubling to 60 s, or the server's `Retry-After`), during which a token that still
+//!   works is used.
+//! - **The same user.** A refresh answer whose ID token names another `iss`, `sub`, `aud` or
+//!   `azp` (OpenID Connect Core section 12.2) is refused and none of its tokens kept; a
+//!   refreshed ID token that fails verification is dropped ([`TokenSet::id_token_error`]).
 //!
 //! Token requests are retried under the client's [`RetryPolicy`](crate::RetryPolicy): 429,
 //! 502, 503 and 504 whatever the body, `server_error`, `temporarily_unavailable`, connection
-//! failures and timeouts, honouring `Retry-After`; never `invalid_client`, `invalid_grant`,
-//! `invalid_scope` or `unauthorized_client`. The final error keeps the real status and
+//! failures and (except a refresh's, as above) timeouts, honouring `Retry-After`; never
+//! `invalid_client`, `invalid_grant`, `invalid_scope` or `unauthorized_client`. The final error keeps the real status and
 //! `Retry-After` ([`Error::status`](crate::Error::status),
 //! [`Error::retry_after`](crate::Error::retry_after)). No request that carries a secret or a
 //! token follows a redirect, whatever [`http_config`](crate::ClientBuilder::http_config) sets.
@@ -103,7 +109,9 @@
 //!
 //! Caching and single flight end at the process boundary. A user's store shared by several
 //! processes locks the user's refresh across them through [`TokenStore::begin_refresh`] and
-//! hands back a set another process saved, so that a rotating refresh token is presented once:
+//! hands back a set another process saved (another refresh token or expiry), so that a rotating
+//! refresh token is presented once; no process refreshes without the lock while its holder
+//! lives:
 //! [`FileTokenStore`] and [`DirectoryTokenStore`] with a lock file beside each user's file, and,
 //! with the `redis` feature, `RedisTokenCache`'s user stores, which also share one
 //! client-credentials token among every process with the same credentials
@@ -240,7 +248,7 @@ impl Auth {
             }
             AuthKind::User(user) => {
                 user.flow.check()?;
-                (Grant::Refresh(user.flow.with_sender(sender.clone())), user.store, user.tokens)
+                (Grant::refresh(user.flow, sender), user.store, user.tokens)
             }
             AuthKind::Static(tokens) => (Grant::Fixed, None, tokens),
         };
@@ -282,11 +290,9 @@ impl From<UserAuth> for Auth {
 ///
 /// The client sends the user's access token and renews it with the refresh-token grant ahead
 /// of expiry (and after a 401 `invalid_token`), one refresh at a time however many tasks need
-/// it. A refresh runs in a task of its own, so a caller that gives up never cancels it. When the
-/// server rotates the refresh token, the new one is kept in memory at once, and saved through
-/// the [`store`](Self::store) before any request uses the new access token and before the new ID
-/// token is verified. A save that fails is logged and retried in the background; the client
-/// goes on with the new tokens. See the refresh guarantees in the [`auth`](self) module.
+/// it, each refresh token presented once; the new set is saved through the
+/// [`store`](Self::store) before any request uses it. See the refresh guarantees in the
+/// [`auth`](self) module.
 ///
 /// Give each signed-in user one client and clone it: clones share the tokens. A web app with
 /// many users derives each user's client from one shared client with
@@ -298,7 +304,6 @@ impl From<UserAuth> for Auth {
 /// [`DirectoryTokenStore`] over the same file, or a `RedisUserStore`): each client then takes
 /// the set the other saved. [`Client::sign_out`](crate::Client::sign_out) ends the sign-in.
 ///
-/// ///
 /// ```no_run
 /// # async fn run(flow: business_records::auth::AuthorizationCodeFlow,
 /// #              tokens: business_records::auth::TokenSet) -> Result<(), business_records::Error> {

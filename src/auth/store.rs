@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::token_manager::{REFRESH_DEADLINE, SAVE_TIMEOUT};
 use super::{AccessToken, Claims, IdToken, RefreshToken, TokenStoreError};
 use crate::bounds::later;
 use crate::retry::backoff;
@@ -148,6 +149,14 @@ impl TokenSet {
         self.expires_at.map(|at| (at - Utc::now()).to_std().unwrap_or_default())
     }
 
+    /// True when this set, read from a store, was saved after `current`: it holds another
+    /// refresh token or expiry (not the access token, which a provider may return unchanged)
+    /// and expires no earlier (a set this process failed to save, and holds, is newer).
+    pub(crate) fn replaces(&self, current: &TokenSet) -> bool {
+        (&self.refresh_token, self.expires_at) != (&current.refresh_token, current.expires_at)
+            && current.expires_at.is_none_or(|now| self.expires_at.is_none_or(|then| then >= now))
+    }
+
     /// True when the access token has expired (a set without expiry never does).
     pub fn is_expired(&self) -> bool {
         self.expires_at.is_some_and(|at| at <= Utc::now())
@@ -186,8 +195,10 @@ pub trait TokenStore: Send + Sync + 'static {
     fn save<'a>(&'a self, tokens: &'a TokenSet) -> StoreFuture<'a, ()>;
 
     /// Called before the client refreshes `current` with its refresh token. A store shared by
-    /// several processes takes a lock here and returns the set another process saved meanwhile
-    /// (see [`RefreshTurn`]); the default, for a store kept by one process, does nothing.
+    /// several processes takes a lock here (waiting while another process holds it, and failing
+    /// rather than going on without it while its holder lives) and returns the set another
+    /// process saved meanwhile, one with another refresh token or expiry (see [`RefreshTurn`]);
+    /// the default, for a store kept by one process, does nothing.
     fn begin_refresh<'a>(&'a self, current: &'a TokenSet) -> StoreFuture<'a, RefreshTurn> {
         let _ = current;
         Box::pin(async { Ok(RefreshTurn::proceed()) })
@@ -223,22 +234,28 @@ impl<T: TokenStore + ?Sized> TokenStore for Arc<T> {
 /// The first and the longest pause of a process waiting for another's refresh lock.
 const LOCK_POLL: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(100));
 
+/// How long a refresh waits for another process's turn on a user's tokens before it fails:
+/// longer than a refresh holds the turn (its deadline of at most five minutes, then a save).
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(360);
+const _: () = assert!(LOCK_WAIT.as_secs() > REFRESH_DEADLINE.1.as_secs() + 2 * SAVE_TIMEOUT.as_secs());
+
 /// Takes a lock another process may hold (the file stores' and Redis's): `try_lock` once, then
-/// again after each of the crate's backoff pauses, until it breaks (with the lock, or `None`
-/// when it failed) or `wait` has passed (`None`, with a warning).
-pub(crate) async fn wait_for_lock<T, F>(wait: Duration, mut try_lock: impl FnMut() -> F) -> Option<T>
-where
-    F: Future<Output = ControlFlow<Option<T>>>,
-{
+/// again after each of the crate's backoff pauses, until it breaks with the lock (`true`) or
+/// with none to be had here (`false`: the refresh goes on as a single process's), or `wait` has
+/// passed: an error naming `lock`, since its holder lives.
+pub(crate) async fn wait_for_lock<F: Future<Output = ControlFlow<bool>>>(
+    lock: &str,
+    wait: Duration,
+    mut try_lock: impl FnMut() -> F,
+) -> Result<bool, TokenStoreError> {
     let deadline = later(Instant::now(), wait);
     let mut pauses = backoff(LOCK_POLL.0, LOCK_POLL.1);
     loop {
-        if let ControlFlow::Break(lock) = try_lock().await {
-            return lock;
+        if let ControlFlow::Break(taken) = try_lock().await {
+            return Ok(taken);
         }
         if Instant::now() >= deadline {
-            tracing::warn!(?wait, "another process held the refresh lock too long; refreshing without it");
-            return None;
+            return Err(TokenStoreError::new(format!("{lock} is held by another process for over {wait:?}")));
         }
         tokio::time::sleep(pauses.next().unwrap_or(LOCK_POLL.1)).await;
     }
@@ -246,26 +263,23 @@ where
 
 /// The turn of a store shared by processes: a set another process saved since (what `read`
 /// finds, `None` for anything else) that still works needs no lock, its holder may be long
-/// gone; otherwise the turn holds the lock `lock` takes (without it, the refresh goes on as a
-/// single process's would) and what `read` finds under it.
-pub(crate) async fn shared_turn<R>(
-    lock: impl Future<Output = Option<RefreshLock>>,
+/// gone; otherwise the turn holds the lock `lock` takes (without one to be had, the refresh
+/// goes on as a single process's would) and what `read` finds under it.
+pub(crate) async fn shared_turn<R: Future<Output = Result<Option<TokenSet>, TokenStoreError>>>(
+    lock: impl Future<Output = Result<Option<RefreshLock>, TokenStoreError>>,
     read: impl Fn() -> R,
-) -> RefreshTurn
-where
-    R: Future<Output = Result<Option<TokenSet>, TokenStoreError>>,
-{
+) -> Result<RefreshTurn, TokenStoreError> {
     if let Ok(Some(newer)) = read().await
         && !newer.is_expired()
     {
-        return RefreshTurn::proceed().with_newer(newer);
+        return Ok(RefreshTurn::proceed().with_newer(newer));
     }
-    let Some(lock) = lock.await else { return RefreshTurn::proceed() };
+    let Some(lock) = lock.await? else { return Ok(RefreshTurn::proceed()) };
     let newer = read().await.unwrap_or_else(|error| {
         tracing::debug!(error = %error, "the stored tokens are unreadable; refreshing with the current ones");
         None
     });
-    RefreshTurn { newer, lock: Some(lock) }
+    Ok(RefreshTurn { newer, lock: Some(lock) })
 }
 
 /// What a store says when the client is about to refresh a user's tokens; returned by

@@ -3,18 +3,19 @@
 //! every clone of the client, refreshed ahead of expiry by a single request however many
 //! callers need it at once.
 //!
-//! A token request runs in a task of its own. Callers wait on its shared result and may be
-//! cancelled at any point (a timeout around a call, a dropped stream): the request still runs
-//! to completion and its answer is kept. A failed request is given to every caller waiting on
-//! it, and the next one starts only after the crate's backoff (or the server's `Retry-After`);
-//! meanwhile a token that has not expired keeps being served.
+//! Where the token stands is a [`Phase`], changed only by the transitions of [`State`] under
+//! one lock; each transition has its unit test (`timing_tests`). A token request runs in a task
+//! of its own (a flight): callers wait on its shared result, each at most one request timeout,
+//! and may be cancelled at any point; the flight goes on to its own deadline, and its answer is
+//! kept.
 //!
-//! A renewal holds the newest set, asks the store for its turn (a store shared by several
-//! processes locks the renewal across them and hands back a set another process saved), renews,
-//! keeps the new set in memory at once, saves it, and only then releases the turn and hands the
-//! token out. A save that fails is retried in the background until it lands.
+//! A flight holds the newest set, asks the store for its turn (a store shared by several
+//! processes locks the refresh across them and hands back a set another process saved),
+//! renews, keeps the new set in memory at once, saves it, and only then releases the turn and
+//! hands the token out. A refresh token is presented once: a refresh whose request may have
+//! reached the server without its answer reaching the client is never sent again; its refresh
+//! token is dropped from the set and the store, and the failure asks for a new sign-in.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -27,17 +28,20 @@ use super::client_credentials::ClientCredentialsGrant;
 use super::oauth::Refreshed;
 use super::{AccessToken, AuthorizationCodeFlow, IdToken, RefreshTurn, TokenSet, TokenStore};
 use crate::Error;
-use crate::bounds::clamp_lifetime;
+use crate::bounds::{clamp_lifetime, later};
 use crate::error::HttpErrorKind;
-use crate::retry::{Failures, backoff};
+use crate::retry::backoff;
+use crate::wire::HttpSender;
 
 /// Refresh no later than this long before expiry, and no later than a tenth of the lifetime
 /// before it.
 const MAX_REFRESH_BUFFER: Duration = Duration::from_secs(300);
 /// The first and the longest pause after failed token requests, `Retry-After` included.
 const FAILURE_BACKOFF: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+/// The shortest and the longest deadline of a refresh: twice the request timeout, within these.
+pub(crate) const REFRESH_DEADLINE: (Duration, Duration) = (Duration::from_secs(60), Duration::from_secs(300));
 /// How long one [`TokenStore::save`] may take before it counts as failed.
-const SAVE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const SAVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first and the longest pause before a failed save is tried again.
 const SAVE_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(300));
 /// How errors about the token request name it.
@@ -45,8 +49,12 @@ const TOKEN_ENDPOINT: &str = "the token endpoint";
 
 /// What a client that signed its user out answers every request.
 const SIGNED_OUT: &str = "the user signed out";
+/// What signing out a client without a user answers.
+const NO_USER: &str = "sign-out is for a signed-in user's client (`Auth::user`); this client has no user";
 /// What a client with a static token the API rejected answers.
 const STATIC_REJECTED: &str = "the static token was rejected and cannot be renewed";
+/// What a refresh whose answer never reached the client answers.
+const ANSWER_LOST: &str = "the answer to a refresh was lost (none in time, a connection cut, an unreadable body) and its refresh token may be spent";
 
 /// How a client's tokens are renewed.
 pub(crate) enum Grant {
@@ -56,9 +64,35 @@ pub(crate) enum Grant {
     Refresh(AuthorizationCodeFlow),
     /// A token the caller manages: never renewed.
     Fixed,
-    /// Answers from a test's script.
+    /// A refresh grant answering from a test's script.
     #[cfg(test)]
-    Scripted(Box<dyn Fn() -> BoxFuture<'static, Result<Refreshed, Error>> + Send + Sync>),
+    Scripted(timing_tests::Script),
+}
+
+impl Grant {
+    /// The refresh-token grant of `flow`, its requests through `sender` under a refresh's rules:
+    /// one request may take the whole deadline, and it is sent again only after an error answer
+    /// or a connection never made (nothing was issued), never after a timeout or a lost
+    /// connection (the server may have rotated the refresh token).
+    pub(crate) fn refresh(flow: AuthorizationCodeFlow, sender: &HttpSender) -> Grant {
+        let policy = sender.retry_policy().clone();
+        let once = policy.clone().retry_if(move |error| policy.should_retry(error) && issued_nothing(error));
+        let sender = sender.clone().with_timeout(refresh_deadline(sender.timeout())).with_retry(once);
+        Grant::Refresh(flow.with_sender(sender))
+    }
+}
+
+/// True when `error` says that no token was issued: the server answered with an error, or no
+/// connection was made.
+fn issued_nothing(error: &Error) -> bool {
+    let last = if let Error::RetriesExhausted(retried) = error { retried.last() } else { error };
+    last.status().is_some() || last.is_unsent()
+}
+
+/// How long a refresh waits for its answer: twice the request `timeout`, within
+/// [`REFRESH_DEADLINE`].
+fn refresh_deadline(timeout: Duration) -> Duration {
+    timeout.saturating_mul(2).clamp(REFRESH_DEADLINE.0, REFRESH_DEADLINE.1)
 }
 
 /// An access token and the time it has left from when it was asked for.
@@ -84,25 +118,110 @@ impl CachedToken {
     }
 }
 
-/// What a caller gets when no token request can serve it: `cached` while it has not expired,
-/// unless `error` asks for a new sign-in.
-fn fallback(cached: Option<&CachedToken>, error: Error) -> Result<AccessToken, Error> {
-    match cached.filter(|cached| cached.expires_at.is_none_or(|at| Instant::now() < at)) {
-        Some(valid) if !error.needs_reauthentication() => Ok(valid.token.clone()),
-        _ => Err(error),
-    }
-}
-
 /// The shared result of one token request.
 type Flight = Shared<BoxFuture<'static, Result<AccessToken, Error>>>;
 
-#[derive(Default)]
+/// Where a client's token stands.
+enum Phase {
+    /// No token request under way: the cached token, if any, is served until it is due.
+    Idle,
+    /// A token request is under way; callers wait for it, each at most one request timeout.
+    Refreshing(Flight),
+    /// The last token request failed: until the instant no other is made, and callers get its
+    /// error, or the cached token while it works unless the error asks for a new sign-in.
+    FailedUntil(Error, Instant),
+    /// The user signed out: every caller gets an error; nothing is renewed or saved.
+    SignedOut,
+}
+
+/// What a caller gets: an answer now, or a flight to wait for.
+enum Step {
+    Answer(Result<AccessToken, Error>),
+    Wait(Flight),
+}
+
+/// The token, the phase, and the pauses after failures in a row; changed only by the
+/// transitions below.
 struct State {
+    phase: Phase,
     cached: Option<CachedToken>,
-    /// The token request under way, if any.
-    flight: Option<Flight>,
-    /// The token requests that failed since the last success.
-    failures: Failures,
+    /// The coming pauses after failures; `None` until the first failure since a success.
+    pauses: Option<Box<dyn Iterator<Item = Duration> + Send + Sync>>,
+}
+
+impl State {
+    fn new(cached: Option<CachedToken>) -> Self {
+        State { phase: Phase::Idle, cached, pauses: None }
+    }
+
+    /// A caller asks for a token at `now`: the cached one while it is fresh; the failure while
+    /// it holds; else the flight under way, or a new one from `start`.
+    fn call(&mut self, now: Instant, start: impl FnOnce() -> Flight) -> Step {
+        if matches!(self.phase, Phase::SignedOut) {
+            return Step::Answer(Err(Error::ReauthenticationRequired(SIGNED_OUT)));
+        }
+        let fresh = self.cached.as_ref().filter(|cached| cached.refresh_at.is_none_or(|at| now < at));
+        if let Some(fresh) = fresh {
+            return Step::Answer(Ok(fresh.token.clone()));
+        }
+        let flight = match &self.phase {
+            Phase::FailedUntil(error, until) if now < *until => {
+                return Step::Answer(self.fallback(now, error.clone()));
+            }
+            // A flight that ended without an answer (its task panicked) is over too.
+            Phase::Refreshing(flight) if flight.peek().is_none() => flight.clone(),
+            _ => start(),
+        };
+        self.phase = Phase::Refreshing(flight.clone());
+        Step::Wait(flight)
+    }
+
+    /// The flight sent at `sent_at` ended with `result`: the new token is cached, or the failure
+    /// holds the next request back for the backoff (at least the server's `Retry-After`).
+    fn answered(&mut self, result: Result<Issued, Error>, sent_at: Instant) -> Result<AccessToken, Error> {
+        if matches!(self.phase, Phase::SignedOut) {
+            return Err(Error::ReauthenticationRequired(SIGNED_OUT));
+        }
+        let error = match result {
+            Ok(issued) => {
+                let cached = CachedToken::stamp(issued, sent_at);
+                tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
+                *self = State::new(Some(cached.clone()));
+                return Ok(cached.token);
+            }
+            Err(error) => error,
+        };
+        let (first, longest) = FAILURE_BACKOFF;
+        let pause = self.pauses.get_or_insert_with(|| Box::new(backoff(first, longest))).next();
+        let pause = pause.unwrap_or(longest).max(error.retry_after().unwrap_or_default()).min(longest);
+        tracing::warn!(error = %error, retry_in_ms = pause.as_millis() as u64, "token request failed");
+        let now = Instant::now();
+        self.phase = Phase::FailedUntil(error.clone(), later(now, pause));
+        self.fallback(now, error)
+    }
+
+    /// The user signed out: nothing is served or renewed any more.
+    fn sign_out(&mut self) {
+        *self = State { phase: Phase::SignedOut, ..State::new(None) };
+    }
+
+    /// The API refused `rejected`: forgotten unless it cannot be renewed (`renewable` false) or
+    /// a newer token replaced it. True when the next call will not return `rejected`.
+    fn invalidate(&mut self, rejected: &AccessToken, renewable: bool) -> bool {
+        if renewable && self.cached.as_ref().is_some_and(|cached| cached.token == *rejected) {
+            self.cached = None;
+        }
+        self.cached.as_ref().is_none_or(|cached| cached.token != *rejected)
+    }
+
+    /// What a caller gets when no token request serves it: the cached token while it has not
+    /// expired, unless `error` asks for a new sign-in.
+    fn fallback(&self, now: Instant, error: Error) -> Result<AccessToken, Error> {
+        match self.cached.as_ref().filter(|cached| cached.expires_at.is_none_or(|at| now < at)) {
+            Some(valid) if !error.needs_reauthentication() => Ok(valid.token.clone()),
+            _ => Err(error),
+        }
+    }
 }
 
 /// Caches the current token and refreshes it with single flight; shared by every clone of a
@@ -112,11 +231,11 @@ pub(crate) struct Manager {
     store: Option<Arc<dyn TokenStore>>,
     /// The longest a caller waits for a token request: one request timeout.
     timeout: Duration,
-    /// The user signed out: no token is handed out, saved or renewed any more.
-    signed_out: AtomicBool,
+    /// The longest a refresh waits for its answer.
+    deadline: Duration,
     state: Mutex<State>,
     /// The newest set, whose refresh token is the one to use next, behind an async lock that a
-    /// renewal holds from its store's turn to the save.
+    /// flight holds from its store's turn to the save.
     current: tokio::sync::Mutex<TokenSet>,
 }
 
@@ -141,65 +260,30 @@ impl Manager {
     ) -> TokenManager {
         let issued = (tokens.access_token.clone(), tokens.expires_in());
         let cached = (!issued.0.secret().is_empty()).then(|| CachedToken::stamp(issued, Instant::now()));
-        let state = Mutex::new(State { cached, ..State::default() });
-        let current = tokio::sync::Mutex::new(tokens);
-        Arc::new(Manager { grant, store, timeout, signed_out: AtomicBool::default(), state, current })
+        let (state, current) = (Mutex::new(State::new(cached)), tokio::sync::Mutex::new(tokens));
+        Arc::new(Manager { grant, store, timeout, deadline: refresh_deadline(timeout), state, current })
     }
 
-    /// A token that is good to send now, refreshing first when it is due.
-    ///
-    /// Waits at most one request timeout for a token request under way; the request itself
-    /// goes on whatever happens to this caller.
+    /// A token that is good to send now, refreshing first when it is due. Waits at most one
+    /// request timeout for a token request under way, which goes on whatever happens here.
     pub(crate) async fn token(self: &Arc<Self>) -> Result<AccessToken, Error> {
-        let flight = {
-            let mut state = self.lock();
-            if self.is_signed_out() {
-                return Err(Error::ReauthenticationRequired(SIGNED_OUT));
-            }
-            let now = Instant::now();
-            let fresh = |cached: &&CachedToken| cached.refresh_at.is_none_or(|at| now < at);
-            if let Some(cached) = state.cached.as_ref().filter(fresh) {
-                return Ok(cached.token.clone());
-            }
-            // No request before the backoff after a failure is over.
-            if let Some(error) = state.failures.pending(now) {
-                return fallback(state.cached.as_ref(), error.clone());
-            }
-            // A flight that ended without an answer (its task panicked) is over too.
-            let flight = state.flight.take().filter(|flight| flight.peek().is_none());
-            state.flight.insert(flight.unwrap_or_else(|| self.start())).clone()
+        let flight = match self.lock().call(Instant::now(), || self.start()) {
+            Step::Answer(answer) => return answer,
+            Step::Wait(flight) => flight,
         };
         let timed_out = || Error::http(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None);
         let answer = tokio::time::timeout(self.timeout, flight).await;
-        answer.unwrap_or_else(|_| fallback(self.lock().cached.as_ref(), timed_out()))
+        answer.unwrap_or_else(|_| self.lock().fallback(Instant::now(), timed_out()))
     }
 
-    /// Starts a token request in a task of its own and returns its shared result: the token, or
-    /// the failure, which holds the next request back for the crate's backoff (or the server's
-    /// `Retry-After`). The task runs in the span of the caller that started it, so the token
-    /// request appears in that trace.
+    /// Starts a token request in a task of its own (in the span of the caller that started
+    /// it, so it appears in that trace) and returns its shared result.
     fn start(self: &Arc<Self>) -> Flight {
         let manager = Arc::clone(self);
         let request = async move {
             let sent_at = Instant::now();
             let result = manager.fetch().await;
-            let mut state = manager.lock();
-            state.flight = None;
-            if manager.is_signed_out() {
-                return Err(Error::ReauthenticationRequired(SIGNED_OUT));
-            }
-            let error = match result {
-                Ok(issued) => {
-                    let cached = CachedToken::stamp(issued, sent_at);
-                    tracing::debug!(expires_in = ?cached.expires_at.map(|at| at - sent_at), "access token obtained");
-                    *state = State { cached: Some(cached.clone()), ..State::default() };
-                    return Ok(cached.token);
-                }
-                Err(error) => error,
-            };
-            let retry_after = error.retry_after().unwrap_or_default();
-            state.failures.record("token request", &error, FAILURE_BACKOFF, retry_after);
-            fallback(state.cached.as_ref(), error)
+            manager.lock().answered(result, sent_at)
         };
         let abandoned = |e| Err(Error::task_failed(TOKEN_ENDPOINT, e));
         tokio::spawn(request.in_current_span())
@@ -214,13 +298,9 @@ impl Manager {
     /// the revocation's outcome. The first failure is returned.
     pub(crate) async fn sign_out(self: &Arc<Self>) -> Result<(), Error> {
         if !matches!(self.grant, Grant::Refresh(_)) {
-            return Err(Error::invalid(
-                "auth",
-                "sign-out is for a signed-in user's client (`Auth::user`); this client has no user",
-            ));
+            return Err(Error::invalid("auth", NO_USER));
         }
-        self.signed_out.store(true, Ordering::SeqCst);
-        *self.lock() = State::default();
+        self.lock().sign_out();
         // In a task of its own, like a token request: a caller that gives up while the
         // revocation is under way still leaves the tokens revoked and the store cleared.
         let manager = Arc::clone(self);
@@ -253,12 +333,7 @@ impl Manager {
     /// it cannot be renewed (a static token). Returns true when the next call to
     /// [`token`](Self::token) will not return `rejected`.
     pub(crate) fn invalidate(&self, rejected: &AccessToken) -> bool {
-        let mut state = self.lock();
-        let renewable = !matches!(self.grant, Grant::Fixed);
-        if renewable && state.cached.as_ref().is_some_and(|cached| cached.token == *rejected) {
-            state.cached = None;
-        }
-        state.cached.as_ref().is_none_or(|cached| cached.token != *rejected)
+        self.lock().invalidate(rejected, !matches!(self.grant, Grant::Fixed))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -266,12 +341,12 @@ impl Manager {
     }
 
     fn is_signed_out(&self) -> bool {
-        self.signed_out.load(Ordering::SeqCst)
+        matches!(self.lock().phase, Phase::SignedOut)
     }
 
-    /// A new token. Runs in the manager's own task, never cancelled: the store's turn is taken,
-    /// then a set another process saved is used or the tokens are renewed, the new set kept in
-    /// memory the moment it arrives (refresh token first), saved, and only then handed out.
+    /// A new token, in the flight's own task: the store's turn is taken, then a set another
+    /// process saved is used or the tokens are renewed, kept and saved, and only then the turn
+    /// released and the token handed out.
     async fn fetch(self: &Arc<Self>) -> Result<Issued, Error> {
         let mut current = self.current.lock().await;
         if self.is_signed_out() {
@@ -295,14 +370,25 @@ impl Manager {
         result
     }
 
-    /// Renews `current` with the grant, keeps the new set and saves it.
+    /// Renews `current` with the grant, keeps the new set and saves it. After a failure that
+    /// asks for a new sign-in (the refresh token was refused, or may be spent), the set keeps
+    /// no refresh token, here and in the store, so that no process presents it again.
     async fn renew(self: &Arc<Self>, current: &mut TokenSet) -> Result<Issued, Error> {
-        let Refreshed { tokens, expires_in, new_id_token } = match &self.grant {
-            Grant::ClientCredentials(grant) => grant.request().await?,
-            Grant::Refresh(flow) => flow.refresh_unverified(current).await?,
-            Grant::Fixed => return Err(Error::ReauthenticationRequired(STATIC_REJECTED)),
+        let answer = match &self.grant {
+            Grant::ClientCredentials(grant) => grant.request().await,
+            Grant::Refresh(flow) => self.present_once(flow.refresh_unverified(current)).await,
+            Grant::Fixed => Err(Error::ReauthenticationRequired(STATIC_REJECTED)),
             #[cfg(test)]
-            Grant::Scripted(script) => script().await?,
+            Grant::Scripted(script) => self.present_once(script(current)).await,
+        };
+        let Refreshed { tokens, expires_in, new_id_token } = match answer {
+            Ok(refreshed) => refreshed,
+            Err(error) => {
+                if error.needs_reauthentication() && current.refresh_token.take().is_some() {
+                    self.save(current).await;
+                }
+                return Err(error);
+            }
         };
         let rotated = tokens.refresh_token != current.refresh_token;
         // Kept first: the server has already retired the old refresh token.
@@ -313,6 +399,23 @@ impl Manager {
             tokio::spawn(self.clone().verify_id_token(unverified).in_current_span());
         }
         Ok((current.access_token.clone(), expires_in))
+    }
+
+    /// A refresh `request`, given the flight's deadline; a failure that may have followed the
+    /// server's rotation (no answer in time, a connection lost, an unreadable answer) asks for
+    /// a new sign-in.
+    async fn present_once(
+        &self,
+        request: impl Future<Output = Result<Refreshed, Error>>,
+    ) -> Result<Refreshed, Error> {
+        match tokio::time::timeout(self.deadline, request).await {
+            Ok(Err(error)) if !issued_nothing(&error) && !error.needs_reauthentication() => {
+                tracing::warn!(error = %error, "a refresh's answer was lost; its refresh token is not presented again");
+                Err(Error::ReauthenticationRequired(ANSWER_LOST))
+            }
+            Ok(answer) => answer,
+            Err(_) => Err(Error::ReauthenticationRequired(ANSWER_LOST)),
+        }
     }
 
     /// Saves `tokens`, the current set, and says whether it did; after a failure, tries again in

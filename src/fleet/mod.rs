@@ -26,19 +26,23 @@ pub(crate) struct Store {
     pub(crate) prefix: Arc<str>,
 }
 
-/// `{prefix}:{kind}:{hex}`, where `hex` hashes `key_id` and `parts`: nothing in it can be read
-/// back. With an empty `key_id`, every process that knows the parts names the same entry (a
-/// rate limit shared by whoever uses the same API and client id).
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
-pub(crate) fn key_name(prefix: &str, kind: &str, key_id: &[u8], parts: &[&str]) -> String {
+/// The crate's one hash of identifiers: the hex of SHA-256 over `key_id` and `parts`, each part
+/// length-prefixed so that no two lists of parts hash alike. Nothing in it can be read back.
+/// Redis key names keep its first 40 digits; a directory store's file names its first 32.
+pub(crate) fn key_hash(key_id: &[u8], parts: &[&str]) -> String {
     let mut hash = digest::Context::new(&digest::SHA256);
     hash.update(key_id);
     for part in parts {
-        // Length-prefixed, so that no two lists of parts hash alike.
         hash.update(&(part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
-    let digest = hash.finish();
-    let hex: String = digest.as_ref()[..20].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{prefix}:{kind}:{hex}")
+    hash.finish().as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `{prefix}:{kind}:{hex}`, where `hex` is the [`key_hash`] of `key_id` and `parts`. With an
+/// empty `key_id`, every process that knows the parts names the same entry (a rate limit
+/// shared by whoever uses the same API and client id).
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn key_name(prefix: &str, kind: &str, key_id: &[u8], parts: &[&str]) -> String {
+    format!("{prefix}:{kind}:{}", &key_hash(key_id, parts)[..40])
 }

@@ -70,6 +70,12 @@ impl HttpSender {
         self
     }
 
+    /// The same sender, each request waiting at most `timeout` for its answer.
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     /// How requests outside the API pipeline are retried.
     pub(crate) fn retry_policy(&self) -> &RetryPolicy {
         &self.retry

@@ -55,7 +55,7 @@ pub(crate) async fn authorize(
         AuthorizationCodeFlow::new(server.auth_url(), server.public_client_id(), redirect.redirect_uri())?
             .scopes(scopes.iter().copied());
     let request = flow.authorize_url();
-    let (callback, _page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
+    let (callback, _page) = tokio::join!(redirect.wait_for_callback_of(&request), browse(request.url()));
     Ok((flow, request, callback?))
 }
 
@@ -107,7 +107,7 @@ async fn a_desktop_app_signs_in_through_the_loopback_redirect_and_lists_companie
             .expect("flow")
             .scopes(["openid", "profile", "email", "api/read"]);
     let request = flow.authorize_url();
-    let (callback, page) = tokio::join!(redirect.wait_for_callback(), browse(request.url()));
+    let (callback, page) = tokio::join!(redirect.wait_for_callback_of(&request), browse(request.url()));
     assert!(page.contains("You can close this window"), "{page}");
     let callback = callback.expect("callback");
     assert_eq!(server.token_requests(), 0, "nothing is exchanged before the callback is checked");

@@ -157,7 +157,8 @@ async fn the_sign_in_snippet_runs_as_written() {
             .scopes(["openid", "profile", "email", "api/read"]);
     let request = flow.authorize_url();
     let open_browser = browse; // the reference server signs its test user in at once
-    let (callback, _page) = tokio::join!(redirect.wait_for_callback(), open_browser(request.url()));
+    let (callback, _page) =
+        tokio::join!(redirect.wait_for_callback_of(&request), open_browser(request.url()));
     let callback = callback.expect("the callback");
     let tokens = flow.exchange(request, &callback).await.expect("the code exchange");
     let signed_in_with = tokens.refresh_token.clone().expect("a refresh token from sign-in");

@@ -320,7 +320,7 @@ async fn sign_in(issuer: &str, login: &str) -> (AuthorizationCodeFlow, TokenSet,
         let callback = scripted_login(request.url(), &redirect_uri, login).await?;
         reqwest::get(callback).await.map_err(|e| format!("delivering the callback: {e}"))
     };
-    let (callback, delivered) = tokio::join!(redirect.wait_for_callback(), browser);
+    let (callback, delivered) = tokio::join!(redirect.wait_for_callback_of(&request), browser);
     delivered.expect("scripted login");
     let callback = callback.expect("callback");
     let tokens = flow.exchange(request, &callback).await.expect("code exchange with oidc-provider");

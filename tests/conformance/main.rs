@@ -65,6 +65,8 @@ fn catalogue() -> Vec<harness::Case> {
         hostile::gate::CASES,
         hostile::numbers::CASES,
         hostile::pages::CASES,
+        hostile::refresh::CASES,
+        hostile::stores::CASES,
         hostile::shown::CASES,
         interop_oidc::CASES,
         leniency::CASES,

@@ -8,6 +8,7 @@ crate::redis_cases! {
         a_user_signed_out_by_one_process_is_signed_out_in_every_one;
     Redis:
         a_refresh_lock_whose_holder_died_expires,
+        a_live_holders_lock_outlasts_its_lifetime,
         a_user_store_without_a_user_secret_says_so,
         a_late_save_never_replaces_a_newer_set;
 }

@@ -1,6 +1,6 @@
 //! A seeded random schedule of listings by one signed-in user against the reference server with
 //! refresh-token rotation and reuse detection on: token-endpoint faults (gateway pages, 429s,
-//! dropped connections, slow answers), API faults (5xx, 429, dropped connections, empty pages,
+//! slow answers, answers sent late after the grant rotated), API faults (5xx, 429, dropped connections, empty pages,
 //! every access token expiring at once), access tokens of one and two seconds, and callers
 //! cancelled at random points (a timeout around `send()`, a stream dropped mid-listing).
 //!
@@ -34,14 +34,16 @@ fn seed() -> u64 {
     std::env::var("BUSINESS_RECORDS_CHAOS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_0014)
 }
 
-/// Five in twelve token requests meet a fault that acts before the grant.
+/// Five in twelve token requests meet a fault: an error answer, a slow answer, or an answer
+/// sent late after the grant. (A connection dropped mid-refresh ends the sign-in by rule, as the
+/// refresh may have rotated: `hostile::refresh` checks that.)
 fn token_faults(rng: &mut fastrand::Rng, n: usize) -> Vec<Option<Fault>> {
     (0..n)
         .map(|_| match rng.u32(0..12) {
             0 => Some(Fault::Html(503)),
             1 => Some(Fault::Empty(502)),
             2 => Some(Fault::RateLimited(RetryAfter::Seconds(0))),
-            3 => Some(Fault::DropConnection),
+            3 => Some(Fault::Late(Duration::from_millis(rng.u64(50..300)))),
             4 => Some(Fault::Slow(Duration::from_millis(rng.u64(50..300)))),
             _ => None,
         })

@@ -530,3 +530,25 @@ async fn a_slow_token_answer_is_processed_only_for_a_client_still_waiting() {
     );
     assert_eq!(refreshes[0].user(), Some(server.test_user()));
 }
+
+#[tokio::test]
+async fn a_late_token_answer_rotates_at_once_whoever_waits_for_it() {
+    use std::time::Duration;
+
+    use crate::{Endpoint, Fault, Faults};
+
+    let (server, first) = signed_in_with_faults().await;
+    server.set_faults(Faults::new().on(Endpoint::Token, 1, Fault::Late(Duration::from_millis(400))));
+    let impatient = reqwest::Client::builder().timeout(Duration::from_millis(100)).build().unwrap();
+    let err = refresh(&server, &impatient, &first).await.expect_err("timed out");
+    assert!(err.is_timeout(), "{err:?}");
+    // Rotated though the client never saw the answer: the first token is retired.
+    let active = server.active_refresh_tokens(server.test_user());
+    assert!(active.len() == 1 && active[0] != first, "{active:?}");
+    // Presented again, it is a reuse, and the sign-in is revoked.
+    let (status, _, body) = refresh(&server, &http(), &first).await.unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(server.refresh_token_reuses(), 1);
+    assert!(server.active_refresh_tokens(server.test_user()).is_empty());
+    assert_eq!(server.fault_counts(Endpoint::Token).get("late"), 1);
+}

@@ -11,8 +11,8 @@
 //! before the request is processed, as a proxy or load balancer in front of the server would:
 //! a faulted token request consumes no authorization code and rotates no refresh token, a
 //! faulted `POST` creates nothing. A slow token answer is processed only once its delay is
-//! over, if the client is still waiting; elsewhere a slow answer is processed at once and sent
-//! late. The faults that cut, truncate or delay a body act on the real answer.
+//! over, if the client is still waiting; elsewhere a slow answer, and a late one everywhere, is
+//! processed at once and sent late. The faults that cut, truncate or delay a body act on the real answer.
 //!
 //! Most faults are HTTP answers made by the server itself. Some need more than a wiremock
 //! responder's whole answer: [`Fault::DropConnection`] and [`Fault::CutBody`], real network
@@ -92,6 +92,10 @@ pub enum Fault {
     /// The normal answer, sent after this delay. At the token endpoint the request waits
     /// before it is processed (needs the proxy there, like [`Fault::DropConnection`]).
     Slow(Duration),
+    /// The normal answer, made at once and sent after this delay, at every endpoint: a refresh
+    /// rotates its token when it arrives, though the client may have given up long before the
+    /// answer reaches it (an answer lost in a slow network).
+    Late(Duration),
     /// A list page with no items, `hasMore: true` and a fresh cursor to the same
     /// position: the next request continues where this one would have. Applies to list
     /// requests.
@@ -121,6 +125,7 @@ impl Fault {
             Fault::Reply(_) => "reply",
             Fault::OversizedBody(_) => "oversized_body",
             Fault::Slow(_) => "slow",
+            Fault::Late(_) => "late",
             Fault::EmptyPage => "empty_page",
             Fault::ExpireCursor => "expire_cursor",
             Fault::ExpireTokens => "expire_tokens",

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::seal::{Sealer, random_bytes};
-use super::store::{StoreFuture, shared_turn, wait_for_lock};
+use super::store::{LOCK_WAIT, StoreFuture, shared_turn, wait_for_lock};
 use super::{ClientSecret, KeyedTokenStore, RefreshLock, RefreshTurn, TokenSet, TokenStore, TokenStoreError};
 use crate::Error;
 use crate::fleet::{Redis, Store};
@@ -23,10 +23,12 @@ type Sealing = Result<Arc<Sealer>, TokenStoreError>;
 /// Why a stored value cannot be read.
 const UNREADABLE: &str = "the stored tokens cannot be opened with this user secret";
 
-/// Deletes `KEYS[1]` only if it still holds `ARGV[1]` (a lock holder's random id).
-const COMPARE_AND_DELETE: &str = r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
+/// While `KEYS[1]` holds `ARGV[1]` (a lock holder's random id): renews it for `ARGV[2]`
+/// milliseconds, or deletes it without one.
+const LEASE: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return redis.call('DEL', KEYS[1])
 ";
 
 /// Stores `ARGV[2]` under `KEYS[1]` as `<generation>:<value>`, the generation one above the
@@ -54,7 +56,8 @@ return stored + 1
 /// hashes and hold no identifier or secret in clear. When Redis is unreachable, slow (see
 /// [`connect_with_timeout`](Self::connect_with_timeout)) or loses its data, each process fetches its own tokens as it would
 /// without the cache, with a warning at most every 30 seconds, and shares again once Redis
-/// answers. Locks expire after [`lock_ttl`](Self::lock_ttl), so a holder that dies releases them.
+/// answers. A lock is a lease its holder renews while it works and that expires
+/// [`lock_ttl`](Self::lock_ttl) after a holder that dies.
 ///
 /// Expiry times are stored as wall-clock times, so the processes' clocks should agree to within
 /// a few seconds (NTP does). Clones share the connection, which reconnects by itself.
@@ -132,9 +135,10 @@ impl RedisTokenCache {
         Ok(cache)
     }
 
-    /// How long a lock lives at most, and so how long a process that dies holding it delays the
-    /// others; a refresh must finish within it. Default: 30 seconds. Processes waiting for a
-    /// client-credentials token give up after 10 seconds at most and fetch their own.
+    /// How long a lock outlives a process that dies holding it, and so how long that delays
+    /// the others; a live holder renews it every third of that while it refreshes, however long
+    /// the refresh takes. Default: 30 seconds. A process waiting for the lock waits as long as
+    /// the holder lives (at most six minutes, then its refresh fails).
     pub fn lock_ttl(mut self, ttl: Duration) -> Self {
         self.lock_ttl = ttl.max(Duration::from_millis(1));
         self
@@ -202,10 +206,12 @@ impl KeyedTokenStore for RedisTokenCache {
 /// A [`TokenStore`] in Redis for one user, shared by every process; made by
 /// [`RedisTokenCache::user_store`].
 ///
-/// Before a refresh, the client takes this store's lock (`SET NX PX`, released by
-/// compare-and-delete, or by expiry if the holder dies) and reads the stored set: if another
-/// process refreshed meanwhile, the client takes that set instead of presenting a refresh token
-/// the server already retired. So a rotating refresh token is presented once across the fleet.
+/// Before a refresh, the client takes this store's lock (`SET NX PX`, renewed while the
+/// refresh runs, released by compare-and-delete, or by expiry if the holder dies) and reads the
+/// stored set: if another process refreshed meanwhile (another refresh token or expiry), the
+/// client takes that set instead of presenting a refresh token the server already retired. No
+/// process refreshes without the lock while its holder lives. So a rotating refresh token is
+/// presented once across the fleet.
 ///
 /// Each save carries a generation one above the stored one, and never replaces a set saved
 /// after the one this store last read (a save retried after an outage loses to a newer set); a
@@ -214,8 +220,8 @@ impl KeyedTokenStore for RedisTokenCache {
 /// The set is sealed with AES-256-GCM under a key derived from the cache's
 /// [`user_secret`](RedisTokenCache::user_secret); the Redis key is a hash of the user
 /// key. When Redis is unavailable, `load` and `save` fail (the client keeps a renewed set in
-/// memory and saves it again in the background), and a refresh goes on without the lock, so
-/// that requests keep working.
+/// memory and saves it again in the background), and a refresh goes on without the lock (no
+/// process can take it), so that requests keep working.
 #[derive(Debug, Clone)]
 pub struct RedisUserStore {
     cache: RedisTokenCache,
@@ -248,25 +254,41 @@ impl RedisUserStore {
         Ok(Some(stored))
     }
 
-    /// Takes the refresh lock (`SET NX PX`, released by compare-and-delete of this holder's
-    /// random id, or by expiry), waiting (bounded) while another process holds it. `None` when
-    /// Redis failed or the holder outlived the wait.
-    async fn lock(&self) -> Option<RefreshLock> {
+    /// Takes the refresh lock (`SET NX PX`): a lease renewed every third of the lock's lifetime
+    /// while it is held, released by compare-and-delete of this holder's random id, or by
+    /// expiry should the holder die; while another process holds it, waits up to [`LOCK_WAIT`]
+    /// and then fails. `None` when Redis failed.
+    async fn lock(&self) -> Result<Option<RefreshLock>, TokenStoreError> {
         let (redis, ttl) = (Arc::clone(&self.cache.redis), self.cache.lock_ttl);
-        let (key, id) = (format!("{}:lock", self.key), random_bytes::<16>()?);
-        let mut set = redis::cmd("SET");
-        set.arg(&key).arg(&id).arg("NX").arg("PX").arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let Some(id) = random_bytes::<16>() else { return Ok(None) };
+        let (key, millis) =
+            (format!("{}:lock", self.key), u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let set = redis::cmd("SET").arg(&key).arg(&id).arg("NX").arg("PX").arg(millis).clone();
         let try_lock = || async {
             match redis.query::<Option<String>>("lock", &set).await {
                 Ok(None) => ControlFlow::Continue(()), // held by another process
-                taken_or_failed => ControlFlow::Break(taken_or_failed.ok().map(drop)),
+                taken_or_failed => ControlFlow::Break(taken_or_failed.is_ok()),
             }
         };
-        wait_for_lock(ttl.saturating_add(Duration::from_secs(1)), try_lock).await?;
-        let unlock = redis::cmd("EVAL").arg(COMPARE_AND_DELETE).arg(1).arg(&key).arg(&id).clone();
-        Some(RefreshLock::new(async move {
-            let _ = redis.query::<i64>("unlock", &unlock).await;
-        }))
+        if !wait_for_lock("the refresh lock of the stored tokens", LOCK_WAIT, try_lock).await? {
+            return Ok(None);
+        }
+        let lease =
+            |millis: Option<u64>| redis::cmd("EVAL").arg(LEASE).arg(1).arg(&key).arg(&id).arg(millis).clone();
+        let (renew, release) = (lease(Some(millis)), lease(None));
+        let renewal = tokio::spawn({
+            let redis = Arc::clone(&redis);
+            async move {
+                loop {
+                    tokio::time::sleep(ttl / 3).await;
+                    let _ = redis.query::<i64>("renew", &renew).await;
+                }
+            }
+        });
+        Ok(Some(RefreshLock::new(async move {
+            renewal.abort();
+            let _ = redis.query::<i64>("unlock", &release).await;
+        })))
     }
 }
 
@@ -306,9 +328,9 @@ impl TokenStore for RedisUserStore {
             let seen = self.seen.load(Ordering::SeqCst);
             // Saved by another process since this one last looked.
             let newer = |(generation, tokens): (u64, TokenSet)| {
-                (generation > seen && tokens.access_token != current.access_token).then_some(tokens)
+                (generation > seen && tokens.replaces(current)).then_some(tokens)
             };
-            Ok(shared_turn(self.lock(), || async move { Ok(self.read().await?.and_then(newer)) }).await)
+            shared_turn(self.lock(), || async { Ok(self.read().await?.and_then(newer)) }).await
         })
     }
 }

@@ -117,7 +117,7 @@ async fn file_store_corrupt_file_is_an_error_without_its_content() {
     let text = format!("{err} {err:?}");
     let text = format!("{text} {}", crate::Error::TokenStore(err));
     assert!(!text.contains("leaked-secret"), "{text}");
-    assert!(text.contains("is not a token set"), "{text}");
+    assert!(text.contains("no token set in the token file"), "{text}");
 }
 
 #[tokio::test]
@@ -254,17 +254,39 @@ async fn only_a_set_saved_since_is_handed_back() {
     assert!(turn.is_locked() && turn.newer().is_some_and(TokenSet::is_expired), "{turn:?}");
 }
 
-/// A holder that never lets go delays a refresh by [`file::LOCK_WAIT`], not for ever.
+/// A live holder keeps the lock for as long as a refresh may hold it (a deadline of up to five
+/// minutes, then a save): a waiter gets it when it is released at 5 min 59 s, and never goes
+/// on without it; a holder that keeps it past six minutes fails the waiter's turn, at six
+/// minutes exactly (and the next poll), with an error naming the lock.
 #[tokio::test(start_paused = true)]
-async fn a_lock_held_too_long_is_given_up_on() {
+async fn a_lock_is_waited_for_six_minutes_then_refused_never_taken_around() {
     let dir = TempDir::new("lock-wait");
     let path = dir.0.join("tokens.json");
+    let waiter = |path: PathBuf| {
+        tokio::spawn(async move { FileTokenStore::new(path).begin_refresh(&sample(1)).await })
+    };
+
     let held = FileTokenStore::new(&path).begin_refresh(&sample(1)).await.expect("lock");
+    let waiting = waiter(path.clone());
+    tokio::time::sleep(Duration::from_secs(359)).await;
+    assert!(!waiting.is_finished(), "still waiting at 5 min 59 s");
+    held.lock.expect("held").release().await;
+    let turn = waiting.await.expect("task").expect("the lock, once released");
+    assert!(turn.is_locked());
+
     let started = tokio::time::Instant::now();
-    let turn = FileTokenStore::new(&path).begin_refresh(&sample(1)).await.expect("turn");
-    assert!(!turn.is_locked(), "goes on without the lock");
-    assert!(started.elapsed() >= file::LOCK_WAIT, "{:?}", started.elapsed());
-    drop(held);
+    let waiting = waiter(path);
+    tokio::time::sleep(Duration::from_secs(320)).await;
+    assert!(!waiting.is_finished(), "a holder may refresh for five minutes and save");
+    let err = waiting.await.expect("task").expect_err("held past six minutes");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(360) && waited <= Duration::from_millis(360_100), "{waited:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains(".tokens.json.lock") && message.contains("held by another process"),
+        "{message}"
+    );
+    drop(turn);
 }
 
 #[tokio::test]
@@ -306,4 +328,14 @@ async fn only_a_save_makes_an_entry_and_a_clear_removes_it() {
     assert_eq!(format!("{stores:?}"), "MemoryKeyedStore { users: 1 }", "no session key in Debug");
     alice.clear().await.expect("clear");
     assert!(stores.is_empty());
+}
+
+/// Directory file names and Redis key names come from the crate's one hash, and are the names
+/// earlier releases wrote: a store written by them is read as it was.
+#[test]
+fn names_come_from_one_hash_and_are_unchanged() {
+    let file = DirectoryTokenStore::new("users").path_for("alice");
+    assert_eq!(file, Path::new("users").join("884b04f63212f5169af9afc3f50bc860.json"));
+    let key = crate::fleet::key_name("app", "rate-limit", &[], &["api", "client"]);
+    assert_eq!(key, "app:rate-limit:d853ba7ec5bc3cd2397073037b17b45f8ff5f6cf");
 }

@@ -6,7 +6,15 @@
 pub mod gate;
 pub mod numbers;
 pub mod pages;
+pub mod refresh;
 pub mod shown;
+#[cfg(unix)]
+pub mod stores;
+#[cfg(not(unix))]
+pub mod stores {
+    //! Unix only: FIFOs, file modes and signals.
+    pub const CASES: &[crate::harness::Case] = &[];
+}
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,10 +59,10 @@ crate::cases! {
 }
 
 /// A directory of its own under the system's temporary directory, removed on drop.
-struct Scratch(PathBuf);
+pub struct Scratch(pub PathBuf);
 
 impl Scratch {
-    fn new(name: &str) -> Scratch {
+    pub fn new(name: &str) -> Scratch {
         let unique = format!("business-records-hostile-{name}-{}-{}", std::process::id(), fastrand::u64(..));
         Scratch(std::env::temp_dir().join(unique))
     }
@@ -64,6 +72,31 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The catalogue's case `name` (`module::case`, a [`harness::Need::ChildProcess`] case) as a
+/// process of its own, with `settings` in its environment.
+pub fn child_process(name: &str, settings: &[(&str, String)]) -> std::process::Command {
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut command = std::process::Command::new(exe);
+    command.args(["--exact", name, "--ignored", "--nocapture"]).env(harness::CHILD, "1");
+    command.envs(settings.iter().map(|(name, value)| (name, value)));
+    command
+}
+
+/// A child process's client of the user `session` of a `DirectoryTokenStore`, against the
+/// servers and in the directory its parent named in `settings` (the base URL, the
+/// authorization server's, the client id, the directory): what another instance of the app
+/// builds.
+pub async fn child_client(settings: [&str; 4], session: &str, timeout: Duration) -> Client {
+    let [base_url, auth_url, client_id, dir] = settings.map(|name| std::env::var(name).expect(name));
+    let store = DirectoryTokenStore::new(dir).for_user(session);
+    let tokens = store.load().await.expect("load").expect("a stored set");
+    let flow = AuthorizationCodeFlow::new(auth_url, client_id, "http://127.0.0.1:9/callback")
+        .expect("flow")
+        .scopes(["openid", "profile", "api/read"]);
+    let auth = Auth::user(flow, tokens).store(store);
+    Client::builder().base_url(base_url).auth(auth).timeout(timeout).build().expect("client")
 }
 
 /// The user's store as each instance makes it: a `FileTokenStore` over one file, or a
@@ -165,18 +198,7 @@ async fn two_processes_sharing_a_directory_present_each_refresh_token_once() {
 /// One of the two processes of [`two_processes_sharing_a_directory_present_each_refresh_token_once`]:
 /// a page every 50 ms for five seconds as the stored user; runs only there.
 async fn a_process_of_the_shared_directory() {
-    let [base_url, auth_url, client_id, dir] = CHILD_SETTINGS.map(|name| std::env::var(name).expect(name));
-    let store = DirectoryTokenStore::new(dir).for_user(SESSION);
-    let tokens = store.load().await.expect("load").expect("a stored set");
-    let flow = AuthorizationCodeFlow::new(auth_url, client_id, "http://127.0.0.1:9/callback")
-        .expect("flow")
-        .scopes(["openid", "profile", "api/read"]);
-    let client = Client::builder()
-        .base_url(base_url)
-        .auth(Auth::user(flow, tokens).store(store))
-        .timeout(Duration::from_secs(20))
-        .build()
-        .expect("client");
+    let client = child_client(CHILD_SETTINGS, SESSION, Duration::from_secs(20)).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let mut pages = 0;
     while std::time::Instant::now() < deadline {

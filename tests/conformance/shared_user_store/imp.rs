@@ -83,16 +83,46 @@ pub async fn without_the_fleet_lock_concurrent_refreshes_revoke_the_sign_in() {
 pub async fn a_refresh_lock_whose_holder_died_expires() {
     let redis = redis();
     let short = |cache: RedisTokenCache| cache.lock_ttl(Duration::from_millis(300)).user_secret(USER_SECRET);
-    let dead = short(connect(&redis).await).user_store("user-7");
-    let alive = short(connect(&redis).await).user_store("user-7");
     let tokens = TokenSet::new("access").with_refresh_token("refresh");
-
-    let held = dead.begin_refresh(&tokens).await.expect("lock");
-    assert!(held.is_locked());
-    // The holder dies without releasing (no drop, no release).
-    let _never_released = std::mem::ManuallyDrop::new(held);
+    // The holder dies without releasing: its runtime, and the task renewing its lease, end.
+    let (url, held_tokens) = (redis.url(), tokens.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let held = runtime.block_on(async {
+            let cache = RedisTokenCache::connect(url).await.expect("connect");
+            short(cache).user_store("user-7").begin_refresh(&held_tokens).await.expect("lock")
+        });
+        assert!(held.is_locked());
+        let _never_released = std::mem::ManuallyDrop::new(held);
+        runtime.shutdown_background();
+    })
+    .join()
+    .expect("the holder's thread");
+    let alive = short(connect(&redis).await).user_store("user-7");
+    let started = std::time::Instant::now();
     let next = alive.begin_refresh(&tokens).await.expect("lock");
     assert!(next.is_locked(), "the lock expired and the next process took it");
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+}
+
+/// A live holder renews its lease: a refresh that takes five times the lock's lifetime keeps
+/// the lock, and the next process waits for its release instead of refreshing around it.
+pub async fn a_live_holders_lock_outlasts_its_lifetime() {
+    let redis = redis();
+    let short = |cache: RedisTokenCache| cache.lock_ttl(Duration::from_millis(300)).user_secret(USER_SECRET);
+    let holder = short(connect(&redis).await).user_store("user-8");
+    let waiter = short(connect(&redis).await).user_store("user-8");
+    let tokens = TokenSet::new("access").with_refresh_token("refresh");
+    let held = holder.begin_refresh(&tokens).await.expect("lock");
+    assert!(held.is_locked());
+    let waiting = tokio::spawn(async move {
+        waiter.begin_refresh(&TokenSet::new("access").with_refresh_token("refresh")).await
+    });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!waiting.is_finished(), "the lease was renewed: still held after five lifetimes");
+    drop(held);
+    let next = waiting.await.expect("task").expect("the lock, once released");
+    assert!(next.is_locked());
 }
 
 pub async fn a_user_store_without_a_user_secret_says_so() {
