@@ -35,7 +35,10 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
     if text.len() > MAX_TIMESTAMP_LEN {
         return None;
     }
-    // The fast path: RFC 3339 with `T`, `t` or a space between date and time.
+    if let Some(date) = parse_utc_seconds(text) {
+        return Some(date);
+    }
+    // RFC 3339 with `T`, `t` or a space between date and time.
     if let Ok(date) = DateTime::parse_from_rfc3339(text) {
         return Some(date.with_timezone(&Utc));
     }
@@ -52,6 +55,25 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
     }
     let naive = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
     Some(naive.and_hms_opt(0, 0, 0)?.and_utc())
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ`, the form the reference server sends, read without chrono's parser:
+/// a listing reads two per record.
+fn parse_utc_seconds(text: &str) -> Option<DateTime<Utc>> {
+    let b = text.as_bytes();
+    let digits = |at: usize, len: usize| {
+        let field = b.get(at..at + len)?;
+        field.iter().try_fold(0, |n, &d| d.is_ascii_digit().then(|| n * 10 + u32::from(d - b'0')))
+    };
+    if b.len() != 20
+        || [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':'), (19, b'Z')]
+            .iter()
+            .any(|&(at, c)| b[at] != c)
+    {
+        return None;
+    }
+    let date = NaiveDate::from_ymd_opt(i32::try_from(digits(0, 4)?).ok()?, digits(5, 2)?, digits(8, 2)?)?;
+    Some(date.and_hms_opt(digits(11, 2)?, digits(14, 2)?, digits(17, 2)?)?.and_utc())
 }
 
 /// Reads an epoch number: seconds, or milliseconds from 10^11 on. `None` outside the range
