@@ -181,6 +181,17 @@ mod tests {
             let _ = from_epoch_int(int);
         }
 
+        /// The digit-by-digit form reads what chrono reads, and refuses what it refuses: dates
+        /// and times out of range included (`2023-02-29`, `24:00:00`, a leap second).
+        #[test]
+        fn whole_seconds_in_utc_read_as_chrono_reads_them(
+            text in "[0-9]{4}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-6][0-9]:[0-6][0-9]Z",
+        ) {
+            let chrono = DateTime::parse_from_rfc3339(&text).ok().map(|d| d.with_timezone(&Utc));
+            prop_assert_eq!(parse_timestamp(&text), chrono);
+            prop_assert_eq!(parse_utc_seconds(&text).is_some(), chrono.is_some_and(|d| d.timestamp_subsec_nanos() == 0));
+        }
+
         #[test]
         fn rfc3339_round_trips(seconds in -62_135_596_800i64..=253_402_300_799, nanos in 0u32..1_000_000_000) {
             let date = DateTime::from_timestamp(seconds, nanos).unwrap_or_default();
