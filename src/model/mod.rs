@@ -10,6 +10,8 @@ mod company;
 mod contact;
 mod record;
 mod sort;
+#[cfg(test)]
+pub(crate) mod tests;
 
 pub use company::{Company, CompanySort, CompanyStatus};
 pub use contact::{Contact, ContactSort};
