@@ -263,3 +263,6 @@ fn reason(error: &serde_json::Error) -> String {
         None => message,
     }
 }
+
+#[cfg(test)]
+mod tests;
