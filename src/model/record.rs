@@ -3,17 +3,20 @@
 //!
 //! A record type gives a table of its fields ([`Record::FIELDS`]): its wire name and how its
 //! value is read. A required field that is absent or not a string makes the element not a
-//! record. A lenient field ([`Field::Text`], [`Field::Time`]) never does: a value that cannot
-//! be read is kept raw in `extra` under the field's own name, and the name is listed in the
-//! record's fallbacks.
+//! record. A lenient field ([`Field::Text`], [`Field::Time`]) never does: `null` leaves it
+//! unset, and a value that cannot be read is kept raw in `extra` under the field's own name,
+//! the name listed in the record's fallbacks.
 
 use std::fmt;
 use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, de::value::MapAccessDeserializer, de::value::SeqAccessDeserializer};
+use serde::Deserialize;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde_json::{Map, Value};
+
+use crate::timestamp::{from_epoch, from_epoch_int, parse_timestamp};
 
 /// A field a record names, and how its value is read into the record.
 pub(crate) enum Field<R> {
@@ -21,7 +24,8 @@ pub(crate) enum Field<R> {
     Required(fn(&mut R, String)),
     /// A string, read leniently.
     Text(fn(&mut R, String)),
-    /// A timestamp, read leniently (see [`crate::timestamp`]).
+    /// A timestamp, read leniently: RFC 3339 and its variants, or epoch seconds or
+    /// milliseconds (see [`crate::timestamp`]).
     Time(fn(&mut R, DateTime<Utc>)),
 }
 
@@ -58,10 +62,10 @@ impl<'de, R: Record> Visitor<'de> for RecordVisitor<R> {
         let (mut seen, mut fell_back) = (0_u64, 0_u64);
         while let Some(key) = map.next_key_seed(KeySeed::<R>(PhantomData))? {
             let index = match key {
-                Key::Field(index) => index,
-                Key::Other(name) => {
+                Ok(index) => index,
+                Err(other) => {
                     let value = map.next_value()?;
-                    record.rest().0.insert(name, value);
+                    record.rest().0.insert(other, value);
                     continue;
                 }
             };
@@ -70,15 +74,10 @@ impl<'de, R: Record> Visitor<'de> for RecordVisitor<R> {
                 return Err(de::Error::duplicate_field(name));
             }
             seen |= 1 << index;
-            let raw = match field {
-                Field::Required(set) => {
-                    set(&mut record, map.next_value()?);
-                    false
-                }
-                Field::Text(set) => read_lenient(&mut map, &mut record, name, *set)?,
-                Field::Time(set) => read_lenient(&mut map, &mut record, name, *set)?,
-            };
-            fell_back |= u64::from(raw) << index;
+            if let Some(raw) = map.next_value_seed(Slot { record: &mut record, field })? {
+                record.rest().0.insert((*name).to_owned(), raw);
+                fell_back |= 1 << index;
+            }
         }
         // Fallbacks listed in the order of the fields.
         for (index, (name, field)) in R::FIELDS.iter().enumerate() {
@@ -93,147 +92,120 @@ impl<'de, R: Record> Visitor<'de> for RecordVisitor<R> {
     }
 }
 
-/// The value of lenient field `name`: set when read; kept raw in `extra` when not (true).
-fn read_lenient<'de, R: Record, T: Loose, A: MapAccess<'de>>(
-    map: &mut A,
-    record: &mut R,
-    name: &str,
-    set: fn(&mut R, T),
-) -> Result<bool, A::Error> {
-    match map.next_value()? {
-        Lenient::Absent => Ok(false),
-        Lenient::Read(value) => {
-            set(record, value);
-            Ok(false)
-        }
-        Lenient::Raw(raw) => {
-            record.rest().0.insert(name.to_owned(), raw);
-            Ok(true)
-        }
-    }
-}
-
 /// A key of a record's object: the index of a field the record names, or another name, kept
 /// for `extra`.
-enum Key {
-    Field(usize),
-    Other(String),
-}
-
 struct KeySeed<R>(PhantomData<fn() -> R>);
 
 impl<'de, R: Record> DeserializeSeed<'de> for KeySeed<R> {
-    type Value = Key;
+    type Value = Result<usize, String>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
         deserializer.deserialize_str(self)
     }
 }
 
 impl<R: Record> Visitor<'_> for KeySeed<R> {
-    type Value = Key;
+    type Value = Result<usize, String>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a field name")
     }
 
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<Key, E> {
-        Ok(match R::FIELDS.iter().position(|(known, _)| *known == name) {
-            Some(index) => Key::Field(index),
-            None => Key::Other(name.to_owned()),
-        })
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(R::FIELDS.iter().position(|(known, _)| *known == name).ok_or_else(|| name.to_owned()))
     }
 }
 
-/// A field whose type or format the API does not fix: its value, or the JSON it came as.
-#[derive(Debug, Default)]
-pub(crate) enum Lenient<T> {
-    /// Not sent, or `null`.
-    #[default]
-    Absent,
-    Read(T),
-    Raw(Value),
+/// The value of one field, read into its place in the record; the value itself when the field
+/// cannot take it (a required field's error instead).
+struct Slot<'a, R> {
+    record: &'a mut R,
+    field: &'a Field<R>,
 }
 
-/// A type a [`Lenient`] field reads from a JSON string or number.
-pub(crate) trait Loose: Sized {
-    fn from_text(text: &str) -> Option<Self>;
-    fn from_number(_number: f64, _integer: Option<i128>) -> Option<Self> {
-        None
-    }
-}
-
-impl Loose for String {
-    fn from_text(text: &str) -> Option<Self> {
-        Some(text.to_owned())
-    }
-}
-
-/// RFC 3339 and the common variants, or epoch seconds or milliseconds (see
-/// [`crate::timestamp`]).
-impl Loose for DateTime<Utc> {
-    fn from_text(text: &str) -> Option<Self> {
-        crate::timestamp::parse_timestamp(text)
+impl<R> Slot<'_, R> {
+    /// `raw`, a value the field cannot take: kept, or the error of a required field.
+    fn unreadable<E: de::Error>(self, raw: Value, unexpected: Unexpected<'_>) -> Result<Option<Value>, E> {
+        match self.field {
+            Field::Required(_) => Err(E::invalid_type(unexpected, &self)),
+            _ => Ok(Some(raw)),
+        }
     }
 
-    fn from_number(number: f64, integer: Option<i128>) -> Option<Self> {
-        match integer {
-            Some(integer) => crate::timestamp::from_epoch_int(integer),
-            None => crate::timestamp::from_epoch(number),
+    /// A number: an epoch for a timestamp, else unreadable.
+    fn number<E: de::Error>(
+        self,
+        at: Option<DateTime<Utc>>,
+        raw: Value,
+        unexpected: Unexpected<'_>,
+    ) -> Result<Option<Value>, E> {
+        match (self.field, at) {
+            (Field::Time(set), Some(at)) => {
+                set(self.record, at);
+                Ok(None)
+            }
+            _ => self.unreadable(raw, unexpected),
         }
     }
 }
 
-impl<'de, T: Loose> Deserialize<'de> for Lenient<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(LenientVisitor(PhantomData))
+impl<'de, R> DeserializeSeed<'de> for Slot<'_, R> {
+    type Value = Option<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Value>, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-struct LenientVisitor<T>(PhantomData<fn() -> T>);
-
-impl<T: Loose> LenientVisitor<T> {
-    fn read<E>(value: Option<T>, raw: impl FnOnce() -> Value) -> Result<Lenient<T>, E> {
-        Ok(value.map_or_else(|| Lenient::Raw(raw()), Lenient::Read))
-    }
-}
-
-impl<'de, T: Loose> Visitor<'de> for LenientVisitor<T> {
-    type Value = Lenient<T>;
+impl<'de, R> Visitor<'de> for Slot<'_, R> {
+    type Value = Option<Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+        f.write_str(if matches!(self.field, Field::Required(_)) { "a string" } else { "any JSON value" })
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Lenient<T>, E> {
-        Self::read(T::from_text(v), || Value::from(v))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Value>, E> {
+        match self.field {
+            Field::Required(set) | Field::Text(set) => set(self.record, v.to_owned()),
+            Field::Time(set) => match parse_timestamp(v) {
+                Some(at) => set(self.record, at),
+                None => return Ok(Some(Value::from(v))),
+            },
+        }
+        Ok(None)
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Lenient<T>, E> {
-        Self::read(T::from_number(v as f64, Some(i128::from(v))), || Value::from(v))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<Value>, E> {
+        self.number(from_epoch_int(i128::from(v)), Value::from(v), Unexpected::Signed(v))
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Lenient<T>, E> {
-        Self::read(T::from_number(v as f64, Some(i128::from(v))), || Value::from(v))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<Value>, E> {
+        self.number(from_epoch_int(i128::from(v)), Value::from(v), Unexpected::Unsigned(v))
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Lenient<T>, E> {
-        Self::read(T::from_number(v, None), || Value::from(v))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<Value>, E> {
+        self.number(from_epoch(v), Value::from(v), Unexpected::Float(v))
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Lenient<T>, E> {
-        Ok(Lenient::Raw(Value::Bool(v)))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<Value>, E> {
+        self.unreadable(Value::Bool(v), Unexpected::Bool(v))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Lenient<T>, E> {
-        Ok(Lenient::Absent)
+    /// `null`: a lenient field is left unset.
+    fn visit_unit<E: de::Error>(self) -> Result<Option<Value>, E> {
+        match self.field {
+            Field::Required(_) => Err(E::invalid_type(Unexpected::Unit, &self)),
+            _ => Ok(None),
+        }
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Lenient<T>, A::Error> {
-        Value::deserialize(MapAccessDeserializer::new(map)).map(Lenient::Raw)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<Value>, A::Error> {
+        let raw = Value::deserialize(MapAccessDeserializer::new(map))?;
+        self.unreadable(raw, Unexpected::Map)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Lenient<T>, A::Error> {
-        Value::deserialize(SeqAccessDeserializer::new(seq)).map(Lenient::Raw)
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Value>, A::Error> {
+        let raw = Value::deserialize(SeqAccessDeserializer::new(seq))?;
+        self.unreadable(raw, Unexpected::Seq)
     }
 }

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::deprecation::DeprecationNotice;
 use crate::error::{DecodeError, Undecodable, UndecodableError};
-use crate::model::Lenient;
 use crate::pipeline::{Call, Pipeline, Reply};
 use crate::retry::CallStats;
 use crate::{Error, text};
@@ -174,7 +174,7 @@ impl<T: DeserializeOwned> Page<T> {
         let Envelope { data: Elements(mut page), pagination } = envelope;
         page.has_more = pagination.has_more;
         page.next_cursor = match pagination.next_cursor {
-            Lenient::Read(cursor) if !cursor.is_empty() => Some(Cursor(cursor)),
+            Some(Value::String(cursor)) if !cursor.is_empty() => Some(Cursor(cursor)),
             _ => None,
         };
         page.total_count = pagination.total_count;
@@ -206,8 +206,9 @@ struct Envelope<T> {
 #[serde(rename_all = "camelCase")]
 struct Pagination {
     has_more: bool,
+    /// Any value: one that is not a string is no cursor.
     #[serde(default)]
-    next_cursor: Lenient<String>,
+    next_cursor: Option<Value>,
     #[serde(default, deserialize_with = "crate::bounds::count")]
     total_count: Option<u64>,
 }
