@@ -251,7 +251,7 @@ async fn token_contention() {
 
 fn decode() {
     let body = support::page_body();
-    // Decoding alone: unknown fields are kept (as JSON text, parsed when first read).
+    // Decoding alone: unknown fields are kept in each record's `extra`.
     let sdk_decode: fn(&[u8]) = |body| {
         std::hint::black_box(Page::<Company>::from_json(body).expect("a page"));
     };

@@ -13,9 +13,7 @@ use serde::de::DeserializeOwned;
 
 use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact};
-use crate::pagination::{
-    Arrived, Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected,
-};
+use crate::pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected};
 use crate::pipeline::{Call, Pipeline};
 use crate::urls::ApiPath;
 use crate::{Error, RetryPolicy, Sort};
@@ -206,9 +204,9 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     pub async fn send(self) -> Result<Page<T>, Error> {
         let query = self.query?;
         let call = query.page(query.page_limit(None, 0), query.cursor.as_ref());
-        let arrived = Arrived::fetch(&self.pipeline, &call, None, true).await;
-        let arrived = arrived.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
-        Ok(arrived.page(1, call.url.path(), query.on_undecodable)?.truncated(query.max_items))
+        let page = Page::fetch(&self.pipeline, &call, None, 1, query.on_undecodable).await;
+        let page = page.map_err(|error| cursor_rejected(error, query.cursor.is_some(), 0))?;
+        Ok(page.truncated(query.max_items))
     }
 
     /// Every page, following `nextCursor` while `hasMore` is true.

@@ -3,10 +3,10 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Fallbacks, Lenient};
+use super::record::{self, Field, Record};
 
 /// A company (API Part 2).
 ///
@@ -47,8 +47,8 @@ use super::{Fallbacks, Lenient};
 /// assert_eq!(serde_json::to_value(&company)?["industry"], "retail");
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", from = "Wire")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Company {
     /// Identifier of the company.
@@ -72,34 +72,28 @@ pub struct Company {
     fallbacks: Vec<&'static str>,
 }
 
-/// A company as it arrives.
-#[derive(Deserialize)]
-#[serde(expecting = "a company object", rename_all = "camelCase")]
-struct Wire {
-    id: String,
-    name: String,
-    #[serde(default)]
-    status: Lenient<String>,
-    #[serde(default)]
-    created_at: Lenient<DateTime<Utc>>,
-    #[serde(default)]
-    updated_at: Lenient<DateTime<Utc>>,
-    #[serde(flatten)]
-    extra: Map<String, Value>,
+impl<'de> Deserialize<'de> for Company {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        record::read(deserializer)
+    }
 }
 
-impl From<Wire> for Company {
-    fn from(wire: Wire) -> Self {
-        let mut fields = Fallbacks::new(wire.extra);
-        Company {
-            id: wire.id,
-            name: wire.name,
-            status: fields.take("status", wire.status).map(CompanyStatus),
-            created_at: fields.take("createdAt", wire.created_at),
-            updated_at: fields.take("updatedAt", wire.updated_at),
-            extra: fields.extra,
-            fallbacks: fields.names,
-        }
+impl Record for Company {
+    const EXPECTING: &'static str = "a company object";
+    const FIELDS: &'static [(&'static str, Field<Self>)] = &[
+        ("id", Field::Required(|company, id| company.id = id)),
+        ("name", Field::Required(|company, name| company.name = name)),
+        ("status", Field::Text(|company, status| company.status = Some(CompanyStatus(status)))),
+        ("createdAt", Field::Time(|company, at| company.created_at = Some(at))),
+        ("updatedAt", Field::Time(|company, at| company.updated_at = Some(at))),
+    ];
+
+    fn empty() -> Self {
+        Company::new("", "")
+    }
+
+    fn rest(&mut self) -> (&mut Map<String, Value>, &mut Vec<&'static str>) {
+        (&mut self.extra, &mut self.fallbacks)
     }
 }
 

@@ -1,9 +1,9 @@
 //! Contacts (API Part 2).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Fallbacks, Lenient};
+use super::record::{self, Field, Record};
 
 /// A contact (API Part 2). The API names only `companyId` and fixes no contact field as
 /// always present, so every field may be absent: `id` and `company_id` are `None` when absent,
@@ -24,8 +24,8 @@ use super::{Fallbacks, Lenient};
 /// assert_eq!(serde_json::to_value(&mine)?, serde_json::json!({"id": "cnt_2", "companyId": "cmp_1"}));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", from = "Wire")]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Contact {
     /// Identifier of the contact, when the API sends one.
@@ -42,27 +42,25 @@ pub struct Contact {
     fallbacks: Vec<&'static str>,
 }
 
-/// A contact as it arrives.
-#[derive(Deserialize)]
-#[serde(expecting = "a contact object", rename_all = "camelCase")]
-struct Wire {
-    #[serde(default)]
-    id: Lenient<String>,
-    #[serde(default)]
-    company_id: Lenient<String>,
-    #[serde(flatten)]
-    extra: Map<String, Value>,
+impl<'de> Deserialize<'de> for Contact {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        record::read(deserializer)
+    }
 }
 
-impl From<Wire> for Contact {
-    fn from(wire: Wire) -> Self {
-        let mut fields = Fallbacks::new(wire.extra);
-        Contact {
-            id: fields.take("id", wire.id),
-            company_id: fields.take("companyId", wire.company_id),
-            extra: fields.extra,
-            fallbacks: fields.names,
-        }
+impl Record for Contact {
+    const EXPECTING: &'static str = "a contact object";
+    const FIELDS: &'static [(&'static str, Field<Self>)] = &[
+        ("id", Field::Text(|contact, id| contact.id = Some(id))),
+        ("companyId", Field::Text(|contact, id| contact.company_id = Some(id))),
+    ];
+
+    fn empty() -> Self {
+        Contact::default()
+    }
+
+    fn rest(&mut self) -> (&mut Map<String, Value>, &mut Vec<&'static str>) {
+        (&mut self.extra, &mut self.fallbacks)
     }
 }
 

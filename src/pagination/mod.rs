@@ -21,7 +21,6 @@ mod stream;
 use std::borrow::Cow;
 use std::sync::Arc;
 
-pub(crate) use page::Arrived;
 pub use page::{Cursor, OnUndecodable, Page};
 pub use stream::{ItemStream, PageStream};
 

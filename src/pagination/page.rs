@@ -4,13 +4,13 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use serde::de::{DeserializeOwned, IgnoredAny, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::deprecation::DeprecationNotice;
 use crate::error::{Undecodable, UndecodableError};
-use crate::model::Lenient;
 use crate::pipeline::{Call, Pipeline, Reply};
 use crate::retry::CallStats;
 use crate::{Error, text};
@@ -135,60 +135,21 @@ impl<T: DeserializeOwned> Page<T> {
         Self::read(body, "page")
     }
 
-    /// The page in `body`, an answer of `endpoint`: decoded in one pass when every element is
-    /// a `T`; otherwise read again element by element.
-    fn read(body: &[u8], endpoint: &str) -> Result<Page<T>, Error> {
-        let page = match serde_json::from_slice::<Envelope<Vec<T>>>(body) {
-            Ok(envelope) => Ok(envelope.pagination.into_page(Elements::from(envelope.data))),
-            Err(_) => serde_json::from_slice::<Envelope<Elements<T>>>(body)
-                .map(|envelope| envelope.pagination.into_page(envelope.data)),
-        };
-        page.map_err(|e| Error::decode(endpoint, e))
-    }
-}
-
-/// A page as it arrived: its envelope read, and its items decoded at once, or (to request the
-/// next page first) only counted, without building an element, and decoded by
-/// [`page`](Arrived::page).
-pub(crate) struct Arrived<T> {
-    /// The page; without items while `body` still holds them.
-    pub(crate) head: Page<T>,
-    body: Option<Vec<u8>>,
-    /// Elements of `data`, items or not.
-    pub(crate) elements: u64,
-}
-
-impl<T: DeserializeOwned> Arrived<T> {
-    /// Sends `call` for a page of a listing and reads it, its items now when `items_now`, else
-    /// its envelope: the one way every page arrives, [`List::send`](crate::List::send)'s and
-    /// the streams'. Reading the items at once spares a listing without prefetch a second parse.
+    /// Sends `call` for page `number` of a listing and reads it: the one way every page
+    /// arrives, [`List::send`](crate::List::send)'s and the streams' (a prefetched page in its
+    /// own task). With [`OnUndecodable::Fail`], the first element that is not a `T` is the
+    /// listing's error.
     pub(crate) async fn fetch(
         pipeline: &Pipeline,
         call: &Call,
         stats: Option<&CallStats>,
-        items_now: bool,
-    ) -> Result<Self, Error> {
+        number: u64,
+        on: OnUndecodable,
+    ) -> Result<Page<T>, Error> {
         let Reply { body, deprecation } = pipeline.send(call, stats).await?;
-        let (head, elements, body) = if items_now {
-            let page = Page::read(&body, call.url.path())?;
-            let elements = page.data.len() as u64 + page.undecodable_total;
-            (page, elements, None)
-        } else {
-            let envelope = serde_json::from_slice::<Envelope<Vec<IgnoredAny>>>(&body)
-                .map_err(|e| Error::decode(call.url.path(), e))?;
-            let elements = envelope.data.len() as u64;
-            (envelope.pagination.into_page(Elements::from(Vec::new())), elements, Some(body))
-        };
-        Ok(Arrived { head: Page { deprecation, ..head }, body, elements })
-    }
-
-    /// Page `number` of a listing of `endpoint`, its items decoded. With
-    /// [`OnUndecodable::Fail`], the first element that is not a `T` is the listing's error.
-    pub(crate) fn page(self, number: u64, endpoint: &str, on: OnUndecodable) -> Result<Page<T>, Error> {
-        let mut page = match &self.body {
-            Some(body) => Page { deprecation: self.head.deprecation, ..Page::read(body, endpoint)? },
-            None => self.head,
-        };
+        let endpoint = call.url.path();
+        let mut page = Page::read(&body, endpoint)?;
+        page.deprecation = deprecation;
         for item in &mut page.undecodable {
             item.page = number;
         }
@@ -202,6 +163,20 @@ impl<T: DeserializeOwned> Arrived<T> {
                 })));
             }
         }
+        Ok(page)
+    }
+
+    /// The page in `body`, an answer of `endpoint`, read in one pass: each element of `data` is
+    /// taken as its JSON text and read as a `T` on its own (see [`Elements`]).
+    fn read(body: &[u8], endpoint: &str) -> Result<Page<T>, Error> {
+        let envelope = serde_json::from_slice::<Envelope<T>>(body).map_err(|e| Error::decode(endpoint, e))?;
+        let Envelope { data: Elements(mut page), pagination } = envelope;
+        page.has_more = pagination.has_more;
+        page.next_cursor = match pagination.next_cursor {
+            Some(Value::String(cursor)) if !cursor.is_empty() => Some(Cursor(cursor)),
+            _ => None,
+        };
+        page.total_count = pagination.total_count;
         Ok(page)
     }
 }
@@ -220,8 +195,9 @@ pub enum OnUndecodable {
 
 /// The page envelope as it arrives.
 #[derive(Deserialize)]
-struct Envelope<D> {
-    data: D,
+#[serde(bound = "T: DeserializeOwned")]
+struct Envelope<T> {
+    data: Elements<T>,
     pagination: Pagination,
 }
 
@@ -229,52 +205,17 @@ struct Envelope<D> {
 #[serde(rename_all = "camelCase")]
 struct Pagination {
     has_more: bool,
+    /// Any value: one that is not a string is no cursor.
     #[serde(default)]
-    next_cursor: Lenient<String>,
+    next_cursor: Option<Value>,
     #[serde(default, deserialize_with = "crate::bounds::count")]
     total_count: Option<u64>,
 }
 
-impl Pagination {
-    fn into_page<T>(self, elements: Elements<T>) -> Page<T> {
-        let Pagination { has_more, next_cursor, total_count } = self;
-        let next_cursor = match next_cursor {
-            Lenient::Read(cursor) if !cursor.is_empty() => Some(Cursor(cursor)),
-            _ => None,
-        };
-        Page {
-            data: elements.items,
-            has_more,
-            next_cursor,
-            total_count,
-            deprecation: None,
-            undecodable: elements.undecodable,
-            undecodable_total: elements.undecodable_total,
-        }
-    }
-}
-
-/// Why an element is not a `T`: the parser's message, without its position in the element.
-fn reason(error: &serde_json::Error) -> String {
-    let message = error.to_string();
-    match message.rsplit_once(" at line ") {
-        Some((reason, _)) => reason.to_owned(),
-        None => message,
-    }
-}
-
-/// `data` read element by element: what decodes, and what does not.
-struct Elements<T> {
-    items: Vec<T>,
-    undecodable: Vec<Undecodable>,
-    undecodable_total: u64,
-}
-
-impl<T> From<Vec<T>> for Elements<T> {
-    fn from(items: Vec<T>) -> Self {
-        Elements { items, undecodable: Vec::new(), undecodable_total: 0 }
-    }
-}
+/// `data`, read as a sequence of raw values into a page's items: each element is borrowed from
+/// the body as JSON text and read as a `T` on its own, so one that is not a `T` costs no more
+/// than a count (the first [`KEPT_UNDECODABLE`] kept with an excerpt), whatever the page holds.
+struct Elements<T>(Page<T>);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Elements<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -292,27 +233,36 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ElementsVisitor<T> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Elements<T>, A::Error> {
-        let mut elements = Elements::from(Vec::new());
+        let mut page = Page::new(Vec::new());
         let mut position = 0;
-        // Each element is borrowed from the body as JSON text and read on its own, so one
-        // that is not a `T` costs no more than a count.
         while let Some(raw) = seq.next_element::<&RawValue>()? {
             match serde_json::from_str::<T>(raw.get()) {
-                Ok(item) => elements.items.push(item),
-                Err(error) => {
-                    elements.undecodable_total += 1;
-                    if elements.undecodable.len() < KEPT_UNDECODABLE {
-                        elements.undecodable.push(Undecodable {
-                            page: 1,
-                            position,
-                            raw: text::server_text(raw.get()),
-                            reason: text::server_text(&reason(&error)),
-                        });
-                    }
+                Ok(item) => page.data.push(item),
+                Err(error) if page.undecodable.len() < KEPT_UNDECODABLE => {
+                    page.undecodable_total += 1;
+                    page.undecodable.push(Undecodable {
+                        page: 1,
+                        position,
+                        raw: text::server_text(raw.get()),
+                        reason: text::server_text(&reason(&error)),
+                    });
                 }
+                Err(_) => page.undecodable_total += 1,
             }
             position += 1;
         }
-        Ok(elements)
+        Ok(Elements(page))
     }
 }
+
+/// Why an element is not a `T`: the parser's message, without its position in the element.
+fn reason(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.rsplit_once(" at line ") {
+        Some((reason, _)) => reason.to_owned(),
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::guards::Walk;
-use super::{Arrived, Cursor, Page, Query, cursor_rejected};
+use super::{Cursor, Page, Query, cursor_rejected};
 use crate::bounds::later;
 use crate::limits::MAX_LIMIT;
 use crate::pipeline::Pipeline;
@@ -37,7 +37,8 @@ pub(super) struct Pager<T> {
     pages: u64,
     pub(super) progress: Progress,
     finished: bool,
-    prefetched: Option<JoinHandle<Result<Arrived<T>, Error>>>,
+    /// The next page, requested and decoded in a task of its own while this one is read.
+    prefetched: Option<JoinHandle<Result<Page<T>, Error>>>,
     not_before: Option<Instant>,
     /// A contract violation found on a page whose items are delivered first.
     deferred: Option<Error>,
@@ -72,29 +73,24 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         self.query.remaining(self.progress.delivered)
     }
 
-    /// The request for the page at the walk's cursor, in the listing's span, once its time has
-    /// come: awaited right away, or spawned as a prefetch while the page before is decoded and
-    /// read. With prefetch on, it reads the page's envelope, and its items are decoded once
-    /// the next request is out.
-    /// Its `limit` counts `delivered` items delivered before it.
-    fn request(
-        &mut self,
-        delivered: u64,
-    ) -> impl Future<Output = Result<Arrived<T>, Error>> + Send + 'static {
-        let limit = self.query.page_limit(Some(MAX_LIMIT), delivered);
+    /// The next page, at the walk's cursor, in the listing's span, once its time has come:
+    /// requested and decoded, awaited right away or spawned as a prefetch. Its `limit` counts
+    /// the items delivered so far.
+    fn request(&mut self) -> impl Future<Output = Result<Page<T>, Error>> + Send + 'static {
+        let limit = self.query.page_limit(Some(MAX_LIMIT), self.progress.delivered);
         let call = self.query.page(limit, self.walk.cursor());
+        let (number, on) = (self.pages + 1, self.query.on_undecodable);
         let not_before = self.not_before;
         if let Some(delay) = self.pipeline.settings.page_delay {
             let now = Instant::now();
             self.not_before = Some(later(not_before.unwrap_or(now).max(now), delay));
         }
         let (pipeline, stats) = (self.pipeline.clone(), Arc::clone(&self.stats));
-        let items_now = !pipeline.settings.prefetch;
         async move {
             if let Some(at) = not_before {
                 tokio::time::sleep_until(at).await;
             }
-            Arrived::fetch(&pipeline, &call, Some(&stats), items_now).await
+            Page::fetch(&pipeline, &call, Some(&stats), number, on).await
         }
         .instrument(self.span.clone())
     }
@@ -108,14 +104,14 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             self.finished = true;
             return None;
         }
-        let arrived = match self.prefetched.take() {
+        let page = match self.prefetched.take() {
             Some(handle) => {
                 handle.await.unwrap_or_else(|join| Err(Error::task_failed(self.query.call.url.path(), join)))
             }
-            None => self.request(self.progress.delivered).await,
+            None => self.request().await,
         };
-        Some(match arrived {
-            Ok(arrived) => self.accept(arrived),
+        Some(match page {
+            Ok(page) => self.accept(page),
             Err(error) => Err(self.fail(error)),
         })
     }
@@ -128,34 +124,23 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         cursor_rejected(error, self.walk.cursor().is_some(), self.progress.delivered)
     }
 
-    /// Applies the pagination rules to a page that arrived, starts the next request, then
-    /// decodes the page and hands it over. A page that breaks the contract is still delivered;
-    /// the error follows it.
-    fn accept(&mut self, arrived: Arrived<T>) -> Result<Page<T>, Error> {
+    /// Applies the pagination rules to a page that arrived, counts what it delivers, and, with
+    /// prefetch on, starts the next request. A page that breaks the contract is still
+    /// delivered; the error follows it.
+    fn accept(&mut self, page: Page<T>) -> Result<Page<T>, Error> {
         self.pages += 1;
-        let walked = self.walk.advance(
-            self.pages,
-            arrived.head.has_more,
-            arrived.head.next_cursor.as_ref(),
-            arrived.elements == 0,
-        );
-        // A page that may fill the listing's `max_items` starts no request it may not need.
-        let may_fill = self.remaining().is_some_and(|left| left <= arrived.elements);
-        if matches!(walked, Ok(true)) && !may_fill && self.pipeline.settings.prefetch {
-            // Every element of this page counted as an item: at worst a page more.
-            let delivered = self.progress.delivered + arrived.elements;
-            self.prefetched = Some(tokio::spawn(self.request(delivered)));
-        }
-        let page = match arrived.page(self.pages, self.query.call.url.path(), self.query.on_undecodable) {
-            Ok(page) => page.truncated(self.remaining()),
-            Err(error) => return Err(self.fail(error)),
-        };
+        let empty = page.data.is_empty() && page.undecodable_total == 0;
+        let walked = self.walk.advance(self.pages, page.has_more, page.next_cursor.as_ref(), empty);
+        let page = page.truncated(self.remaining());
         self.progress.delivered += page.data.len() as u64;
         self.progress.undecodable += page.undecodable_total;
         match walked {
             Ok(more) => {
                 self.finished = !more || self.remaining() == Some(0);
                 self.progress.resume = if page.has_more { page.next_cursor.clone() } else { None };
+                if !self.finished && self.pipeline.settings.prefetch {
+                    self.prefetched = Some(tokio::spawn(self.request()));
+                }
                 Ok(page)
             }
             Err(violation) => {

@@ -53,22 +53,19 @@ pub struct PageStream<T> {
 impl<T: DeserializeOwned + Send + 'static> PageStream<T> {
     pub(crate) fn new(pipeline: Pipeline, query: Result<Query, Error>) -> Self {
         let stats = Arc::new(CallStats::default());
-        let (inner, progress) = match query {
-            Err(error) => {
-                let progress = Progress::default();
-                (futures::stream::once(async move { (Err(error), Progress::default()) }).boxed(), progress)
-            }
+        let resume = query.as_ref().ok().and_then(|query| query.cursor.clone());
+        let inner = match query {
+            Err(error) => futures::stream::once(async { (Err(error), Progress::default()) }).boxed(),
             Ok(query) => {
-                let progress = Progress { resume: query.cursor.clone(), ..Progress::default() };
                 let pager = Pager::<T>::new(pipeline, query, Arc::clone(&stats));
                 let pages = futures::stream::unfold(pager, |mut pager| async move {
                     let page = pager.next().await?;
-                    let progress = pager.progress.clone();
-                    Some(((page, progress), pager))
+                    Some(((page, pager.progress.clone()), pager))
                 });
-                (pages.boxed(), progress)
+                pages.boxed()
             }
         };
+        let progress = Progress { resume, ..Progress::default() };
         PageStream { inner: SyncWrapper::new(inner), progress, stats }
     }
 
