@@ -1,0 +1,172 @@
+//! What a stream's run carries from page to page: the client, the sink, the lease, the report.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use business_records::{Client, Cursor, Page};
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::record::{Element, element};
+use crate::report::{Phase, Progress, StreamReport};
+use crate::sink::{Commit, Policy, Record, Sink, State, Written};
+use crate::{Missing, Stream, SyncError, time};
+
+/// The callback of [`Mirror::on_progress`](crate::Mirror::on_progress).
+pub(crate) type ProgressFn = dyn Fn(&Progress) + Send + Sync;
+
+/// A commit under way on the sink.
+pub(crate) type Pending = BoxFuture<'static, Result<Written, SyncError>>;
+
+/// A page's records made ready, and what the run reads from them.
+#[derive(Debug, Default)]
+pub(crate) struct Prepared {
+    pub(crate) records: Vec<Record>,
+    /// The newest and the oldest updated field of the page.
+    pub(crate) newest: Option<DateTime<Utc>>,
+    pub(crate) oldest: Option<DateTime<Utc>>,
+    /// The first pair of records out of descending order: the earlier's and the later's raw
+    /// updated field.
+    pub(crate) disorder: Option<(String, String)>,
+}
+
+/// One stream's run.
+pub(crate) struct Context<'m> {
+    pub(crate) client: &'m Client,
+    pub(crate) sink: Arc<dyn Sink>,
+    pub(crate) stream: &'m Stream,
+    pub(crate) holder: &'m str,
+    pub(crate) lease: Duration,
+    pub(crate) run: i64,
+    pub(crate) progress: Option<&'m ProgressFn>,
+    pub(crate) phase: Phase,
+    pub(crate) total: Option<u64>,
+    pub(crate) report: StreamReport,
+}
+
+impl Context<'_> {
+    /// Requests one page of the stream's list in `sort` order, at `cursor`.
+    pub(crate) fn fetch(
+        &self,
+        sort: &str,
+        cursor: Option<&Cursor>,
+    ) -> impl Future<Output = Result<Page<Value>, business_records::Error>> + use<> {
+        let mut list = self.client.list::<Value>(self.stream.path.as_str()).sort(sort).limit(self.stream.limit);
+        for (name, value) in &self.stream.filters {
+            list = list.filter(name.as_str(), value.as_str());
+        }
+        if let Some(cursor) = cursor {
+            list = list.cursor(cursor);
+        }
+        list.send()
+    }
+
+    /// The elements of page `number` as records, counted; `Missing::Fail` stops at the first
+    /// without a key.
+    pub(crate) fn prepare(&mut self, elements: Vec<Value>, number: u64) -> Result<Prepared, SyncError> {
+        let mut prepared = Prepared::default();
+        let mut previous: Option<(DateTime<Utc>, String)> = None;
+        for (position, value) in elements.into_iter().enumerate() {
+            let Element::Record { record, updated } = element(value, &self.stream.fields) else {
+                if self.stream.missing == Missing::Fail {
+                    return Err(SyncError::MissingId { page: number, position });
+                }
+                tracing::warn!(stream = %self.stream.table, page = number, position, "a record without an id was skipped");
+                self.report.without_id += 1;
+                continue;
+            };
+            self.report.seen += 1;
+            if let Some(updated) = updated {
+                let raw = record.updated_at_raw.clone().unwrap_or_default();
+                if let Some((before, before_raw)) = &previous
+                    && updated > *before
+                    && prepared.disorder.is_none()
+                {
+                    prepared.disorder = Some((before_raw.clone(), raw.clone()));
+                }
+                prepared.newest = prepared.newest.max(Some(updated));
+                prepared.oldest = Some(prepared.oldest.map_or(updated, |oldest| oldest.min(updated)));
+                previous = Some((updated, raw));
+            }
+            prepared.records.push(record);
+        }
+        Ok(prepared)
+    }
+
+    /// The lease's end if renewed now.
+    pub(crate) fn lease_until(&self) -> String {
+        lease_until(self.lease)
+    }
+
+    /// Queues a commit of `records` and `deletes` (and `state`, if any) on the sink.
+    pub(crate) fn commit(
+        &self,
+        records: Vec<Record>,
+        policy: Policy,
+        deletes: Vec<String>,
+        state: Option<State>,
+    ) -> Pending {
+        let commit = Commit {
+            stream: self.stream.table.clone(),
+            run: self.run,
+            holder: self.holder.to_owned(),
+            lease_until: self.lease_until(),
+            records,
+            policy,
+            deletes,
+            state,
+        };
+        let (sink, stream) = (Arc::clone(&self.sink), self.stream.table.clone());
+        Box::pin(async move {
+            sink.commit(commit).await.map_err(|error| {
+                if error.is_lease_lost() { SyncError::LeaseLost { stream } } else { SyncError::Sink(error) }
+            })
+        })
+    }
+
+    /// Waits for `pending`, if any, and counts what it wrote.
+    pub(crate) async fn settle(&mut self, pending: Option<Pending>) -> Result<(), SyncError> {
+        if let Some(pending) = pending {
+            let written = pending.await?;
+            self.report.count(written);
+        }
+        Ok(())
+    }
+
+    /// Counts what a settled commit wrote.
+    pub(crate) fn count(&mut self, written: Result<Option<Written>, SyncError>) -> Result<(), SyncError> {
+        if let Some(written) = written? {
+            self.report.count(written);
+        }
+        Ok(())
+    }
+
+    /// Tells the progress callback where the run is.
+    pub(crate) fn tell(&self) {
+        if let Some(progress) = self.progress {
+            progress(&Progress {
+                stream: self.stream.table.clone(),
+                phase: self.phase,
+                pages: self.report.pages,
+                seen: self.report.seen,
+                written: self.report.written(),
+                total: self.total,
+            });
+        }
+    }
+}
+
+/// The lease's end if taken or renewed now for `lease`.
+pub(crate) fn lease_until(lease: Duration) -> String {
+    let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
+    time::format(Utc::now().checked_add_signed(lease).unwrap_or(DateTime::<Utc>::MAX_UTC))
+}
+
+/// Waits for a commit under way, if any.
+pub(crate) async fn settled(pending: Option<Pending>) -> Result<Option<Written>, SyncError> {
+    match pending {
+        Some(pending) => pending.await.map(Some),
+        None => Ok(None),
+    }
+}

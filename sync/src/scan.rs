@@ -1,0 +1,124 @@
+//! One pass over a list, page by page: each page checked and committed while the next one is
+//! fetched, started again from the first page when the cursor expires.
+
+use std::collections::HashSet;
+
+use business_records::Cursor;
+use chrono::{DateTime, Utc};
+
+use crate::context::{Context, Pending, settled};
+use crate::sink::Policy;
+use crate::{Disorder, SyncError};
+
+/// Restarts from the first page in one run before a refused cursor fails it.
+const MAX_RESTARTS: u32 = 3;
+/// Empty pages with `hasMore: true` in a row before the listing fails.
+const MAX_EMPTY_PAGES: u32 = 25;
+
+/// How a pass reads the list.
+#[derive(Debug)]
+pub(crate) struct Pass {
+    /// The `sort` parameter.
+    pub(crate) sort: String,
+    /// The incremental scan: pages in descending order of the updated field, a stop, and a
+    /// new pass when `totalCount` drops. Otherwise a reconciliation: every page, any order.
+    pub(crate) incremental: bool,
+    /// Stop after the page holding a record updated before this.
+    pub(crate) stop: Option<DateTime<Utc>>,
+    /// How the pages' records are committed.
+    pub(crate) policy: Policy,
+}
+
+/// What a pass saw.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    /// The newest updated field on the first page of the last pass.
+    pub(crate) newest: Option<DateTime<Utc>>,
+    /// Whether that first page told the server's newest record: it held records, or it was
+    /// the whole list.
+    pub(crate) known: bool,
+    /// A page was out of order and the pass went on as a full scan.
+    pub(crate) disordered: bool,
+    /// `totalCount` changed between pages.
+    pub(crate) total_changed: bool,
+}
+
+/// Reads the list as `pass` says, committing every page; collects the ids seen into `seen`
+/// when given.
+pub(crate) async fn walk(
+    ctx: &mut Context<'_>,
+    pass: &Pass,
+    mut seen: Option<&mut HashSet<String>>,
+) -> Result<Walked, SyncError> {
+    let mut walked = Walked::default();
+    let mut rescanned = false;
+    'pass: loop {
+        let (mut cursor, mut number, mut empty_in_a_row) = (None::<Cursor>, 0_u64, 0_u32);
+        let (mut first_total, mut largest_total) = (None, None);
+        let mut pending: Option<Pending> = None;
+        loop {
+            let (page, written) = futures::future::join(ctx.fetch(&pass.sort, cursor.as_ref()), settled(pending.take())).await;
+            ctx.count(written)?;
+            ctx.report.requests += 1;
+            let page = match page {
+                Ok(page) => page,
+                Err(business_records::Error::CursorRejected(_)) if cursor.is_some() => {
+                    if ctx.report.restarts >= MAX_RESTARTS {
+                        return Err(SyncError::CursorExpired { restarts: ctx.report.restarts });
+                    }
+                    ctx.report.restarts += 1;
+                    tracing::info!(stream = %ctx.stream.table, restarts = ctx.report.restarts, "cursor refused; from the first page again");
+                    continue 'pass;
+                }
+                Err(error) => return Err(error.into()),
+            };
+            number += 1;
+            ctx.report.pages += 1;
+            ctx.total = page.total_count;
+            let mut prepared = ctx.prepare(page.data, number)?;
+            if let Some((previous, next)) = prepared.disorder.take().filter(|_| pass.incremental && !walked.disordered) {
+                if ctx.stream.disorder == Disorder::Fail {
+                    return Err(SyncError::OutOfOrder { page: number, previous, next });
+                }
+                tracing::warn!(stream = %ctx.stream.table, page = number, "page out of order; reading the rest as a full scan");
+                walked.disordered = true;
+            }
+            if number == 1 {
+                walked.newest = prepared.newest;
+                walked.known = !prepared.records.is_empty() || !page.has_more;
+            }
+            let dropped = matches!((largest_total, page.total_count), (Some(before), Some(now)) if now < before);
+            first_total = first_total.or(page.total_count);
+            largest_total = largest_total.max(page.total_count);
+            walked.total_changed |= page.total_count.is_some() && page.total_count != first_total;
+            let reached = !walked.disordered
+                && pass.stop.is_some_and(|stop| prepared.oldest.is_some_and(|oldest| oldest < stop));
+            empty_in_a_row = if prepared.records.is_empty() { empty_in_a_row + 1 } else { 0 };
+            if let Some(seen) = seen.as_deref_mut() {
+                seen.extend(prepared.records.iter().map(|record| record.id.clone()));
+            }
+            pending = Some(ctx.commit(prepared.records, pass.policy, Vec::new(), None));
+            ctx.tell();
+            if pass.incremental && dropped && !rescanned {
+                tracing::info!(stream = %ctx.stream.table, "totalCount dropped during the scan; scanning once more");
+                ctx.settle(pending.take()).await?;
+                rescanned = true;
+                continue 'pass;
+            }
+            if !page.has_more || reached {
+                break;
+            }
+            let broken = |message| SyncError::Pagination { page: number, message };
+            let next = page.next_cursor.ok_or_else(|| broken("`hasMore` is true without a cursor"))?;
+            if cursor.as_ref() == Some(&next) {
+                return Err(broken("the same cursor again"));
+            }
+            if empty_in_a_row > MAX_EMPTY_PAGES {
+                return Err(broken("too many empty pages in a row"));
+            }
+            cursor = Some(next);
+        }
+        ctx.settle(pending.take()).await?;
+        return Ok(walked);
+    }
+}
