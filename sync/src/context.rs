@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::record::{Element, element};
+use crate::record::element;
 use crate::report::{Phase, Progress, StreamReport};
 use crate::sink::{Commit, Policy, Record, Sink, State, Written};
 use crate::{Missing, Stream, SyncError, time};
@@ -19,10 +19,9 @@ pub(crate) type ProgressFn = dyn Fn(&Progress) + Send + Sync;
 /// A commit under way on the sink.
 pub(crate) type Pending = BoxFuture<'static, Result<Written, SyncError>>;
 
-/// A page's records made ready, and what the run reads from them.
+/// What the run reads from a page's updated fields.
 #[derive(Debug, Default)]
-pub(crate) struct Prepared {
-    pub(crate) records: Vec<Record>,
+pub(crate) struct Facts {
     /// The newest and the oldest updated field of the page.
     pub(crate) newest: Option<DateTime<Utc>>,
     pub(crate) oldest: Option<DateTime<Utc>>,
@@ -62,13 +61,33 @@ impl Context<'_> {
         list.send()
     }
 
+    /// What the run reads from a page before its records are made: the newest and oldest
+    /// updated field, and the first pair of records out of descending order.
+    pub(crate) fn facts(&self, elements: &[Value]) -> Facts {
+        let mut facts = Facts::default();
+        let mut previous: Option<(DateTime<Utc>, &Value)> = None;
+        let updated = elements.iter().filter_map(|e| e.get(&self.stream.fields.updated).map(|raw| (time::parse(raw), raw)));
+        for (instant, raw) in updated {
+            let Some(instant) = instant else { continue };
+            if let Some((before, before_raw)) = previous
+                && instant > before
+                && facts.disorder.is_none()
+            {
+                facts.disorder = Some((text(before_raw), text(raw)));
+            }
+            facts.newest = facts.newest.max(Some(instant));
+            facts.oldest = Some(facts.oldest.map_or(instant, |oldest| oldest.min(instant)));
+            previous = Some((instant, raw));
+        }
+        facts
+    }
+
     /// The elements of page `number` as records, counted; `Missing::Fail` stops at the first
     /// without a key.
-    pub(crate) fn prepare(&mut self, elements: Vec<Value>, number: u64) -> Result<Prepared, SyncError> {
-        let mut prepared = Prepared::default();
-        let mut previous: Option<(DateTime<Utc>, String)> = None;
+    pub(crate) fn records(&mut self, elements: Vec<Value>, number: u64) -> Result<Vec<Record>, SyncError> {
+        let mut records = Vec::with_capacity(elements.len());
         for (position, value) in elements.into_iter().enumerate() {
-            let Element::Record { record, updated } = element(value, &self.stream.fields) else {
+            let Some(record) = element(value, &self.stream.fields) else {
                 if self.stream.missing == Missing::Fail {
                     return Err(SyncError::MissingId { page: number, position });
                 }
@@ -77,21 +96,9 @@ impl Context<'_> {
                 continue;
             };
             self.report.seen += 1;
-            if let Some(updated) = updated {
-                let raw = record.updated_at_raw.clone().unwrap_or_default();
-                if let Some((before, before_raw)) = &previous
-                    && updated > *before
-                    && prepared.disorder.is_none()
-                {
-                    prepared.disorder = Some((before_raw.clone(), raw.clone()));
-                }
-                prepared.newest = prepared.newest.max(Some(updated));
-                prepared.oldest = Some(prepared.oldest.map_or(updated, |oldest| oldest.min(updated)));
-                previous = Some((updated, raw));
-            }
-            prepared.records.push(record);
+            records.push(record);
         }
-        Ok(prepared)
+        Ok(records)
     }
 
     /// The lease's end if renewed now.
@@ -161,6 +168,14 @@ impl Context<'_> {
 pub(crate) fn lease_until(lease: Duration) -> String {
     let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
     time::format(Utc::now().checked_add_signed(lease).unwrap_or(DateTime::<Utc>::MAX_UTC))
+}
+
+/// A timestamp field as text, as served.
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// Waits for a commit under way, if any.

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::context::Context;
-use crate::record::{Element, element};
+use crate::record::element;
 use crate::report::Phase;
 use crate::scan::{Pass, walk};
 use crate::sink::Policy;
@@ -67,7 +67,7 @@ async fn read_one(ctx: &mut Context<'_>, id: &str) -> Result<Option<Value>, Sync
 
 /// A suspect the server still serves: its version is written (the server's wins).
 async fn write_back(ctx: &mut Context<'_>, value: Value) -> Result<(), SyncError> {
-    let Element::Record { record, .. } = element(value, &ctx.stream.fields) else { return Ok(()) };
+    let Some(record) = element(value, &ctx.stream.fields) else { return Ok(()) };
     let pending = ctx.commit(vec![record], Policy::Authoritative, Vec::new(), None);
     ctx.settle(Some(pending)).await
 }

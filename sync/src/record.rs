@@ -1,6 +1,5 @@
 //! A record as it arrived, made ready for the sink: its key, its timestamps, its digest.
 
-use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -15,36 +14,27 @@ pub(crate) struct Fields {
     pub(crate) created: String,
 }
 
-/// One element of a page: a record ready to store, or an element without a key.
-#[derive(Debug)]
-pub(crate) enum Element {
-    Record { record: Record, updated: Option<DateTime<Utc>> },
-    WithoutKey,
-}
-
-/// The element as the sink stores it. The key is a non-empty string, or an integer written
+/// The element as the sink stores it; `None` for an element without a key. The key is a non-empty string, or an integer written
 /// as text; `updated_at` is the updated field read as a timestamp (NULL when it is absent or
 /// unreadable), `updated_at_raw` the field as served.
-pub(crate) fn element(value: Value, fields: &Fields) -> Element {
-    let Value::Object(object) = &value else { return Element::WithoutKey };
+pub(crate) fn element(value: Value, fields: &Fields) -> Option<Record> {
+    let Value::Object(object) = &value else { return None };
     let id = match object.get(&fields.key) {
         Some(Value::String(id)) if !id.is_empty() => id.clone(),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
-        _ => return Element::WithoutKey,
+        _ => return None,
     };
     let raw = object.get(&fields.updated).filter(|v| !v.is_null());
-    let updated = raw.and_then(time::parse);
-    let record = Record {
+    Some(Record {
         id,
-        updated_at: updated.map(time::format),
+        updated_at: raw.and_then(time::parse).map(time::format),
         updated_at_raw: raw.map(|v| match v {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         }),
         digest: digest(&value),
         body: value.to_string(),
-    };
-    Element::Record { record, updated }
+    })
 }
 
 /// The SHA-256, in lower-case hex, of the RFC 8785 canonical JSON of `value`: equal for two
@@ -69,11 +59,10 @@ mod tests {
     #[test]
     fn a_record_keeps_what_was_served_and_reads_its_timestamp() {
         let served = json!({"id": "c1", "updatedAt": "2024-01-02T03:04:05+01:00", "extra": {"b": 1, "a": [1.5]}});
-        let Element::Record { record, updated } = element(served.clone(), &fields()) else { panic!("a record") };
+        let record = element(served.clone(), &fields()).expect("a record");
         assert_eq!(record.id, "c1");
         assert_eq!(record.updated_at.as_deref(), Some("2024-01-02T02:04:05.000000000Z"));
         assert_eq!(record.updated_at_raw.as_deref(), Some("2024-01-02T03:04:05+01:00"));
-        assert!(updated.is_some());
         assert_eq!(serde_json::from_str::<Value>(&record.body).ok(), Some(served));
         assert_eq!(record.digest.len(), 64);
     }
@@ -81,10 +70,10 @@ mod tests {
     #[test]
     fn elements_without_a_usable_key_are_told_apart() {
         for element_ in [json!({"name": "x"}), json!({"id": ""}), json!({"id": null}), json!("c1"), json!({"id": 1.5})] {
-            assert!(matches!(element(element_, &fields()), Element::WithoutKey));
+            assert_eq!(element(element_, &fields()), None);
         }
-        let Element::Record { record, updated } = element(json!({"id": 7}), &fields()) else { panic!("a record") };
-        assert_eq!((record.id.as_str(), updated, record.updated_at_raw), ("7", None, None));
+        let record = element(json!({"id": 7}), &fields()).expect("a record");
+        assert_eq!((record.id.as_str(), record.updated_at, record.updated_at_raw), ("7", None, None));
     }
 
     #[test]

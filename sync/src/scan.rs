@@ -3,8 +3,10 @@
 
 use std::collections::HashSet;
 
-use business_records::Cursor;
+use business_records::{Cursor, Page};
 use chrono::{DateTime, Utc};
+use serde_json::Value;
+use tokio::task::JoinHandle;
 
 use crate::context::{Context, Pending, settled};
 use crate::sink::Policy;
@@ -43,6 +45,30 @@ pub(crate) struct Walked {
     pub(crate) total_changed: bool,
 }
 
+/// A page request under way, on a task of its own; aborted when dropped.
+struct Fetch(JoinHandle<Result<Page<Value>, business_records::Error>>);
+
+impl Fetch {
+    fn start(ctx: &mut Context<'_>, sort: &str, cursor: Option<&Cursor>) -> Fetch {
+        ctx.report.requests += 1;
+        Fetch(tokio::spawn(ctx.fetch(sort, cursor)))
+    }
+
+    async fn page(mut self) -> Result<Page<Value>, SyncError> {
+        match (&mut self.0).await {
+            Ok(page) => page.map_err(SyncError::Client),
+            Err(stopped) if stopped.is_panic() => std::panic::resume_unwind(stopped.into_panic()),
+            Err(_) => Err(SyncError::Pagination { page: 0, message: "the page request was cancelled" }),
+        }
+    }
+}
+
+impl Drop for Fetch {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Reads the list as `pass` says, committing every page; collects the ids seen into `seen`
 /// when given.
 pub(crate) async fn walk(
@@ -56,13 +82,12 @@ pub(crate) async fn walk(
         let (mut cursor, mut number, mut empty_in_a_row) = (None::<Cursor>, 0_u64, 0_u32);
         let (mut first_total, mut largest_total) = (None, None);
         let mut pending: Option<Pending> = None;
-        loop {
-            let (page, written) = futures::future::join(ctx.fetch(&pass.sort, cursor.as_ref()), settled(pending.take())).await;
-            ctx.count(written)?;
-            ctx.report.requests += 1;
-            let page = match page {
+        let mut next = Some(Fetch::start(ctx, &pass.sort, None));
+        while let Some(fetch) = next.take() {
+            let page = match fetch.page().await {
                 Ok(page) => page,
-                Err(business_records::Error::CursorRejected(_)) if cursor.is_some() => {
+                Err(SyncError::Client(business_records::Error::CursorRejected(_))) if cursor.is_some() => {
+                    ctx.count(settled(pending.take()).await)?;
                     if ctx.report.restarts >= MAX_RESTARTS {
                         return Err(SyncError::CursorExpired { restarts: ctx.report.restarts });
                     }
@@ -70,53 +95,58 @@ pub(crate) async fn walk(
                     tracing::info!(stream = %ctx.stream.table, restarts = ctx.report.restarts, "cursor refused; from the first page again");
                     continue 'pass;
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(error),
             };
             number += 1;
             ctx.report.pages += 1;
             ctx.total = page.total_count;
-            let mut prepared = ctx.prepare(page.data, number)?;
-            if let Some((previous, next)) = prepared.disorder.take().filter(|_| pass.incremental && !walked.disordered) {
+            let facts = ctx.facts(&page.data);
+            if let Some((previous, next)) = facts.disorder.filter(|_| pass.incremental && !walked.disordered) {
                 if ctx.stream.disorder == Disorder::Fail {
+                    ctx.count(settled(pending.take()).await)?;
                     return Err(SyncError::OutOfOrder { page: number, previous, next });
                 }
                 tracing::warn!(stream = %ctx.stream.table, page = number, "page out of order; reading the rest as a full scan");
                 walked.disordered = true;
             }
             if number == 1 {
-                walked.newest = prepared.newest;
-                walked.known = !prepared.records.is_empty() || !page.has_more;
+                walked.newest = facts.newest;
+                walked.known = !page.data.is_empty() || !page.has_more;
             }
             let dropped = matches!((largest_total, page.total_count), (Some(before), Some(now)) if now < before);
             first_total = first_total.or(page.total_count);
             largest_total = largest_total.max(page.total_count);
             walked.total_changed |= page.total_count.is_some() && page.total_count != first_total;
             let reached = !walked.disordered
-                && pass.stop.is_some_and(|stop| prepared.oldest.is_some_and(|oldest| oldest < stop));
-            empty_in_a_row = if prepared.records.is_empty() { empty_in_a_row + 1 } else { 0 };
-            if let Some(seen) = seen.as_deref_mut() {
-                seen.extend(prepared.records.iter().map(|record| record.id.clone()));
+                && pass.stop.is_some_and(|stop| facts.oldest.is_some_and(|oldest| oldest < stop));
+            let rescan = pass.incremental && dropped && !rescanned;
+            empty_in_a_row = if page.data.is_empty() { empty_in_a_row + 1 } else { 0 };
+            // The next page is requested before this one's records are made and committed.
+            if page.has_more && !reached && !rescan {
+                let broken = |message| SyncError::Pagination { page: number, message };
+                let following = page.next_cursor.clone().ok_or_else(|| broken("`hasMore` is true without a cursor"))?;
+                if cursor.as_ref() == Some(&following) {
+                    return Err(broken("the same cursor again"));
+                }
+                if empty_in_a_row > MAX_EMPTY_PAGES {
+                    return Err(broken("too many empty pages in a row"));
+                }
+                next = Some(Fetch::start(ctx, &pass.sort, Some(&following)));
+                cursor = Some(following);
             }
-            pending = Some(ctx.commit(prepared.records, pass.policy, Vec::new(), None));
+            let records = ctx.records(page.data, number)?;
+            if let Some(seen) = seen.as_deref_mut() {
+                seen.extend(records.iter().map(|record| record.id.clone()));
+            }
+            ctx.count(settled(pending.take()).await)?;
+            pending = Some(ctx.commit(records, pass.policy, Vec::new(), None));
             ctx.tell();
-            if pass.incremental && dropped && !rescanned {
+            if rescan {
                 tracing::info!(stream = %ctx.stream.table, "totalCount dropped during the scan; scanning once more");
                 ctx.settle(pending.take()).await?;
                 rescanned = true;
                 continue 'pass;
             }
-            if !page.has_more || reached {
-                break;
-            }
-            let broken = |message| SyncError::Pagination { page: number, message };
-            let next = page.next_cursor.ok_or_else(|| broken("`hasMore` is true without a cursor"))?;
-            if cursor.as_ref() == Some(&next) {
-                return Err(broken("the same cursor again"));
-            }
-            if empty_in_a_row > MAX_EMPTY_PAGES {
-                return Err(broken("too many empty pages in a row"));
-            }
-            cursor = Some(next);
         }
         ctx.settle(pending.take()).await?;
         return Ok(walked);

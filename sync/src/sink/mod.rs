@@ -42,6 +42,14 @@ pub struct Record {
     pub body: String,
 }
 
+impl Record {
+    /// The record `value` as `stream` reads it (its key, updated field and digest); `None`
+    /// without a key. For sinks' own tests and benchmarks: a run makes its records itself.
+    pub fn read(value: serde_json::Value, stream: &crate::Stream) -> Option<Record> {
+        crate::record::element(value, &stream.fields)
+    }
+}
+
 /// A row of a mirror's table, as [`Sink::rows`] reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -153,6 +161,24 @@ pub struct Commit {
     pub deletes: Vec<String>,
     /// The new state, if it changes.
     pub state: Option<State>,
+}
+
+impl Commit {
+    /// A commit of `records` (incremental, no delete, the state unchanged) by `holder` for
+    /// `run`, renewing the lease until `lease_until`. For sinks' own tests and benchmarks: a
+    /// run makes its commits itself.
+    pub fn new(stream: &str, run: i64, holder: &str, lease_until: &str, records: Vec<Record>) -> Commit {
+        Commit {
+            stream: stream.to_owned(),
+            run,
+            holder: holder.to_owned(),
+            lease_until: lease_until.to_owned(),
+            records,
+            policy: Policy::Incremental,
+            deletes: Vec::new(),
+            state: None,
+        }
+    }
 }
 
 /// What a commit wrote.

@@ -20,10 +20,10 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS br_sync_state (
     stream TEXT PRIMARY KEY, state TEXT, lease_holder TEXT, lease_until TEXT);
 CREATE TABLE IF NOT EXISTS br_sync_changes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, id TEXT NOT NULL,
+    seq INTEGER PRIMARY KEY, stream TEXT NOT NULL, id TEXT NOT NULL,
     op TEXT NOT NULL, digest TEXT, run INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS br_sync_runs (
-    run INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, started_at TEXT NOT NULL,
+    run INTEGER PRIMARY KEY, stream TEXT NOT NULL, started_at TEXT NOT NULL,
     ended_at TEXT, outcome TEXT NOT NULL, report TEXT);
 CREATE INDEX IF NOT EXISTS br_sync_runs_stream ON br_sync_runs (stream, outcome);
 ";
