@@ -23,9 +23,17 @@ async fn main() -> ExitCode {
         return ExitCode::from(run(args, Some(api)).await);
     }
     let server = ReferenceServer::start().await;
-    eprintln!("no BUSINESS_RECORDS_* variables: using the embedded reference server at {}", server.base_url());
+    eprintln!(
+        "no BUSINESS_RECORDS_* variables: using the embedded reference server at {}",
+        server.base_url()
+    );
     let setting = |name: &str| {
-        server.settings().into_iter().find(|(key, _)| *key == name).map(|(_, value)| value).unwrap_or_default()
+        server
+            .settings()
+            .into_iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value)
+            .unwrap_or_default()
     };
     let api = Api {
         base_url: setting("base_url"),

@@ -83,7 +83,9 @@ pub(crate) enum DisorderArg {
 
 fn filter(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((name, value)) if !name.is_empty() && !value.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        Some((name, value)) if !name.is_empty() && !value.is_empty() => {
+            Ok((name.to_owned(), value.to_owned()))
+        }
         _ => Err(format!("expected NAME=VALUE, got {text:?}")),
     }
 }
@@ -92,7 +94,8 @@ fn filter(text: &str) -> Result<(String, String), String> {
 fn duration(text: &str) -> Result<Duration, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().map_err(|_| format!("expected a duration such as 5s or 500ms, got {text:?}"))?;
+    let number: u64 =
+        number.parse().map_err(|_| format!("expected a duration such as 5s or 500ms, got {text:?}"))?;
     let millis = match unit {
         "ms" => Some(number),
         "" | "s" => number.checked_mul(1_000),
@@ -100,7 +103,9 @@ fn duration(text: &str) -> Result<Duration, String> {
         "h" => number.checked_mul(3_600_000),
         _ => None,
     };
-    millis.map(Duration::from_millis).ok_or_else(|| format!("expected a duration such as 5s or 500ms, got {text:?}"))
+    millis
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("expected a duration such as 5s or 500ms, got {text:?}"))
 }
 
 #[cfg(test)]

@@ -16,7 +16,10 @@ pub(crate) struct Bars {
 impl Bars {
     pub(crate) fn new() -> Bars {
         let shown = std::io::stderr().is_terminal().then(|| {
-            Arc::new((MultiProgress::with_draw_target(ProgressDrawTarget::stderr()), Mutex::new(HashMap::new())))
+            Arc::new((
+                MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
+                Mutex::new(HashMap::new()),
+            ))
         });
         Bars { shown }
     }

@@ -42,7 +42,8 @@ impl Api {
     /// From `BUSINESS_RECORDS_BASE_URL`, `_AUTH_URL`, `_CLIENT_ID`, `_CLIENT_SECRET` and the
     /// optional `_SCOPES` (default `api/read`); `None` unless the four are set.
     pub fn from_env() -> Option<Api> {
-        let var = |name: &str| std::env::var(format!("BUSINESS_RECORDS_{name}")).ok().filter(|v| !v.is_empty());
+        let var =
+            |name: &str| std::env::var(format!("BUSINESS_RECORDS_{name}")).ok().filter(|v| !v.is_empty());
         Some(Api {
             base_url: var("BASE_URL")?,
             auth_url: var("AUTH_URL")?,
@@ -182,7 +183,11 @@ async fn sync(args: SyncArgs, api: Option<Api>) -> u8 {
     let mut code = 0;
     for stream in &report.streams {
         code = code.max(exit_code(stream.error.as_ref()));
-        let printed = if args.json { writeln!(out, "{}", report_json(stream)) } else { writeln!(out, "{}", line(stream)) };
+        let printed = if args.json {
+            writeln!(out, "{}", report_json(stream))
+        } else {
+            writeln!(out, "{}", line(stream))
+        };
         if printed.is_err() {
             return 1;
         }
@@ -204,8 +209,11 @@ async fn status(args: StatusArgs) -> u8 {
     };
     let mut out = std::io::stdout().lock();
     for status in &statuses {
-        let printed =
-            if args.json { writeln!(out, "{}", status_json(status)) } else { writeln!(out, "{}", status_line(status)) };
+        let printed = if args.json {
+            writeln!(out, "{}", status_json(status))
+        } else {
+            writeln!(out, "{}", status_line(status))
+        };
         if printed.is_err() {
             return 1;
         }
@@ -253,7 +261,10 @@ fn report_json(report: &StreamReport) -> serde_json::Value {
 }
 
 fn line(report: &StreamReport) -> String {
-    let mode = serde_json::to_value(report.mode).ok().and_then(|m| m.as_str().map(str::to_owned)).unwrap_or_default();
+    let mode = serde_json::to_value(report.mode)
+        .ok()
+        .and_then(|m| m.as_str().map(str::to_owned))
+        .unwrap_or_default();
     format!(
         "{}: {}, {mode}, {} requests, {} inserted, {} updated, {} deleted ({} unchanged, {} stale, {} without id), mark {}",
         report.stream,

@@ -54,16 +54,26 @@ async fn main() {
     }
     let export = exported;
     let rate = |d: Duration| records as f64 / d.as_secs_f64();
-    println!("first sync        export loop {:>9.0} records/s   sync into SQLite {:>9.0} records/s   ratio {:.2} (target >= 0.8)",
-        rate(export), rate(first), export.as_secs_f64() / first.as_secs_f64());
+    println!(
+        "first sync        export loop {:>9.0} records/s   sync into SQLite {:>9.0} records/s   ratio {:.2} (target >= 0.8)",
+        rate(export),
+        rate(first),
+        export.as_secs_f64() / first.as_secs_f64()
+    );
 
     let sink = SqliteSink::open(&db).await.expect("the mirror");
     let mirror = Mirror::new(client.clone(), sink.clone()).stream(Stream::companies());
     let quiet = mirror.run().await.expect("a run with no change");
     let quiet = quiet.stream("companies").expect("its report");
-    println!("no change         {} list request(s) per stream, {} written   ratio {:.2} (target 1)", quiet.requests, quiet.written(), quiet.requests as f64);
+    println!(
+        "no change         {} list request(s) per stream, {} written   ratio {:.2} (target 1)",
+        quiet.requests,
+        quiet.written(),
+        quiet.requests as f64
+    );
 
-    let sorted = server.dataset().companies_sorted("-updatedAt", None).iter().map(|c| c.to_json()).collect::<Vec<_>>();
+    let sorted =
+        server.dataset().companies_sorted("-updatedAt", None).iter().map(|c| c.to_json()).collect::<Vec<_>>();
     let mark = quiet.mark.clone().unwrap_or_default();
     let inside = sorted.iter().filter(|c| within_lookback(c["updatedAt"].as_str(), &mark)).count();
     for company in sorted.iter().rev().take(CHANGES) {
@@ -74,8 +84,12 @@ async fn main() {
     let changed = changed.stream("companies").expect("its report");
     let rows = sink.changes(0, usize::MAX).await.expect("the changes").len() - seen_before;
     let bound = (CHANGES + inside + 1).div_ceil(LIMIT as usize);
-    println!("incremental       {CHANGES} changes: {} list requests, bound {bound}   ratio {:.2} (target <= 1); {:.2} change rows per change (target 1)",
-        changed.requests, changed.requests as f64 / bound as f64, rows as f64 / CHANGES as f64);
+    println!(
+        "incremental       {CHANGES} changes: {} list requests, bound {bound}   ratio {:.2} (target <= 1); {:.2} change rows per change (target 1)",
+        changed.requests,
+        changed.requests as f64 / bound as f64,
+        rows as f64 / CHANGES as f64
+    );
 
     let stream = Stream::companies();
     let prepared: Vec<Record> = sorted.iter().filter_map(|c| Record::read(c.clone(), &stream)).collect();
@@ -90,8 +104,12 @@ async fn main() {
     }
     let by_hand = by_hand_time;
     let rows_per_second = |d: Duration| prepared.len() as f64 / d.as_secs_f64();
-    println!("SQLite writes     hand-written loop {:>9.0} rows/s   SqliteSink {:>9.0} rows/s   ratio {:.2} (target >= 0.8)",
-        rows_per_second(by_hand), rows_per_second(sink_time), by_hand.as_secs_f64() / sink_time.as_secs_f64());
+    println!(
+        "SQLite writes     hand-written loop {:>9.0} rows/s   SqliteSink {:>9.0} rows/s   ratio {:.2} (target >= 0.8)",
+        rows_per_second(by_hand),
+        rows_per_second(sink_time),
+        by_hand.as_secs_f64() / sink_time.as_secs_f64()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -142,7 +160,9 @@ async fn by_hand(path: PathBuf, records: &[Record]) {
                 .prepare_cached("INSERT INTO changes (stream, id, op, digest, run) VALUES ('companies', ?1, 'insert', ?2, 1)")
                 .expect("the change row");
             for r in chunk {
-                upsert.execute(params![r.id, r.updated_at, r.updated_at_raw, r.digest, r.body]).expect("a row");
+                upsert
+                    .execute(params![r.id, r.updated_at, r.updated_at_raw, r.digest, r.body])
+                    .expect("a row");
                 change.execute(params![r.id, r.digest]).expect("a change row");
             }
         }
@@ -155,7 +175,11 @@ async fn by_hand(path: PathBuf, records: &[Record]) {
 async fn through_sink(path: PathBuf, records: &[Record]) {
     let sink = SqliteSink::open(&path).await.expect("a mirror");
     let until = "2999-01-01T00:00:00.000000000Z";
-    assert!(sink.lease("companies", "bench", "2000-01-01T00:00:00.000000000Z", Some(until)).await.expect("the lease"));
+    assert!(
+        sink.lease("companies", "bench", "2000-01-01T00:00:00.000000000Z", Some(until))
+            .await
+            .expect("the lease")
+    );
     let run = sink.start_run("companies", "2000-01-01T00:00:00.000000000Z").await.expect("a run");
     let mut pending = None;
     for chunk in records.chunks(100) {

@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::record::element;
+use crate::record::{element, key};
 use crate::report::{Phase, Progress, StreamReport};
 use crate::sink::{Commit, Policy, Record, Sink, State, Written};
-use crate::{Missing, Stream, SyncError, time};
+use crate::{Missing, SinkError, Stream, SyncError, time};
 
 /// The callback of [`Mirror::on_progress`](crate::Mirror::on_progress).
 pub(crate) type ProgressFn = dyn Fn(&Progress) + Send + Sync;
@@ -22,6 +22,8 @@ pub(crate) type Pending = BoxFuture<'static, Result<Written, SyncError>>;
 /// What the run reads from a page's updated fields.
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
+    /// Elements with a key.
+    pub(crate) keyed: u64,
     /// The newest and the oldest updated field of the page.
     pub(crate) newest: Option<DateTime<Utc>>,
     pub(crate) oldest: Option<DateTime<Utc>>,
@@ -51,7 +53,8 @@ impl Context<'_> {
         sort: &str,
         cursor: Option<&Cursor>,
     ) -> impl Future<Output = Result<Page<Value>, business_records::Error>> + use<> {
-        let mut list = self.client.list::<Value>(self.stream.path.as_str()).sort(sort).limit(self.stream.limit);
+        let mut list =
+            self.client.list::<Value>(self.stream.path.as_str()).sort(sort).limit(self.stream.limit);
         for (name, value) in &self.stream.filters {
             list = list.filter(name.as_str(), value.as_str());
         }
@@ -64,9 +67,12 @@ impl Context<'_> {
     /// What the run reads from a page before its records are made: the newest and oldest
     /// updated field, and the first pair of records out of descending order.
     pub(crate) fn facts(&self, elements: &[Value]) -> Facts {
-        let mut facts = Facts::default();
+        let keyed = elements.iter().filter(|e| key(e, &self.stream.fields.key).is_some()).count() as u64;
+        let mut facts = Facts { keyed, ..Facts::default() };
         let mut previous: Option<(DateTime<Utc>, &Value)> = None;
-        let updated = elements.iter().filter_map(|e| e.get(&self.stream.fields.updated).map(|raw| (time::parse(raw), raw)));
+        let updated = elements
+            .iter()
+            .filter_map(|e| e.get(&self.stream.fields.updated).map(|raw| (time::parse(raw), raw)));
         for (instant, raw) in updated {
             let Some(instant) = instant else { continue };
             if let Some((before, before_raw)) = previous
@@ -95,7 +101,6 @@ impl Context<'_> {
                 self.report.without_id += 1;
                 continue;
             };
-            self.report.seen += 1;
             records.push(record);
         }
         Ok(records)
@@ -106,7 +111,7 @@ impl Context<'_> {
         lease_until(self.lease)
     }
 
-    /// Queues a commit of `records` and `deletes` (and `state`, if any) on the sink.
+    /// Starts a commit of `records` and `deletes` (and `state`, if any) on the sink.
     pub(crate) fn commit(
         &self,
         records: Vec<Record>,
@@ -125,10 +130,18 @@ impl Context<'_> {
             state,
         };
         let (sink, stream) = (Arc::clone(&self.sink), self.stream.table.clone());
-        Box::pin(async move {
+        // On a task of its own, at once: the sink writes while the run fetches and reads.
+        let task = tokio::spawn(async move {
             sink.commit(commit).await.map_err(|error| {
                 if error.is_lease_lost() { SyncError::LeaseLost { stream } } else { SyncError::Sink(error) }
             })
+        });
+        Box::pin(async move {
+            match task.await {
+                Ok(written) => written,
+                Err(stopped) if stopped.is_panic() => std::panic::resume_unwind(stopped.into_panic()),
+                Err(_) => Err(SyncError::Sink(SinkError::plain("committing: the task was cancelled"))),
+            }
         })
     }
 
@@ -139,6 +152,15 @@ impl Context<'_> {
             self.report.count(written);
         }
         Ok(())
+    }
+
+    /// Waits for `pending`, if any, so that the rows a failed run committed are counted, and
+    /// returns `error`.
+    pub(crate) async fn fail(&mut self, pending: Option<Pending>, error: SyncError) -> SyncError {
+        if let Ok(Some(written)) = settled(pending).await {
+            self.report.count(written);
+        }
+        error
     }
 
     /// Counts what a settled commit wrote.

@@ -89,11 +89,11 @@ mod time;
 pub use error::{SinkError, SyncError};
 pub use mirror::{Mirror, Reconcile};
 pub use report::{Mode, Phase, Progress, StreamReport, SyncReport};
-pub use sink::{
-    Change, Commit, MemorySink, Op, Policy, Record, Row, Sink, SinkFuture, State, StreamStatus, Written,
-};
 #[cfg(feature = "postgres")]
 pub use sink::PostgresSink;
 #[cfg(feature = "sqlite")]
 pub use sink::SqliteSink;
+pub use sink::{
+    Change, Commit, MemorySink, Op, Policy, Record, Row, Sink, SinkFuture, State, StreamStatus, Written,
+};
 pub use stream::{Disorder, Missing, Stream};

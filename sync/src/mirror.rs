@@ -112,7 +112,8 @@ impl Mirror {
         self
     }
 
-    /// Called after every page, and when a stream's run ends.
+    /// Called after every page arrives (before the next is requested), and when a stream's run
+    /// ends.
     pub fn on_progress(mut self, progress: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         self.progress = Some(Arc::new(progress));
         self

@@ -6,18 +6,23 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::SyncError;
 use crate::context::Context;
 use crate::record::element;
 use crate::report::Phase;
 use crate::scan::{Pass, walk};
 use crate::sink::Policy;
-use crate::SyncError;
 
 /// Reconciles the stream. `missing` are the ids the last reconciliation missed (kept where no
 /// read-one endpoint confirms deletes); returns the ids to keep as missing now.
 pub(crate) async fn reconcile(ctx: &mut Context<'_>, missing: &[String]) -> Result<Vec<String>, SyncError> {
     ctx.phase = Phase::Reconcile;
-    let pass = Pass { sort: ctx.stream.fields.created.clone(), incremental: false, stop: None, policy: Policy::Authoritative };
+    let pass = Pass {
+        sort: ctx.stream.fields.created.clone(),
+        incremental: false,
+        stop: None,
+        policy: Policy::Authoritative,
+    };
     let mut seen = HashSet::new();
     let walked = walk(ctx, &pass, Some(&mut seen)).await?;
     if walked.total_changed {

@@ -17,7 +17,8 @@ use crate::{Stream, SyncError, time};
 
 /// Runs `stream`: always a report, with the error when it failed.
 pub(crate) async fn run_stream(mirror: &Mirror, stream: &Stream) -> StreamReport {
-    let mut report = StreamReport { stream: stream.table.clone(), outcome: "failed", ..StreamReport::default() };
+    let mut report =
+        StreamReport { stream: stream.table.clone(), outcome: "failed", ..StreamReport::default() };
     if let Err(error) = stream.check() {
         report.error = Some(error);
         return report;
@@ -32,7 +33,8 @@ pub(crate) async fn run_stream(mirror: &Mirror, stream: &Stream) -> StreamReport
         }
     };
     let span = tracing::info_span!("business_records_sync.run", stream = name, run);
-    let renewal = Renewal(tokio::spawn(renew(Arc::clone(sink), name.to_owned(), holder.to_owned(), mirror.lease)));
+    let renewal =
+        Renewal(tokio::spawn(renew(Arc::clone(sink), name.to_owned(), holder.to_owned(), mirror.lease)));
     let mut ctx = Context {
         client: &mirror.client,
         sink: Arc::clone(sink),
@@ -68,7 +70,13 @@ pub(crate) async fn run_stream(mirror: &Mirror, stream: &Stream) -> StreamReport
 }
 
 /// Takes the stream's lease and records the run.
-async fn take(sink: &dyn Sink, name: &str, holder: &str, now: &str, mirror: &Mirror) -> Result<i64, SyncError> {
+async fn take(
+    sink: &dyn Sink,
+    name: &str,
+    holder: &str,
+    now: &str,
+    mirror: &Mirror,
+) -> Result<i64, SyncError> {
     if !sink.lease(name, holder, now, Some(&lease_until(mirror.lease))).await? {
         return Err(SyncError::Busy { stream: name.to_owned() });
     }
@@ -107,7 +115,10 @@ async fn proceed(ctx: &mut Context<'_>, mirror: &Mirror) -> Result<(), SyncError
         Reconcile::Every(every) => {
             let every = chrono::Duration::from_std(every).unwrap_or(chrono::Duration::MAX);
             let last = state.reconciled_at.as_deref().and_then(time::read);
-            ahead || (!first && last.is_none_or(|last| last.checked_add_signed(every).is_none_or(|due| due <= started)))
+            ahead
+                || (!first
+                    && last
+                        .is_none_or(|last| last.checked_add_signed(every).is_none_or(|due| due <= started)))
         }
     };
     let mut next = State {

@@ -45,6 +45,17 @@ pub(crate) struct Walked {
     pub(crate) total_changed: bool,
 }
 
+/// The cursor of the page after `page`, if the pagination contract holds: a cursor, not the
+/// one just used, and not too many empty pages in a row.
+fn following(page: &Page<Value>, used: Option<&Cursor>, empty_in_a_row: u32) -> Result<Cursor, &'static str> {
+    match &page.next_cursor {
+        None => Err("`hasMore` is true without a cursor"),
+        Some(next) if used == Some(next) => Err("the same cursor again"),
+        Some(_) if empty_in_a_row > MAX_EMPTY_PAGES => Err("too many empty pages in a row"),
+        Some(next) => Ok(next.clone()),
+    }
+}
+
 /// A page request under way, on a task of its own; aborted when dropped.
 struct Fetch(JoinHandle<Result<Page<Value>, business_records::Error>>);
 
@@ -87,24 +98,28 @@ pub(crate) async fn walk(
             let page = match fetch.page().await {
                 Ok(page) => page,
                 Err(SyncError::Client(business_records::Error::CursorRejected(_))) if cursor.is_some() => {
-                    ctx.count(settled(pending.take()).await)?;
                     if ctx.report.restarts >= MAX_RESTARTS {
-                        return Err(SyncError::CursorExpired { restarts: ctx.report.restarts });
+                        return Err(ctx
+                            .fail(pending, SyncError::CursorExpired { restarts: ctx.report.restarts })
+                            .await);
                     }
+                    ctx.count(settled(pending.take()).await)?;
                     ctx.report.restarts += 1;
                     tracing::info!(stream = %ctx.stream.table, restarts = ctx.report.restarts, "cursor refused; from the first page again");
                     continue 'pass;
                 }
-                Err(error) => return Err(error),
+                Err(error) => return Err(ctx.fail(pending, error).await),
             };
             number += 1;
             ctx.report.pages += 1;
             ctx.total = page.total_count;
             let facts = ctx.facts(&page.data);
-            if let Some((previous, next)) = facts.disorder.filter(|_| pass.incremental && !walked.disordered) {
+            if let Some((previous, next)) = facts.disorder.filter(|_| pass.incremental && !walked.disordered)
+            {
                 if ctx.stream.disorder == Disorder::Fail {
-                    ctx.count(settled(pending.take()).await)?;
-                    return Err(SyncError::OutOfOrder { page: number, previous, next });
+                    return Err(ctx
+                        .fail(pending, SyncError::OutOfOrder { page: number, previous, next })
+                        .await);
                 }
                 tracing::warn!(stream = %ctx.stream.table, page = number, "page out of order; reading the rest as a full scan");
                 walked.disordered = true;
@@ -113,7 +128,8 @@ pub(crate) async fn walk(
                 walked.newest = facts.newest;
                 walked.known = !page.data.is_empty() || !page.has_more;
             }
-            let dropped = matches!((largest_total, page.total_count), (Some(before), Some(now)) if now < before);
+            let dropped =
+                matches!((largest_total, page.total_count), (Some(before), Some(now)) if now < before);
             first_total = first_total.or(page.total_count);
             largest_total = largest_total.max(page.total_count);
             walked.total_changed |= page.total_count.is_some() && page.total_count != first_total;
@@ -121,26 +137,29 @@ pub(crate) async fn walk(
                 && pass.stop.is_some_and(|stop| facts.oldest.is_some_and(|oldest| oldest < stop));
             let rescan = pass.incremental && dropped && !rescanned;
             empty_in_a_row = if page.data.is_empty() { empty_in_a_row + 1 } else { 0 };
+            ctx.report.seen += facts.keyed;
+            ctx.tell();
             // The next page is requested before this one's records are made and committed.
             if page.has_more && !reached && !rescan {
-                let broken = |message| SyncError::Pagination { page: number, message };
-                let following = page.next_cursor.clone().ok_or_else(|| broken("`hasMore` is true without a cursor"))?;
-                if cursor.as_ref() == Some(&following) {
-                    return Err(broken("the same cursor again"));
+                match following(&page, cursor.as_ref(), empty_in_a_row) {
+                    Ok(following) => {
+                        next = Some(Fetch::start(ctx, &pass.sort, Some(&following)));
+                        cursor = Some(following);
+                    }
+                    Err(message) => {
+                        return Err(ctx.fail(pending, SyncError::Pagination { page: number, message }).await);
+                    }
                 }
-                if empty_in_a_row > MAX_EMPTY_PAGES {
-                    return Err(broken("too many empty pages in a row"));
-                }
-                next = Some(Fetch::start(ctx, &pass.sort, Some(&following)));
-                cursor = Some(following);
             }
-            let records = ctx.records(page.data, number)?;
+            let records = match ctx.records(page.data, number) {
+                Ok(records) => records,
+                Err(error) => return Err(ctx.fail(pending, error).await),
+            };
             if let Some(seen) = seen.as_deref_mut() {
                 seen.extend(records.iter().map(|record| record.id.clone()));
             }
             ctx.count(settled(pending.take()).await)?;
             pending = Some(ctx.commit(records, pass.policy, Vec::new(), None));
-            ctx.tell();
             if rescan {
                 tracing::info!(stream = %ctx.stream.table, "totalCount dropped during the scan; scanning once more");
                 ctx.settle(pending.take()).await?;

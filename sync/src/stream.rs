@@ -1,8 +1,8 @@
 //! A stream: one list endpoint, its filters, and the table it is mirrored into.
 
+use crate::SyncError;
 use crate::record::Fields;
 use crate::sink::valid_table;
-use crate::SyncError;
 
 /// What a run does when a page is not in descending order of the updated field.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -152,7 +152,11 @@ impl Stream {
         if !(1..=100).contains(&self.limit) {
             return Err(SyncError::invalid("limit", format!("expected 1..=100, got {}", self.limit)));
         }
-        let fields = [("key_field", &self.fields.key), ("updated_field", &self.fields.updated), ("created_field", &self.fields.created)];
+        let fields = [
+            ("key_field", &self.fields.key),
+            ("updated_field", &self.fields.updated),
+            ("created_field", &self.fields.created),
+        ];
         for (argument, field) in fields {
             if field.is_empty() || field.starts_with('-') || field.contains([',', ' ']) {
                 return Err(SyncError::invalid(argument, format!("expected a field name, got {field:?}")));

@@ -17,7 +17,11 @@ pub(crate) fn parse(value: &Value) -> Option<DateTime<Utc>> {
             .ok(),
         Value::Number(number) => {
             let n = number.as_i64()?;
-            if n.abs() > MILLIS_ABOVE { DateTime::from_timestamp_millis(n) } else { DateTime::from_timestamp(n, 0) }
+            if n.abs() > MILLIS_ABOVE {
+                DateTime::from_timestamp_millis(n)
+            } else {
+                DateTime::from_timestamp(n, 0)
+            }
         }
         _ => None,
     }

@@ -59,7 +59,8 @@ impl MemorySink {
 
 impl Inner {
     fn write(&mut self, commit: &Commit) -> Result<Written, SinkError> {
-        let holds = self.streams.get(&commit.stream).and_then(|s| s.holder.as_deref()) == Some(&commit.holder);
+        let holds =
+            self.streams.get(&commit.stream).and_then(|s| s.holder.as_deref()) == Some(&commit.holder);
         if !holds {
             return Err(SinkError::lease_lost());
         }
@@ -158,7 +159,13 @@ impl Sink for MemorySink {
         Box::pin(async move { Ok(ids) })
     }
 
-    fn finish_run<'a>(&'a self, run: i64, outcome: &'a str, _now: &'a str, _report: &'a str) -> SinkFuture<'a, ()> {
+    fn finish_run<'a>(
+        &'a self,
+        run: i64,
+        outcome: &'a str,
+        _now: &'a str,
+        _report: &'a str,
+    ) -> SinkFuture<'a, ()> {
         let mut inner = self.lock();
         if let Some(row) = usize::try_from(run - 1).ok().and_then(|i| inner.runs.get_mut(i)) {
             row.outcome = outcome.to_owned();

@@ -277,8 +277,13 @@ pub trait Sink: Send + Sync + 'static {
     /// lease lasts past `now`; with `until` `None`, releases it if `holder` holds it. Returns
     /// whether `holder` holds it now. Creates the stream's table (`stream` is its name) when
     /// it does not exist.
-    fn lease<'a>(&'a self, stream: &'a str, holder: &'a str, now: &'a str, until: Option<&'a str>)
-    -> SinkFuture<'a, bool>;
+    fn lease<'a>(
+        &'a self,
+        stream: &'a str,
+        holder: &'a str,
+        now: &'a str,
+        until: Option<&'a str>,
+    ) -> SinkFuture<'a, bool>;
 
     /// Records a new run of the stream, `running` since `now`, and marks the runs of the
     /// stream still `running` (their holders' leases expired, since this holder has the
@@ -294,7 +299,13 @@ pub trait Sink: Send + Sync + 'static {
     fn live_ids<'a>(&'a self, stream: &'a str) -> SinkFuture<'a, Vec<String>>;
 
     /// Ends a run: its outcome (`ok` or `failed`), when, and its report as JSON.
-    fn finish_run<'a>(&'a self, run: i64, outcome: &'a str, now: &'a str, report: &'a str) -> SinkFuture<'a, ()>;
+    fn finish_run<'a>(
+        &'a self,
+        run: i64,
+        outcome: &'a str,
+        now: &'a str,
+        report: &'a str,
+    ) -> SinkFuture<'a, ()>;
 
     /// Every stream's standing.
     fn status(&self) -> SinkFuture<'_, Vec<StreamStatus>>;
@@ -342,11 +353,23 @@ mod tests {
         let incremental = Policy::Incremental;
         assert_eq!(decide(None, &record("d", t1), incremental), Decision::Write(Op::Insert));
         assert_eq!(decide(Some(&stored("d", t1, false)), &record("d", t2), incremental), Decision::Unchanged);
-        assert_eq!(decide(Some(&stored("d", t1, false)), &record("e", t1), incremental), Decision::Write(Op::Update));
+        assert_eq!(
+            decide(Some(&stored("d", t1, false)), &record("e", t1), incremental),
+            Decision::Write(Op::Update)
+        );
         assert_eq!(decide(Some(&stored("d", t2, false)), &record("e", t1), incremental), Decision::Stale);
-        assert_eq!(decide(Some(&stored("d", t2, false)), &record("e", t1), Policy::Authoritative), Decision::Write(Op::Update));
-        assert_eq!(decide(Some(&stored("d", t2, false)), &record("e", None), incremental), Decision::Write(Op::Update));
-        assert_eq!(decide(Some(&stored("d", t1, true)), &record("d", t1), incremental), Decision::Write(Op::Undelete));
+        assert_eq!(
+            decide(Some(&stored("d", t2, false)), &record("e", t1), Policy::Authoritative),
+            Decision::Write(Op::Update)
+        );
+        assert_eq!(
+            decide(Some(&stored("d", t2, false)), &record("e", None), incremental),
+            Decision::Write(Op::Update)
+        );
+        assert_eq!(
+            decide(Some(&stored("d", t1, true)), &record("d", t1), incremental),
+            Decision::Write(Op::Undelete)
+        );
     }
 
     #[test]

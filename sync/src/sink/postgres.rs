@@ -145,7 +145,9 @@ async fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkErr
         let Decision::Write(op) = decision else { continue };
         let Record { id, updated_at, updated_at_raw, digest, body } = record;
         let statement = if op == Op::Insert { &insert } else { &update };
-        tx.execute(statement, &[id, updated_at, updated_at_raw, digest, body, &commit.run]).await.map_err(db(doing))?;
+        tx.execute(statement, &[id, updated_at, updated_at_raw, digest, body, &commit.run])
+            .await
+            .map_err(db(doing))?;
         tx.execute(&change, &[table, id, &op.as_str(), digest, &commit.run]).await.map_err(db(doing))?;
     }
     let now = crate::time::now();
@@ -163,10 +165,13 @@ async fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkErr
         if let Some(row) = deleted {
             let digest: String = row.get(0);
             written.count(Decision::Write(Op::Delete));
-            tx.execute(&change, &[table, id, &Op::Delete.as_str(), &digest, &commit.run]).await.map_err(db(doing))?;
+            tx.execute(&change, &[table, id, &Op::Delete.as_str(), &digest, &commit.run])
+                .await
+                .map_err(db(doing))?;
         }
     }
-    let state = commit.state.as_ref().map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))?;
+    let state =
+        commit.state.as_ref().map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))?;
     tx.execute(
         "UPDATE br_sync_state SET lease_until = $2, state = coalesce($3, state) WHERE stream = $1",
         &[table, &commit.lease_until, &state],
@@ -177,7 +182,9 @@ async fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkErr
 }
 
 fn parse_state(text: Option<String>) -> Result<Option<State>, SinkError> {
-    text.map(|text| serde_json::from_str(&text)).transpose().map_err(|e| SinkError::new("reading a stream's state", e))
+    text.map(|text| serde_json::from_str(&text))
+        .transpose()
+        .map_err(|e| SinkError::new("reading a stream's state", e))
 }
 
 impl Sink for PostgresSink {
@@ -236,9 +243,10 @@ impl Sink for PostgresSink {
             let mut client = self.client.lock().await;
             let doing = "starting a run";
             let tx = client.transaction().await.map_err(db(doing))?;
-            tx.execute("UPDATE br_sync_runs SET outcome = 'abandoned' WHERE stream = $1 AND outcome = 'running'", &[
-                &stream,
-            ])
+            tx.execute(
+                "UPDATE br_sync_runs SET outcome = 'abandoned' WHERE stream = $1 AND outcome = 'running'",
+                &[&stream],
+            )
             .await
             .map_err(db(doing))?;
             let row = tx
@@ -277,13 +285,20 @@ impl Sink for PostgresSink {
         })
     }
 
-    fn finish_run<'a>(&'a self, run: i64, outcome: &'a str, now: &'a str, report: &'a str) -> SinkFuture<'a, ()> {
+    fn finish_run<'a>(
+        &'a self,
+        run: i64,
+        outcome: &'a str,
+        now: &'a str,
+        report: &'a str,
+    ) -> SinkFuture<'a, ()> {
         Box::pin(async move {
             let client = self.client.lock().await;
             client
-                .execute("UPDATE br_sync_runs SET outcome = $2, ended_at = $3, report = $4 WHERE run = $1", &[
-                    &run, &outcome, &now, &report,
-                ])
+                .execute(
+                    "UPDATE br_sync_runs SET outcome = $2, ended_at = $3, report = $4 WHERE run = $1",
+                    &[&run, &outcome, &now, &report],
+                )
                 .await
                 .map_err(db("ending a run"))?;
             Ok(())

@@ -109,13 +109,16 @@ fn prepare(path: &Path) -> Result<Connection, SinkError> {
     connection.busy_timeout(std::time::Duration::from_secs(5)).map_err(db("setting the busy timeout"))?;
     connection.pragma_update(None, "journal_mode", "WAL").map_err(db("turning WAL on"))?;
     connection.pragma_update(None, "synchronous", "NORMAL").map_err(db("setting synchronous"))?;
-    let version: i64 =
-        connection.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(db("reading the schema version"))?;
+    let version: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(db("reading the schema version"))?;
     if version > SCHEMA_VERSION {
         return Err(SinkError::plain("opening the database: its schema is newer than this version writes"));
     }
     connection.execute_batch(SCHEMA).map_err(db("creating the schema"))?;
-    connection.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(db("writing the schema version"))?;
+    connection
+        .pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(db("writing the schema version"))?;
     Ok(connection)
 }
 
@@ -173,7 +176,9 @@ fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkError> {
         ))
         .map_err(db(doing))?;
     let mut change = tx
-        .prepare_cached("INSERT INTO br_sync_changes (stream, id, op, digest, run) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .prepare_cached(
+            "INSERT INTO br_sync_changes (stream, id, op, digest, run) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
         .map_err(db(doing))?;
     let mut written = Written::default();
     for record in &commit.records {
@@ -200,7 +205,8 @@ fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkError> {
             change.execute(params![table, id, Op::Delete.as_str(), digest, commit.run]).map_err(db(doing))?;
         }
     }
-    let state = commit.state.as_ref().map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))?;
+    let state =
+        commit.state.as_ref().map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))?;
     tx.execute(
         "UPDATE br_sync_state SET lease_until = ?2, state = coalesce(?3, state) WHERE stream = ?1",
         params![table, commit.lease_until, state],
@@ -246,7 +252,8 @@ impl Sink for SqliteSink {
         now: &'a str,
         until: Option<&'a str>,
     ) -> SinkFuture<'a, bool> {
-        let (stream, holder, now, until) = (stream.to_owned(), holder.to_owned(), now.to_owned(), until.map(str::to_owned));
+        let (stream, holder, now, until) =
+            (stream.to_owned(), holder.to_owned(), now.to_owned(), until.map(str::to_owned));
         self.call(move |connection| {
             transaction(connection, "taking the lease", |tx| {
                 let Some(until) = until else {
@@ -312,7 +319,13 @@ impl Sink for SqliteSink {
         })
     }
 
-    fn finish_run<'a>(&'a self, run: i64, outcome: &'a str, now: &'a str, report: &'a str) -> SinkFuture<'a, ()> {
+    fn finish_run<'a>(
+        &'a self,
+        run: i64,
+        outcome: &'a str,
+        now: &'a str,
+        report: &'a str,
+    ) -> SinkFuture<'a, ()> {
         let (outcome, now, report) = (outcome.to_owned(), now.to_owned(), report.to_owned());
         self.call(move |connection| {
             connection
@@ -382,9 +395,11 @@ impl Sink for SqliteSink {
             }
             let doing = "reading rows";
             let exists: bool = connection
-                .query_row("SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1", [&stream], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [&stream],
+                    |r| r.get(0),
+                )
                 .map_err(db(doing))?;
             if !exists {
                 return Ok(Vec::new());

@@ -6,7 +6,7 @@ use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer
 use business_records_sync::{Disorder, Missing, Mode, Reconcile, Stream, SyncError};
 use serde_json::{Value, json};
 
-use crate::support::{Db, client, run, served};
+use crate::support::{Db, at, client, mark, run, served};
 
 crate::cases!(
     a_server_that_ignores_sort_is_out_of_order_and_the_mark_does_not_move,
@@ -18,18 +18,11 @@ crate::cases!(
     unknown_fields_are_kept_as_served,
 );
 
-fn at(seconds: u32) -> String {
-    format!("2024-05-01T10:{:02}:{:02}Z", seconds / 60, seconds % 60)
-}
-
-/// The mark for a whole-second `updatedAt`.
-fn mark(seconds: u32) -> String {
-    at(seconds).replace('Z', ".000000000Z")
-}
-
 fn page(data: Value) -> Fault {
     let total = data.as_array().map_or(0, Vec::len);
-    Fault::Body(json!({"data": data, "pagination": {"hasMore": false, "totalCount": total}}).to_string().into_bytes())
+    Fault::Body(
+        json!({"data": data, "pagination": {"hasMore": false, "totalCount": total}}).to_string().into_bytes(),
+    )
 }
 
 async fn a_server_that_ignores_sort_is_out_of_order_and_the_mark_does_not_move(db: Db) {
@@ -48,7 +41,9 @@ async fn a_server_that_ignores_sort_is_out_of_order_and_the_mark_does_not_move(d
     server.set_faults(Faults::new().on(Endpoint::Companies, 2, page(ascending)));
     let report = run(&db, &mirror, "companies").await;
     match &report.error {
-        Some(SyncError::OutOfOrder { page, previous, next }) => assert_eq!((*page, previous, next), (2, &at(23), &at(24))),
+        Some(SyncError::OutOfOrder { page, previous, next }) => {
+            assert_eq!((*page, previous, next), (2, &at(23), &at(24)))
+        }
         other => panic!("expected OutOfOrder, got {other:?}"),
     }
     assert_eq!(report.inserted, 4, "the first page's rows stay");
@@ -91,7 +86,9 @@ async fn a_record_older_than_the_stored_one_is_stale_until_reconciled(db: Db) {
     let report = run(&db, &incremental, "companies").await;
     assert_eq!((report.stale, report.updated), (1, 1), "{report:?}");
     assert_eq!(db.live("companies").await["a"]["name"], "newer", "the stored row stays");
-    let reconciled = run(&db, &db.mirror(&client).stream(Stream::companies()).reconcile(Reconcile::Always), "companies").await;
+    let reconciled =
+        run(&db, &db.mirror(&client).stream(Stream::companies()).reconcile(Reconcile::Always), "companies")
+            .await;
     assert_eq!((reconciled.mode, reconciled.updated), (Mode::Reconcile, 1), "{reconciled:?}");
     assert_eq!(db.live("companies").await["a"]["name"], "older", "the server's version wins");
 }
@@ -110,10 +107,18 @@ async fn a_mark_ahead_of_the_server_reconciles_and_is_reset(db: Db) {
     // A restore, or a server whose clock ran ahead: the newest record is older than the mark.
     server.put("companies", json!({"id": "a", "updatedAt": at(6)})).unwrap();
     let report = run(&db, &auto, "companies").await;
-    assert_eq!((report.mode, report.updated, report.mark.clone()), (Mode::Reconcile, 1, Some(mark(6))), "{report:?}");
+    assert_eq!(
+        (report.mode, report.updated, report.mark.clone()),
+        (Mode::Reconcile, 1, Some(mark(6))),
+        "{report:?}"
+    );
     assert_eq!(db.live("companies").await, served(&server, "companies"));
     let reset = run(&db, &never, "never").await;
-    assert_eq!((reset.mode, reset.stale, reset.mark.clone()), (Mode::Incremental, 1, Some(mark(6))), "{reset:?}");
+    assert_eq!(
+        (reset.mode, reset.stale, reset.mark.clone()),
+        (Mode::Incremental, 1, Some(mark(6))),
+        "{reset:?}"
+    );
 }
 
 async fn records_without_updated_at_are_stored_by_content_and_never_move_the_mark(db: Db) {
@@ -127,17 +132,29 @@ async fn records_without_updated_at_are_stored_by_content_and_never_move_the_mar
     let first = run(&db, &mirror, "companies").await;
     assert_eq!((first.inserted, first.mark.clone()), (3, Some(mark(3))), "{first:?}");
     let rows = db.rows("companies").await;
-    assert_eq!((rows["x"].record.updated_at.as_deref(), rows["x"].record.updated_at_raw.as_deref()), (None, None));
+    assert_eq!(
+        (rows["x"].record.updated_at.as_deref(), rows["x"].record.updated_at_raw.as_deref()),
+        (None, None)
+    );
     assert_eq!(rows["y"].record.updated_at, None);
     server.put("companies", json!({"id": "x", "name": "changed, still no timestamp"})).unwrap();
     let second = run(&db, &mirror, "companies").await;
-    assert_eq!((second.updated, second.mark.clone()), (1, Some(mark(3))), "compared by content; the mark stays");
+    assert_eq!(
+        (second.updated, second.mark.clone()),
+        (1, Some(mark(3))),
+        "compared by content; the mark stays"
+    );
     assert_eq!(db.live("companies").await, served(&server, "companies"));
 }
 
 async fn records_without_an_id_are_skipped_and_counted(db: Db) {
-    let server = ReferenceServer::builder().company(json!({"id": "a", "updatedAt": at(2)})).faults(Faults::none()).start().await;
-    let odd = json!([{"name": "no id", "updatedAt": at(3)}, "a bare string", {"id": "a", "updatedAt": at(2)}]);
+    let server = ReferenceServer::builder()
+        .company(json!({"id": "a", "updatedAt": at(2)}))
+        .faults(Faults::none())
+        .start()
+        .await;
+    let odd =
+        json!([{"name": "no id", "updatedAt": at(3)}, "a bare string", {"id": "a", "updatedAt": at(2)}]);
     server.set_faults(Faults::new().on_every(Endpoint::Companies, 1, page(odd)));
     let client = client(&server);
     let report = run(&db, &db.mirror(&client).stream(Stream::companies()), "companies").await;

@@ -43,7 +43,9 @@ fn main() {
                 Some(reason) if ci && cfg!(feature = "postgres") => {
                     Trial::test(name, move || Err(Failed::from(format!("{reason}; CI=true requires it"))))
                 }
-                Some(reason) => Trial::ignorable_test(name, move || Ok(Completion::ignored_with(reason.clone()))),
+                Some(reason) => {
+                    Trial::ignorable_test(name, move || Ok(Completion::ignored_with(reason.clone())))
+                }
             });
         }
     }

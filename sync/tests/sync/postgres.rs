@@ -1,6 +1,11 @@
 //! A PostgreSQL server of the suite's own: `initdb` and `pg_ctl` in a temporary folder, on a
 //! free loopback port, as an unprivileged user when the suite runs as root; stopped at the end.
 
+#![cfg_attr(
+    not(feature = "postgres"),
+    allow(dead_code, reason = "the server is started only with the `postgres` feature")
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -22,7 +27,9 @@ pub fn server() -> Result<&'static PgServer, String> {
 
 /// Whether this machine has PostgreSQL's server programs.
 pub fn available() -> Result<(), String> {
-    bin_dir().map(|_| ()).ok_or_else(|| "no PostgreSQL server programs (initdb, pg_ctl): apt-get install postgresql".to_owned())
+    bin_dir().map(|_| ()).ok_or_else(|| {
+        "no PostgreSQL server programs (initdb, pg_ctl): apt-get install postgresql".to_owned()
+    })
 }
 
 /// Stops the server if it was started.
@@ -46,7 +53,8 @@ fn bin_dir() -> Option<PathBuf> {
         .collect();
     versions.sort();
     versions.pop().map(|(_, bin)| bin).or_else(|| {
-        std::env::split_paths(&std::env::var_os("PATH")?).find(|dir| dir.join("initdb").exists() && dir.join("pg_ctl").exists())
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .find(|dir| dir.join("initdb").exists() && dir.join("pg_ctl").exists())
     })
 }
 
@@ -61,9 +69,14 @@ impl PgServer {
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
         // initdb and postgres refuse to run as root.
-        let root_user = Command::new("id").arg("-u").output().is_ok_and(|out| out.stdout.trim_ascii() == b"0");
+        let root_user =
+            Command::new("id").arg("-u").output().is_ok_and(|out| out.stdout.trim_ascii() == b"0");
         let user = root_user.then(|| {
-            if Command::new("id").arg("postgres").output().is_ok_and(|out| out.status.success()) { "postgres" } else { "nobody" }
+            if Command::new("id").arg("postgres").output().is_ok_and(|out| out.status.success()) {
+                "postgres"
+            } else {
+                "nobody"
+            }
         });
         if let Some(user) = user {
             let chown = Command::new("chown").args(["-R", user, path(&root)]).status();
@@ -77,13 +90,19 @@ impl PgServer {
             .port();
         let server = PgServer { root, bin, port, user };
         let data = server.root.join("data");
-        server.run("initdb", &["-D", path(&data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])?;
+        server.run(
+            "initdb",
+            &["-D", path(&data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"],
+        )?;
         let options = format!(
             "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
             path(&server.root)
         );
         let log = server.root.join("postgres.log");
-        server.run("pg_ctl", &["-D", path(&data), "-l", path(&log), "-o", &options, "-w", "-t", "60", "start"])?;
+        server.run(
+            "pg_ctl",
+            &["-D", path(&data), "-l", path(&log), "-o", &options, "-w", "-t", "60", "start"],
+        )?;
         Ok(server)
     }
 
@@ -102,7 +121,11 @@ impl PgServer {
         if output.status.success() {
             Ok(())
         } else {
-            Err(format!("{program} failed: {}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)))
+            Err(format!(
+                "{program} failed: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ))
         }
     }
 
@@ -113,10 +136,14 @@ impl PgServer {
 
     /// Creates database `name` and returns its connection string.
     pub async fn database(&self, name: &str) -> String {
-        let (client, connection) =
-            tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls).await.expect("a connection to the suite's server");
+        let (client, connection) = tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls)
+            .await
+            .expect("a connection to the suite's server");
         tokio::spawn(connection);
-        client.batch_execute(&format!("CREATE DATABASE \"{name}\"")).await.expect("a database of the case's own");
+        client
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .expect("a database of the case's own");
         self.url(name)
     }
 }

@@ -25,7 +25,8 @@ async fn reconciliation_deletes_what_the_read_one_endpoint_confirms(db: Db) {
     let client = client(&server);
     let filtered = Stream::companies().status("active").table("active");
     assert!(run(&db, &db.mirror(&client).stream(filtered.clone()), "active").await.inserted > 2);
-    let active: Vec<String> = server.dataset().companies_sorted("", Some("active")).iter().map(|c| c.id().to_owned()).collect();
+    let active: Vec<String> =
+        server.dataset().companies_sorted("", Some("active")).iter().map(|c| c.id().to_owned()).collect();
     server.remove_company(&active[0]);
     server.remove_company(&active[1]);
     // A record leaving the filter is not served by the list, but its read-one answers 200.
@@ -36,12 +37,23 @@ async fn reconciliation_deletes_what_the_read_one_endpoint_confirms(db: Db) {
     let report = run(&db, &db.mirror(&client).stream(filtered).reconcile(Reconcile::Always), "active").await;
     assert!(report.error.is_none(), "{report:?}");
     assert_eq!((report.mode, report.deleted, report.updated), (Mode::Reconcile, 2, 1), "{report:?}");
-    assert_eq!(server.requests(Endpoint::Company) - before, 4, "one witness, then each of the three suspects");
+    assert_eq!(
+        server.requests(Endpoint::Company) - before,
+        4,
+        "one witness, then each of the three suspects"
+    );
     let rows = db.rows("active").await;
-    assert!(rows[&active[0]].deleted_at.is_some() && rows[&active[1]].deleted_at.is_some(), "rows stay, marked");
+    assert!(
+        rows[&active[0]].deleted_at.is_some() && rows[&active[1]].deleted_at.is_some(),
+        "rows stay, marked"
+    );
     assert_eq!(rows[&active[2]].deleted_at, None, "a 200 clears the suspicion");
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&rows[&active[2]].record.body).unwrap(), left.to_json());
-    let mut deletes: Vec<_> = db.changes().await.into_iter().filter(|c| c.op == Op::Delete).map(|c| c.id).collect();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&rows[&active[2]].record.body).unwrap(),
+        left.to_json()
+    );
+    let mut deletes: Vec<_> =
+        db.changes().await.into_iter().filter(|c| c.op == Op::Delete).map(|c| c.id).collect();
     deletes.sort();
     assert_eq!(deletes, [active[0].clone(), active[1].clone()]);
 }
@@ -82,13 +94,14 @@ async fn nothing_is_deleted_when_total_count_changes_during_reconciliation(db: D
     run(&db, &db.mirror(&client).stream(Stream::companies()), "companies").await;
     server.remove_company("cmp_0007");
     let (hook, once) = (Arc::clone(&server), AtomicBool::new(true));
-    let mirror = db.mirror(&client).stream(Stream::companies().limit(10)).reconcile(Reconcile::Always).on_progress(
-        move |p| {
-            if p.phase == Phase::Reconcile && once.swap(false, Ordering::SeqCst) {
-                hook.upsert_company(json!({"id": "cmp_new"})).unwrap();
-            }
-        },
-    );
+    let mirror =
+        db.mirror(&client).stream(Stream::companies().limit(10)).reconcile(Reconcile::Always).on_progress(
+            move |p| {
+                if p.phase == Phase::Reconcile && once.swap(false, Ordering::SeqCst) {
+                    hook.upsert_company(json!({"id": "cmp_new"})).unwrap();
+                }
+            },
+        );
     let report = run(&db, &mirror, "companies").await;
     assert!(report.error.is_none(), "{report:?}");
     assert_eq!((report.deleted, report.inserted), (0, 1), "{report:?}");

@@ -10,7 +10,7 @@ use business_records_reference_server::{Endpoint, Fault, Faults, ReferenceServer
 use business_records_sync::{Mode, Phase, Reconcile, Stream, SyncError};
 use serde_json::json;
 
-use crate::support::{Db, client, run, served};
+use crate::support::{Db, at, client, run, served};
 
 crate::cases!(
     a_first_run_mirrors_everything_and_a_second_makes_one_request_and_writes_nothing,
@@ -26,11 +26,6 @@ crate::cases!(
     each_table_is_a_stream_with_its_own_state,
 );
 
-/// A `updatedAt` in the form the server writes.
-fn at(seconds: u32) -> String {
-    format!("2024-05-01T10:{:02}:{:02}Z", seconds / 60, seconds % 60)
-}
-
 async fn a_first_run_mirrors_everything_and_a_second_makes_one_request_and_writes_nothing(db: Db) {
     let server = ReferenceServer::builder().companies(250).start().await;
     let mirror = db.mirror(&client(&server)).stream(Stream::companies());
@@ -38,7 +33,8 @@ async fn a_first_run_mirrors_everything_and_a_second_makes_one_request_and_write
     assert!(first.error.is_none(), "{first:?}");
     assert_eq!((first.mode, first.inserted, first.pages, first.seen), (Mode::Full, 250, 3, 250));
     assert_eq!(db.live("companies").await, served(&server, "companies"), "the mirror holds what is served");
-    let newest = server.dataset().companies_sorted("-updatedAt", None)[0]["updatedAt"].as_str().map(str::to_owned);
+    let newest =
+        server.dataset().companies_sorted("-updatedAt", None)[0]["updatedAt"].as_str().map(str::to_owned);
     let mark = first.mark.clone().expect("a mark");
     assert_eq!(business_records_sync_time(&mark), newest, "the mark is the server's newest updatedAt");
 
@@ -72,7 +68,9 @@ async fn ties_on_updated_at_across_page_boundaries_are_all_read(db: Db) {
         server.put("companies", json!({"id": format!("c{n}"), "updatedAt": at(9), "name": "new"})).unwrap();
     }
     for n in [0, 6] {
-        server.put("companies", json!({"id": format!("c{n}"), "updatedAt": at(9), "name": "changed"})).unwrap();
+        server
+            .put("companies", json!({"id": format!("c{n}"), "updatedAt": at(9), "name": "changed"}))
+            .unwrap();
     }
     let second = run(&db, &mirror, "companies").await;
     assert_eq!((second.inserted, second.updated), (5, 2), "{second:?}");
@@ -93,7 +91,12 @@ async fn records_changed_during_a_scan_are_never_skipped(db: Db) {
     // Ten changes before the run...
     let ids: Vec<String> = server.dataset().companies().iter().map(|c| c.id().to_owned()).collect();
     for id in &ids[..10] {
-        server.put("companies", json!({"id": id, "updatedAt": "2030-01-01T00:00:00Z", "name": "changed before"})).unwrap();
+        server
+            .put(
+                "companies",
+                json!({"id": id, "updatedAt": "2030-01-01T00:00:00Z", "name": "changed before"}),
+            )
+            .unwrap();
     }
     // ...and, once the first page is read, three unread records and a new one move to the
     // front, shifting the records not read yet back by four.
@@ -127,21 +130,28 @@ async fn a_record_deleted_during_a_scan_makes_it_scan_once_more(db: Db) {
     let ids: Vec<String> = server.dataset().companies().iter().map(|c| c.id().to_owned()).collect();
     // Ten changes, all in one second, read in pages of five (ties in id order): c0..c4, c5..c9.
     for id in &ids[..10] {
-        server.put("companies", json!({"id": id, "updatedAt": "2030-01-01T00:00:00Z", "name": "changed"})).unwrap();
+        server
+            .put("companies", json!({"id": id, "updatedAt": "2030-01-01T00:00:00Z", "name": "changed"}))
+            .unwrap();
     }
     // Once the first page is read, its first record is deleted: the sixth record moves onto
     // the first page, and a scan that went on would skip it.
     let (hook, gone) = (Arc::clone(&server), ids[0].clone());
-    let mirror = db.mirror(&client).stream(Stream::companies().limit(5)).reconcile(Reconcile::Never).on_progress(
-        move |p| {
-            if p.pages == 1 {
-                hook.remove_company(&gone);
-            }
-        },
-    );
+    let mirror =
+        db.mirror(&client).stream(Stream::companies().limit(5)).reconcile(Reconcile::Never).on_progress(
+            move |p| {
+                if p.pages == 1 {
+                    hook.remove_company(&gone);
+                }
+            },
+        );
     let second = run(&db, &mirror, "companies").await;
     assert!(second.error.is_none(), "{second:?}");
-    assert_eq!(db.live("companies").await[&ids[5]]["name"], "changed", "the shifted record was read: {second:?}");
+    assert_eq!(
+        db.live("companies").await[&ids[5]]["name"],
+        "changed",
+        "the shifted record was read: {second:?}"
+    );
     assert_eq!(second.updated, 10, "each change written once, the deleted record's included");
     assert!(second.pages >= 4, "a second pass from the front: {second:?}");
 }
@@ -166,7 +176,9 @@ async fn a_fourth_cursor_refusal_fails_the_run_and_keeps_the_mark(db: Db) {
     assert_eq!((first.inserted, mark.is_some()), (30, true));
     // Twelve changes: more than a page.
     for n in 1..=12 {
-        server.put("companies", json!({"id": format!("cmp_{n:04}"), "updatedAt": "2030-01-01T00:00:00Z"})).unwrap();
+        server
+            .put("companies", json!({"id": format!("cmp_{n:04}"), "updatedAt": "2030-01-01T00:00:00Z"}))
+            .unwrap();
     }
     // Every request that carries a cursor is refused.
     server.set_faults(Faults::new().on_every(Endpoint::Companies, 1, Fault::ExpireCursor));
@@ -181,15 +193,16 @@ async fn a_run_killed_between_pages_is_completed_by_the_next_without_writing_twi
     let client = client(&server);
     let (kill, killed) = tokio::sync::oneshot::channel();
     let kill = Mutex::new(Some(kill));
-    let mirror = db.mirror(&client).stream(Stream::companies().limit(10)).lease(Duration::from_secs(1)).on_progress(
-        move |p| {
-            if p.pages == 2
-                && let Some(kill) = kill.lock().unwrap().take()
-            {
-                let _ = kill.send(());
-            }
-        },
-    );
+    let mirror =
+        db.mirror(&client).stream(Stream::companies().limit(10)).lease(Duration::from_secs(2)).on_progress(
+            move |p| {
+                if p.pages == 2
+                    && let Some(kill) = kill.lock().unwrap().take()
+                {
+                    let _ = kill.send(());
+                }
+            },
+        );
     tokio::select! {
         report = mirror.run_all() => panic!("the run was not killed: {report:?}"),
         _ = killed => {}
@@ -201,8 +214,11 @@ async fn a_run_killed_between_pages_is_completed_by_the_next_without_writing_twi
     assert_eq!(db.state("companies").await.and_then(|s| s.mark), None, "the mark is unchanged");
 
     let busy = run(&db, &db.mirror(&client).stream(Stream::companies().limit(10)), "companies").await;
-    assert!(matches!(busy.error, Some(SyncError::Busy { .. })), "the killed run's lease still holds: {busy:?}");
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    assert!(
+        matches!(busy.error, Some(SyncError::Busy { .. })),
+        "the killed run's lease still holds: {busy:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
     let next = run(&db, &db.mirror(&client).stream(Stream::companies().limit(10)), "companies").await;
     assert!(next.error.is_none(), "{next:?}");
     assert_eq!((next.inserted as usize, next.unchanged as usize), (50 - kept, kept), "{next:?}");

@@ -8,10 +8,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use business_records::Client;
+use business_records_reference_server::ReferenceServer;
 #[cfg(feature = "postgres")]
 use business_records_sync::PostgresSink;
 use business_records_sync::{Change, MemorySink, Mirror, Op, Row, Sink, SqliteSink, State, StreamReport};
-use business_records_reference_server::ReferenceServer;
 use serde_json::Value;
 
 /// A case: runs against the mirror it is given.
@@ -57,9 +57,10 @@ impl Kind {
     /// Why the cases of this kind cannot run here.
     pub fn unmet(self) -> Option<String> {
         match self {
-            Kind::Postgres if cfg!(not(feature = "postgres")) => {
-                Some("needs the `postgres` feature: cargo test -p business-records-sync --features postgres".to_owned())
-            }
+            Kind::Postgres if cfg!(not(feature = "postgres")) => Some(
+                "needs the `postgres` feature: cargo test -p business-records-sync --features postgres"
+                    .to_owned(),
+            ),
             Kind::Postgres => crate::postgres::available().err(),
             _ => None,
         }
@@ -109,9 +110,13 @@ impl Db {
     pub async fn reopen(&self) -> Db {
         match self {
             Db::Memory(sink) => Db::Memory(sink.clone()),
-            Db::Sqlite(_, path) => Db::Sqlite(SqliteSink::open(path).await.expect("the mirror again"), path.clone()),
+            Db::Sqlite(_, path) => {
+                Db::Sqlite(SqliteSink::open(path).await.expect("the mirror again"), path.clone())
+            }
             #[cfg(feature = "postgres")]
-            Db::Postgres(_, url) => Db::Postgres(PostgresSink::connect(url).await.expect("the mirror again"), url.clone()),
+            Db::Postgres(_, url) => {
+                Db::Postgres(PostgresSink::connect(url).await.expect("the mirror again"), url.clone())
+            }
         }
     }
 
@@ -167,14 +172,16 @@ impl Db {
             Db::Memory(_) => None,
             Db::Sqlite(_, path) => {
                 let connection = rusqlite::Connection::open(path).expect("the file");
-                let mut statement =
-                    connection.prepare("SELECT outcome FROM br_sync_runs WHERE stream = ?1 ORDER BY run").expect("a query");
+                let mut statement = connection
+                    .prepare("SELECT outcome FROM br_sync_runs WHERE stream = ?1 ORDER BY run")
+                    .expect("a query");
                 let outcomes = statement.query_map([stream], |row| row.get(0)).expect("the runs");
                 Some(outcomes.collect::<Result<_, _>>().expect("the outcomes"))
             }
             #[cfg(feature = "postgres")]
             Db::Postgres(_, url) => {
-                let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("a connection");
+                let (client, connection) =
+                    tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("a connection");
                 tokio::spawn(connection);
                 let rows = client
                     .query("SELECT outcome FROM br_sync_runs WHERE stream = $1 ORDER BY run", &[&stream])
@@ -186,6 +193,16 @@ impl Db {
     }
 }
 
+/// An `updatedAt` `seconds` after 2024-05-01T10:00:00Z, in the form the server writes.
+pub fn at(seconds: u32) -> String {
+    format!("2024-05-01T10:{:02}:{:02}Z", seconds / 60, seconds % 60)
+}
+
+/// The mark stored for [`at`]`(seconds)`.
+pub fn mark(seconds: u32) -> String {
+    at(seconds).replace('Z', ".000000000Z")
+}
+
 /// A client of the server's default client.
 pub fn client(server: &ReferenceServer) -> Client {
     Client::builder().settings(server.settings()).build().expect("a client")
@@ -193,7 +210,12 @@ pub fn client(server: &ReferenceServer) -> Client {
 
 /// The records the server serves in `resource`, by id.
 pub fn served(server: &ReferenceServer, resource: &str) -> BTreeMap<String, Value> {
-    server.dataset().records(resource).iter().map(|record| (record.id().to_owned(), record.to_json())).collect()
+    server
+        .dataset()
+        .records(resource)
+        .iter()
+        .map(|record| (record.id().to_owned(), record.to_json()))
+        .collect()
 }
 
 /// Runs `mirror` (one stream, `table`) and checks what it wrote against the change rows:
@@ -205,7 +227,11 @@ pub async fn run(db: &Db, mirror: &Mirror, table: &str) -> StreamReport {
     let report = mirror.run_all().await.streams.into_iter().next().expect("a stream's report");
     let after = db.rows(table).await;
     let changes: Vec<Change> = db.changes().await.into_iter().filter(|c| c.seq > seen_before).collect();
-    assert_eq!(changes.len() as u64, report.written(), "one change row per change written: {changes:?} {report:?}");
+    assert_eq!(
+        changes.len() as u64,
+        report.written(),
+        "one change row per change written: {changes:?} {report:?}"
+    );
     assert!(changes.iter().all(|c| c.stream == table && c.run == report.run), "{changes:?}");
     let ids: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
     for id in ids {
@@ -216,7 +242,8 @@ pub async fn run(db: &Db, mirror: &Mirror, table: &str) -> StreamReport {
             assert!(mine.is_empty(), "no change row for {id}, left as it was: {mine:?}");
             continue;
         }
-        let (last, (digest, deleted)) = (mine.last().expect("a change row for a changed row"), is.expect("a row"));
+        let (last, (digest, deleted)) =
+            (mine.last().expect("a change row for a changed row"), is.expect("a row"));
         assert_eq!(last.digest, digest, "the last change row of {id} carries its digest");
         assert_eq!(last.op == Op::Delete, deleted, "{id}: {last:?}");
         if mine.iter().any(|c| c.op == Op::Insert) {
