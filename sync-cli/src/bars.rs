@@ -10,16 +10,20 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// The bars of a run; drawing nothing when stderr is not a terminal.
 #[derive(Clone)]
 pub(crate) struct Bars {
-    shown: Option<Arc<(MultiProgress, Mutex<HashMap<String, ProgressBar>>)>>,
+    shown: Option<Arc<Shown>>,
+}
+
+/// The bars drawn, by stream.
+struct Shown {
+    multi: MultiProgress,
+    bars: Mutex<HashMap<String, ProgressBar>>,
 }
 
 impl Bars {
     pub(crate) fn new() -> Bars {
         let shown = std::io::stderr().is_terminal().then(|| {
-            Arc::new((
-                MultiProgress::with_draw_target(ProgressDrawTarget::stderr()),
-                Mutex::new(HashMap::new()),
-            ))
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            Arc::new(Shown { multi, bars: Mutex::new(HashMap::new()) })
         });
         Bars { shown }
     }
@@ -27,10 +31,9 @@ impl Bars {
     /// Shows where a stream's run is.
     pub(crate) fn show(&self, progress: &Progress) {
         let Some(shown) = &self.shown else { return };
-        let (multi, bars) = &**shown;
-        let mut bars = bars.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut bars = shown.bars.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let bar = bars.entry(progress.stream.clone()).or_insert_with(|| {
-            let bar = multi.add(ProgressBar::no_length());
+            let bar = shown.multi.add(ProgressBar::no_length());
             if let Ok(style) = ProgressStyle::with_template("{prefix:>16} {bar:30} {pos}/{len} {msg}") {
                 bar.set_style(style);
             }

@@ -2,6 +2,8 @@
 //! mirror, as the binary runs them. [`run`] is the whole program, so that other front ends (the
 //! `demo` example, which starts the embedded reference server) run the same one.
 
+#![deny(missing_docs)]
+
 mod args;
 mod bars;
 

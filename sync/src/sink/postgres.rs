@@ -13,7 +13,7 @@ use super::{
 use crate::{SinkError, SyncError};
 
 /// The advisory lock key that serialises schema creation between processes.
-const SCHEMA_LOCK: i64 = 0x6272_5f73_796e_63;
+const SCHEMA_LOCK: i64 = 0x0062_725f_7379_6e63;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS br_sync_state (
