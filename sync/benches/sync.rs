@@ -110,8 +110,11 @@ async fn main() {
         rows_per_second(sink_time),
         by_hand.as_secs_f64() / sink_time.as_secs_f64()
     );
-    println!("ceiling           the hand-written loop alone writes {:.2}x the export loop's records/s; the first sync reaches {:.2} of it",
-        rows_per_second(by_hand) / rate(export), rate(first) / rows_per_second(by_hand));
+    println!(
+        "ceiling           the hand-written loop alone writes {:.2}x the export loop's records/s; the first sync reaches {:.2} of it",
+        rows_per_second(by_hand) / rate(export),
+        rate(first) / rows_per_second(by_hand)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
