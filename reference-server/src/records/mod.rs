@@ -226,6 +226,34 @@ impl ReferenceServer {
         Ok(record)
     }
 
+    /// Serves `record` in `resource` exactly as given from the next request on, replacing the
+    /// record with its id: unlike [`upsert`](Self::upsert), no timestamp is set or kept, so a
+    /// test plays any clock (records that tie on `updatedAt`, an update without a new
+    /// `updatedAt`, a record without one, a timestamp from the future). Returns the record.
+    ///
+    /// ```
+    /// # async fn run() -> Result<(), business_records_reference_server::Error> {
+    /// use business_records_reference_server::ReferenceServer;
+    /// use serde_json::json;
+    ///
+    /// let server = ReferenceServer::builder().company(json!({"id": "cmp_1"})).start().await;
+    /// let tie = json!({"id": "cmp_2", "updatedAt": "2024-05-01T10:00:00Z"});
+    /// server.put("companies", tie.clone())?;
+    /// assert_eq!(server.dataset().company("cmp_2").map(|c| c.to_json()), Some(tie));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`upsert`](Self::upsert).
+    pub fn put(&self, resource: &str, record: Value) -> Result<Record, Error> {
+        let record = Record::from_json(record, "record")?;
+        let mut store = self.shared.store();
+        let table = store.get_mut(resource).ok_or_else(|| not_served(resource))?;
+        table.upsert(record.clone());
+        Ok(record)
+    }
+
     /// Stops serving the record of `resource` with this id; returns it, or `None` if there was
     /// none.
     pub fn remove(&self, resource: &str, id: &str) -> Option<Record> {
