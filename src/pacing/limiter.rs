@@ -1,52 +1,39 @@
-//! The state of one client's budget, apart from any waiting: a token bucket that says when the
-//! next request may go, pauses after a 429, and the rate, which follows what the server
-//! accepts.
+//! The state of one client's budget, apart from any waiting, as a model a reader can check:
+//! five quantities, and one method per event that changes them and returns its decision.
 //!
-//! - A configured limit starts at its rate and keeps half its burst in hand (a burst of 5 sends
-//!   2 at once): requests that reach the server closer together than they left (scheduling, a
-//!   token fetch, a new connection) still find a token there. At the same rate as the server,
-//!   the server's bucket keeps the other half of its burst for them.
-//! - An adaptive budget limits nothing until the server refuses. A refusal before the client
-//!   has sustained any rate answers a burst: it says how many requests the server takes at
-//!   once, and its `Retry-After` how soon it takes more. The rate starts at that many per
-//!   `Retry-After`, with a burst of one fewer, and doubles every [`STEP`] (slow start) until
-//!   the next refusal; answers to the burst read after its refusal count too. A
-//!   `Retry-After: 0` says nothing of a rate: the client only waits that long.
-//! - An adaptive budget refused as it resumes sending (within a [`STEP`] of a pause's end or
-//!   of an idle time) sent too many at once, not too fast: its burst shrinks by one, its rate
-//!   holds. With a burst of one already, other clients are sending too: the rate goes down.
-//! - Any other refusal sets the rate to [`MARGIN`] times the rate the client sustained: the
-//!   rate it held a [`STEP`] before it sent the refused request when its requests were
-//!   waiting for that rate; for an adaptive budget that sent less, what the server accepted
-//!   since the client last resumed sending (at least a [`METER_WINDOW`] ago), less its burst,
-//!   if that is lower. So a rate the client never used is not taken for sustained. (A
-//!   configured rate backs off from itself alone: the answers a client reads may be its share
-//!   of a fleet's.) Before any rate, a refusal backs off from what the server accepted only
-//!   when the client sent through the last [`METER_WINDOW`], unpaused; else it answered a
-//!   burst (above). From there the rate grows along a cubic, slowly at first (CUBIC's
-//!   plateau): by `PROBE * t³` requests a second after `t` seconds, 1.25 after five seconds,
-//!   10 after ten.
-//! - One refusal per round counts: a 429 to a request sent within a [`STEP`] of the rate's
-//!   last change says nothing about that rate. A pause of a fleet that ends about when the
-//!   client's own did is the one the client asked for.
-//! - The rate stays within the ceiling (the configured rate, or the server's advertised
-//!   policy), and at or above [`MIN_RATE`].
+//! | Quantity | What it holds |
+//! |---|---|
+//! | the limit | the configured ceiling, the server's advertised policy, this process's share |
+//! | the [`Curve`] | the rate between two refusals, and when it was last decided |
+//! | the [`Bucket`] | requests that may go at once, and the tokens in it |
+//! | the [`Pause`] | until when every request waits, and the answer that asked |
+//! | the [`Meter`] | what the client sent and what the server accepted |
 //!
+//! | Event | Decision |
+//! |---|---|
+//! | [`take`](Limiter::take): a request asks to go | now, or when to ask again |
+//! | [`accepted`](Limiter::accepted): an answer the server did not refuse | counted |
+//! | [`throttled`](Limiter::throttled): a 429, or a quota spent | a pause; once a round, a lower rate or burst |
+//! | [`advertise`](Limiter::advertise): the server's `RateLimit-Policy` | a ceiling, paced from now |
+//! | [`fleet_paused`](Limiter::fleet_paused): a pause of a shared budget | a refusal, unless it is the client's own |
+//!
+//! The rules are the tests at the end of this file, examples of each rule with its numbers.
 //! Times are seconds since the limiter was made, as `f64`.
 
 use std::collections::VecDeque;
 
 use crate::Error;
 
-/// The time the rate of a slow start takes to double, in seconds.
+/// The time the rate of a slow start takes to double, in seconds; a refusal of a request sent
+/// within a step of the rate's last change says nothing of that rate.
 const STEP: f64 = 0.25;
 /// The part of the sustained rate a refusal sets the rate to.
 const MARGIN: f64 = 0.95;
 /// How fast the rate grows after a refusal: by `PROBE * t³` requests a second after `t`
-/// seconds.
+/// seconds (CUBIC's curve, slowly at first: 1.25 after five seconds, 10 after ten).
 const PROBE: f64 = 0.01;
 /// The lowest rate, in requests per second.
-pub(super) const MIN_RATE: f64 = 0.5;
+const MIN_RATE: f64 = 0.5;
 /// The highest, so that no arithmetic meets an infinity.
 const MAX_RATE: f64 = 1e6;
 /// The window over which the rate the server accepts is measured, in seconds.
@@ -57,113 +44,140 @@ const RESOLUTION: f64 = 1e-6;
 
 /// The rate from `since` on: `from`, doubling every [`STEP`] in a slow start, else growing
 /// along the cubic.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Curve {
     from: f64,
     since: f64,
     slow_start: bool,
 }
 
-/// The budget's state.
-#[derive(Debug)]
-pub(super) struct Limiter {
-    /// The highest rate allowed: configured, or unbounded (`f64::INFINITY`) when adaptive.
-    ceiling: f64,
-    /// The rate the server's `RateLimit-Policy` advertises, when it does.
-    pub(super) advertised: Option<f64>,
-    /// The part of the rate this process takes: 1, or while a shared budget is out of reach the
-    /// number of processes sharing it.
-    pub(super) share: f64,
-    /// Requests that may go at once after an idle time: the bucket's size (at least one; below
-    /// one while a refused burst's answers are still being counted).
-    pub(super) burst: f64,
-    /// Tokens in the bucket when last counted, and when.
+impl Curve {
+    fn at(self, now: f64) -> f64 {
+        let t = (now - self.since).max(0.0);
+        if self.slow_start {
+            self.from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
+        } else {
+            PROBE.mul_add(t.powi(3), self.from)
+        }
+    }
+}
+
+/// A token bucket: `size` requests may go at once after an idle time (at least one; below one
+/// while a refused burst's answers are still being counted), `tokens` in it when `counted`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bucket {
+    size: f64,
     tokens: f64,
     counted: f64,
-    /// Every request waits until then, for `cause` (the answer that asked, kept for requests
-    /// that will not wait).
-    paused_until: f64,
+}
+
+impl Bucket {
+    /// Takes a token at `now` from a bucket that fills at `rate`: `None`, or the wait until
+    /// the next one, taking none.
+    fn take(&mut self, now: f64, rate: f64) -> Option<f64> {
+        self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.size.max(1.0));
+        self.counted = self.counted.max(now);
+        if self.tokens < 1.0 - RESOLUTION {
+            return Some((1.0 - self.tokens) / rate);
+        }
+        self.tokens -= 1.0;
+        None
+    }
+}
+
+/// Every request waits until `until`, for `cause` (the answer that asked, kept for requests
+/// that will not wait).
+#[derive(Debug, Clone)]
+pub(super) struct Pause {
+    pub(super) until: f64,
     pub(super) cause: Option<Error>,
-    /// `None` while an adaptive budget has had no reason to limit.
-    curve: Option<Curve>,
-    /// When the rate was last set.
-    decided: f64,
-    /// The client's last send.
-    last_sent: f64,
+}
+
+/// What the client sent and the server accepted.
+#[derive(Debug, Clone)]
+struct Meter {
+    /// The client's last send, and the last time a request waited for the rate (not for a
+    /// pause): until a step later, the client sends at its rate.
+    sent: f64,
+    waited: f64,
     /// When the client last resumed sending (a pause's end, or its first send after a gap of
     /// [`METER_WINDOW`]; never before its first send), and the answers the server accepted
     /// since to requests sent since.
     resumed: f64,
     accepted_since: f64,
-    /// When a request last waited for the rate (not for a pause): until a step later, the
-    /// client sends at its rate.
-    waited: f64,
-    /// When the answers the server accepted were read, over the last [`METER_WINDOW`].
-    accepted: VecDeque<f64>,
+    /// When the answers the server accepted over the last [`METER_WINDOW`] were read.
+    recent: VecDeque<f64>,
+}
+
+/// The budget's state.
+#[derive(Debug, Clone)]
+pub(super) struct Limiter {
+    /// The limit: the highest rate configured (`f64::INFINITY` when adaptive), the rate the
+    /// server's `RateLimit-Policy` advertises, and the part of the rate this process takes (1,
+    /// or while a shared budget is out of reach the number of processes sharing it).
+    ceiling: f64,
+    pub(super) advertised: Option<f64>,
+    pub(super) share: f64,
+    /// `None` while an adaptive budget has had no reason to limit; and when the rate was last
+    /// decided.
+    curve: Option<Curve>,
+    decided: f64,
+    bucket: Bucket,
+    pause: Pause,
+    meter: Meter,
 }
 
 impl Limiter {
     /// A budget of at most `ceiling` requests a second (`f64::INFINITY`: adaptive) and `burst`
     /// at once, of which half are kept in hand.
     pub(super) fn new(ceiling: f64, burst: u32) -> Self {
-        let burst = f64::from((burst / 2).max(1));
+        let size = f64::from((burst / 2).max(1));
         Limiter {
             ceiling,
             advertised: None,
             share: 1.0,
-            burst,
-            tokens: burst,
-            counted: 0.0,
-            paused_until: f64::NEG_INFINITY,
-            cause: None,
             curve: ceiling.is_finite().then_some(Curve { from: ceiling, since: 0.0, slow_start: false }),
             decided: f64::NEG_INFINITY,
-            last_sent: f64::NEG_INFINITY,
-            resumed: f64::INFINITY,
-            accepted_since: 0.0,
-            waited: f64::NEG_INFINITY,
-            accepted: VecDeque::new(),
+            bucket: Bucket { size, tokens: size, counted: 0.0 },
+            pause: Pause { until: f64::NEG_INFINITY, cause: None },
+            meter: Meter {
+                sent: f64::NEG_INFINITY,
+                waited: f64::NEG_INFINITY,
+                resumed: f64::INFINITY,
+                accepted_since: 0.0,
+                recent: VecDeque::new(),
+            },
         }
     }
 
     /// The rate at `now` for the whole budget (every process of a shared one), `None` when
-    /// nothing limits it.
+    /// nothing limits it: the curve's, within the ceiling and the advertised policy, and at
+    /// least [`MIN_RATE`].
     pub(super) fn rate(&self, now: f64) -> Option<f64> {
-        let Curve { from, since, slow_start } = self.curve?;
-        let t = (now - since).max(0.0);
-        let rate = if slow_start {
-            from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
-        } else {
-            PROBE.mul_add(t.powi(3), from)
-        };
         let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling));
-        Some(rate.clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
+        Some(self.curve?.at(now).clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
     }
 
-    /// When the pause in force at `now` ends, if one is.
-    pub(super) fn pause(&self, now: f64) -> Option<f64> {
-        (self.paused_until > now).then_some(self.paused_until)
+    /// The pause in force at `now`, if one is.
+    pub(super) fn pause(&self, now: f64) -> Option<&Pause> {
+        (self.pause.until > now).then_some(&self.pause)
     }
 
-    /// Takes a token for a request sent at `now` and returns `now`, or returns when the next
-    /// token is due (the end of a pause at the soonest) and takes none.
+    /// A request asks to go at `now`: it takes a token and `now` is returned, or it takes none
+    /// and the time to ask again is (the end of a pause at the soonest).
     pub(super) fn take(&mut self, now: f64) -> f64 {
-        if let Some(until) = self.pause(now) {
-            return until;
+        if let Some(pause) = self.pause(now) {
+            return pause.until;
         }
-        if let Some(rate) = self.rate(now).map(|rate| rate / self.share) {
-            self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst.max(1.0));
-            self.counted = self.counted.max(now);
-            if self.tokens < 1.0 - RESOLUTION {
-                self.waited = now;
-                return now + (1.0 - self.tokens) / rate;
-            }
-            self.tokens -= 1.0;
+        let rate = self.rate(now).map(|rate| rate / self.share);
+        if let Some(wait) = rate.and_then(|rate| self.bucket.take(now, rate)) {
+            self.meter.waited = now;
+            return now + wait;
         }
-        if now - self.last_sent > METER_WINDOW {
-            (self.resumed, self.accepted_since) = (now, 0.0);
+        if now - self.meter.sent > METER_WINDOW {
+            (self.meter.resumed, self.meter.accepted_since) = (now, 0.0);
         }
-        self.last_sent = now;
+        self.meter.sent = now;
         now
     }
 
@@ -172,33 +186,25 @@ impl Limiter {
     pub(super) fn accepted(&mut self, now: f64, sent: f64) {
         if let Some(curve) = self.curve.as_mut().filter(|curve| curve.slow_start && sent < self.decided) {
             curve.from += 1.0 / (curve.since - self.decided);
-            self.burst += 1.0;
+            self.bucket.size += 1.0;
         }
-        if sent >= self.resumed {
-            self.accepted_since += 1.0;
+        if sent >= self.meter.resumed {
+            self.meter.accepted_since += 1.0;
         }
-        self.accepted.push_back(now);
-        self.measured(now);
+        self.meter.recent.push_back(now);
     }
 
-    /// Requests a second the server accepted over the last [`METER_WINDOW`].
-    fn measured(&mut self, now: f64) -> f64 {
-        while self.accepted.front().is_some_and(|&at| at < now - METER_WINDOW) {
-            self.accepted.pop_front();
-        }
-        self.accepted.len() as f64 / METER_WINDOW
-    }
-
-    /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
-    /// a server's 429 takes the place of a cause made up for the same pause).
+    /// Pauses every request until `until`, for `cause` (a server's 429 takes the place of a
+    /// cause made up for the same pause). The client resumes sending then.
     pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
-        if until > self.paused_until || (until == self.paused_until && cause.is_some()) {
-            (self.paused_until, self.cause) = (until, cause);
-            (self.resumed, self.accepted_since) = (until, 0.0);
+        if until > self.pause.until || (until == self.pause.until && cause.is_some()) {
+            self.pause = Pause { until, cause };
+            (self.meter.resumed, self.meter.accepted_since) = (until, 0.0);
         }
     }
 
-    /// The server advertises `rate` requests a second as its policy, in an answer read at `now`.
+    /// The server advertises `rate` requests a second as its policy, in an answer read at
+    /// `now`: a ceiling, and an adaptive budget paces from now on.
     pub(super) fn advertise(&mut self, rate: f64, now: f64) {
         self.advertised = Some(rate.max(MIN_RATE));
         if self.curve.is_none() {
@@ -210,7 +216,7 @@ impl Limiter {
     /// was sent before the limit was known counts against it.
     fn engage(&mut self, curve: Curve, now: f64) {
         if self.curve.is_none() {
-            (self.tokens, self.counted) = (0.0, now);
+            (self.bucket.tokens, self.bucket.counted) = (0.0, now);
         }
         self.curve = Some(curve);
         self.decided = now;
@@ -218,54 +224,67 @@ impl Limiter {
 
     /// A refusal read at `now` of a request sent at `sent`, asking for `quiet` seconds before
     /// the next request (a 429's `Retry-After`, a spent quota's reset): a pause of every request
-    /// for `quiet`, the refusal `cause` kept for those that will not wait, and, once a round, a
-    /// lower rate.
+    /// for `quiet`, `cause` kept for those that will not wait, and once a round (a request sent
+    /// a [`STEP`] after the rate's last change) a lower rate or burst.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
-        let (measured, resumed, accepted_since) = (self.measured(now), self.resumed, self.accepted_since);
+        let Meter { waited, resumed, accepted_since, ref mut recent, .. } = self.meter;
+        while recent.front().is_some_and(|&at| at < now - METER_WINDOW) {
+            recent.pop_front();
+        }
+        let recent = recent.len() as f64;
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
-        // A request sent within a step of the rate's last change did not try that rate.
         if sent < self.decided + STEP {
             return;
         }
-        let since = now + quiet.unwrap_or(0.0);
-        // A configured rate backs off from itself: the answers a client reads may be its part of
-        // a fleet's.
         let base = match self.rate(sent - STEP) {
+            // A configured rate backs off from itself: the answers a client reads may be its
+            // share of a fleet's.
             Some(held) if self.ceiling.is_finite() => held,
-            // Refused as it resumed sending: its burst was too big, not its rate (with a burst
-            // of one, the rate: other clients of the server's are sending too).
-            Some(_) if sent < resumed + STEP && self.burst > 1.0 => {
-                (self.burst, self.decided) = ((self.burst - 1.0).max(1.0), now);
+            // Refused as it resumed sending: it sent too many at once, not too fast (with a
+            // burst of one, other clients of the server are sending too: the rate goes down).
+            Some(_) if sent < resumed + STEP && self.bucket.size > 1.0 => {
+                (self.bucket.size, self.decided) = ((self.bucket.size - 1.0).max(1.0), now);
                 return;
             }
-            // Sent at its rate, or resumed less than a window ago: the rate held. Else no more
-            // than what the server accepted since it resumed, less the burst its bucket held then.
-            Some(held) if now - self.waited < STEP || now - resumed < METER_WINDOW => held,
-            Some(held) => held.min(((accepted_since - self.burst.max(1.0)) / (now - resumed)).max(0.0)),
-            // Sent through the last window, unpaused: what the server accepted over it.
-            None if resumed <= now - METER_WINDOW => measured,
+            // The rate it held a step before, or, when its requests were not waiting for that
+            // rate, what the server accepted since it resumed if that is lower: so a rate the
+            // client never used is not taken for sustained.
+            Some(held) if now - waited < STEP || now - resumed < METER_WINDOW => held,
+            Some(held) => held.min(((accepted_since - self.bucket.size.max(1.0)) / (now - resumed)).max(0.0)),
+            // No rate yet, sent through the last window unpaused: what the server accepted.
+            None if resumed <= now - METER_WINDOW => recent / METER_WINDOW,
+            // No rate yet: a refused burst. As many requests per `Retry-After` as the server
+            // took at once (none: a second), doubling every step; a `Retry-After: 0` says
+            // nothing of a rate.
             None => {
                 self.decided = now;
-                // As many requests per `Retry-After` as the server took at once; none: a second.
                 let quiet = quiet.unwrap_or(1.0);
                 if quiet > 0.0 {
-                    let from = self.accepted.len() as f64 / quiet;
-                    self.burst = self.accepted.len() as f64 - 1.0;
-                    self.engage(Curve { from, since: now + quiet, slow_start: true }, now);
+                    self.bucket.size = recent - 1.0;
+                    self.engage(Curve { from: recent / quiet, since: now + quiet, slow_start: true }, now);
                 }
                 return;
             }
         };
+        let since = now + quiet.unwrap_or(0.0);
         self.engage(Curve { from: MARGIN * base, since, slow_start: false }, now);
+    }
+
+    /// What to ask a shared budget for at `now`: a slot at the rate and burst, unless a pause
+    /// is in force or nothing limits the client.
+    #[cfg(feature = "redis")]
+    pub(super) fn fleet_slot(&self, now: f64) -> Option<(f64, f64)> {
+        let rate = self.rate(now).filter(|_| self.pause(now).is_none())?;
+        Some((rate, self.bucket.size.max(1.0)))
     }
 
     /// The fleet is paused for `wait` seconds from `now`: a refusal for this client too, unless
     /// it is the pause this client asked for (which ends about when its own did).
     #[cfg(any(feature = "redis", test))]
     pub(super) fn fleet_paused(&mut self, now: f64, wait: f64) {
-        if now + wait > self.paused_until + STEP {
+        if now + wait > self.pause.until + STEP {
             self.throttled(now, now, Some(wait), None);
         }
     }
@@ -330,7 +349,7 @@ mod tests {
         limiter.pause_until(4.0, Some(cause));
         limiter.pause_until(3.5, None);
         assert_eq!(limiter.take(3.0), 4.0, "a shorter pause does not shorten it");
-        assert!(limiter.pause(3.9).is_some() && limiter.cause.is_some());
+        assert!(limiter.pause(3.9).is_some_and(|pause| pause.cause.is_some()));
         assert!(limiter.pause(4.0).is_none());
     }
 
@@ -349,8 +368,9 @@ mod tests {
         assert!(
             close(limiter.rate(1.2), 5.0) && close(limiter.rate(1.3), 10.0) && close(limiter.rate(1.8), 40.0)
         );
-        assert!(close(limiter.pause(0.5), 1.01));
-        assert_eq!(send(&mut limiter, 0.5, 1), [limiter.pause(0.5).unwrap_or_default()]);
+        let until = limiter.pause(0.5).map(|pause| pause.until);
+        assert!(close(until, 1.01));
+        assert_eq!(send(&mut limiter, 0.5, 1), [until.unwrap_or_default()]);
 
         // The next refusal, sent at 80 a second: back to 95% of the 40 held a step before, or
         // of what the server accepted over the last half second when that is less.
@@ -368,15 +388,15 @@ mod tests {
             limiter.accepted(0.01, 0.0);
         }
         limiter.throttled(0.01, 0.0, Some(1.0), None);
-        assert_eq!(limiter.burst, 4.0, "one fewer than the server took at once");
+        assert_eq!(limiter.bucket.size, 4.0, "one fewer than the server took at once");
         // The pause ends at 1.01; the first requests after it are refused.
         let slow_start = limiter.rate(2.02);
         limiter.throttled(1.02, 1.01, Some(1.0), None);
-        assert_eq!(limiter.burst, 3.0);
+        assert_eq!(limiter.bucket.size, 3.0);
         assert_eq!(limiter.rate(2.02), slow_start, "the rate holds");
         // With a burst of one, the rate is what was too much: other clients are sending too. It
         // backs off from the 40 a second it held a step before.
-        limiter.burst = 1.0;
+        limiter.bucket.size = 1.0;
         limiter.throttled(2.05, 2.03, Some(1.0), None);
         assert!(close(limiter.rate(3.05), 0.95 * 40.0), "{:?}", limiter.rate(3.05));
     }

@@ -110,7 +110,7 @@ impl Pacer {
             if wait.is_zero() {
                 return Ok(started.elapsed());
             }
-            let paused = inner.state().pause(now).map(|until| duration_from_secs(until - now));
+            let paused = inner.state().pause(now).map(|pause| duration_from_secs(pause.until - now));
             if let Some(left) = paused.filter(|left| *left > patience) {
                 return Err(inner.refused(now, left));
             }
@@ -168,10 +168,7 @@ impl Inner {
     async fn ask_fleet(&self, now: f64) -> Option<Duration> {
         #[cfg(feature = "redis")]
         if let Some(shared) = &self.shared {
-            let (rate, burst) = {
-                let state = self.state();
-                (state.rate(now).filter(|_| state.pause(now).is_none())?, state.burst.max(1.0))
-            };
+            let (rate, burst) = self.state().fleet_slot(now)?;
             let answer = shared.take(rate, burst).await;
             let (now, mut state) = (self.at(None), self.state());
             return match answer {
@@ -205,12 +202,10 @@ impl Inner {
     /// or one made here that stands for the pause or the budget.
     fn refused(&self, now: f64, left: Duration) -> Error {
         let state = self.state();
-        let why = match (state.pause(now), &state.cause) {
-            (Some(_), Some(Error::Api(cause))) => {
-                return Error::Api(cause.clone().with_retry_after(Some(left)));
-            }
-            (Some(_), _) => "the client is paused by an earlier 429",
-            (None, _) => "the client's rate limit would hold the request past its retry policy's time",
+        let why = match state.pause(now).map(|pause| &pause.cause) {
+            Some(Some(Error::Api(cause))) => return Error::Api(cause.clone().with_retry_after(Some(left))),
+            Some(_) => "the client is paused by an earlier 429",
+            None => "the client's rate limit would hold the request past its retry policy's time",
         };
         let response = ApiError::new(429, Some(ErrorCode::RateLimited), &self.api_path);
         Error::Api(response.with_description(Some(why.to_owned())).with_retry_after(Some(left)))
