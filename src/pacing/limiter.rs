@@ -13,12 +13,14 @@
 //! |---|---|
 //! | [`take`](Limiter::take): a request asks to go | now, or when to ask again |
 //! | [`accepted`](Limiter::accepted): an answer the server did not refuse | counted |
-//! | [`throttled`](Limiter::throttled): a 429, or a quota spent | a pause; once a round, a lower rate or burst |
+//! | [`throttled`](Limiter::throttled): a 429, a quota spent | a pause; once a round, a lower rate or burst |
 //! | [`advertise`](Limiter::advertise): the server's `RateLimit-Policy` | a ceiling, paced from now |
-//! | [`fleet_paused`](Limiter::fleet_paused): a pause of a shared budget | a refusal, unless it is the client's own |
+//! | [`fleet_paused`](Limiter::fleet_paused): a shared budget's pause | a refusal, unless the client's own |
 //!
-//! The rules are the tests at the end of this file, examples of each rule with its numbers.
-//! Times are seconds since the limiter was made, as `f64`.
+//! The rules are the tests at the end of this file: properties over random sequences of events
+//! (a configured rate is never exceeded, a refusal is never ignored, the rate recovers after
+//! a pause, ...) and examples of each rule with its numbers. Times are seconds since the
+//! limiter was made, as `f64`.
 
 use std::collections::VecDeque;
 
@@ -152,10 +154,10 @@ impl Limiter {
 
     /// The rate at `now` for the whole budget (every process of a shared one), `None` when
     /// nothing limits it: the curve's, within the ceiling and the advertised policy, and at
-    /// least [`MIN_RATE`].
+    /// least [`MIN_RATE`] (or the configured rate, when that is lower).
     pub(super) fn rate(&self, now: f64) -> Option<f64> {
-        let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling));
-        Some(self.curve?.at(now).clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
+        let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling)).min(MAX_RATE);
+        Some(self.curve?.at(now).clamp(MIN_RATE.min(limit), limit))
     }
 
     /// The pause in force at `now`, if one is.
@@ -292,6 +294,9 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use proptest::test_runner::{TestCaseError, TestCaseResult as TestResult};
+
     use super::*;
 
     /// Sends as soon as allowed from `from` on, `count` times; the send times.
@@ -476,5 +481,249 @@ mod tests {
         let mut idle = Limiter::new(f64::INFINITY, 1);
         idle.throttled(50.0, 49.0, None, None);
         assert_eq!(idle.rate(50.0), Some(MIN_RATE));
+    }
+
+    /// An event of a client's life.
+    #[derive(Debug, Clone)]
+    enum Event {
+        /// A request asks to go, and is sent as soon as the limiter allows.
+        Send,
+        /// The oldest request in flight is answered, and accepted.
+        Accept,
+        /// ... refused, with this `Retry-After` (`None`: a 429 without one).
+        Refuse(Option<f64>),
+        /// An answer advertises a policy of this many requests a second.
+        Advertise(f64),
+        /// A shared budget says the fleet is paused for this long.
+        FleetPause(f64),
+    }
+
+    /// Events, each a moment after the last: at once, within a step or two, or after a pause.
+    fn events() -> impl Strategy<Value = Vec<(f64, Event)>> {
+        let after = prop_oneof![3 => Just(0.0), 4 => 0.0..0.3, 1 => 0.0..3.0];
+        let quiet = prop_oneof![Just(0.0), 0.001..2.0];
+        let event = prop_oneof![
+            10 => Just(Event::Send),
+            8 => Just(Event::Accept),
+            3 => proptest::option::of(quiet).prop_map(Event::Refuse),
+            1 => (0.01..100.0).prop_map(Event::Advertise),
+            1 => (0.0..2.0).prop_map(Event::FleetPause),
+        ];
+        proptest::collection::vec((after, event), 1..200)
+    }
+
+    fn sent_or_accepted() -> impl Strategy<Value = Event> {
+        prop_oneof![Just(Event::Send), Just(Event::Accept)]
+    }
+
+    /// A configured rate (from one a minute to a hundred a second) and burst, or adaptive.
+    fn budget() -> impl Strategy<Value = Limiter> {
+        let ceiling = prop_oneof![Just(f64::INFINITY), 1.0 / 60.0..1.0, 1.0..100.0];
+        (ceiling, 1u32..10).prop_map(|(ceiling, burst)| Limiter::new(ceiling, burst))
+    }
+
+    /// A client under `limiter`, driven by events: the time, and the send times of the
+    /// requests in flight.
+    struct Client {
+        limiter: Limiter,
+        now: f64,
+        in_flight: VecDeque<f64>,
+    }
+
+    /// What an event did: for a request, when it asked and when it went; for an answer, the
+    /// limiter before it and the request's send time.
+    enum Outcome {
+        Sent { asked: f64, at: f64 },
+        Answered { before: Box<Limiter>, sent: f64 },
+        Other,
+    }
+
+    impl Client {
+        fn new(limiter: Limiter) -> Client {
+            Client { limiter, now: 0.0, in_flight: VecDeque::new() }
+        }
+
+        fn apply(&mut self, (after, event): &(f64, Event)) -> Result<Outcome, TestCaseError> {
+            self.now += after;
+            let (asked, limiter) = (self.now, &mut self.limiter);
+            let answered =
+                matches!(event, Event::Accept | Event::Refuse(_)).then(|| self.in_flight.pop_front());
+            let before = Box::new(limiter.clone());
+            match (event, answered) {
+                (Event::Send, _) => {
+                    // A request asks once, then at most once more after a pause and once for
+                    // a token: it never waits for anything else.
+                    for _ in 0..3 {
+                        let at = limiter.take(self.now);
+                        if at == self.now {
+                            self.in_flight.push_back(at);
+                            return Ok(Outcome::Sent { asked, at });
+                        }
+                        self.now = at;
+                    }
+                    Err(TestCaseError::fail(format!("asked at {asked}, still waiting at {}", self.now)))
+                }
+                (Event::Accept, Some(Some(sent))) => {
+                    limiter.accepted(self.now, sent);
+                    Ok(Outcome::Answered { before, sent })
+                }
+                (Event::Refuse(quiet), Some(Some(sent))) => {
+                    limiter.throttled(self.now, sent, *quiet, Some(Error::invalid("429", "refused")));
+                    Ok(Outcome::Answered { before, sent })
+                }
+                (Event::Advertise(rate), _) => {
+                    limiter.advertise(*rate, self.now);
+                    Ok(Outcome::Other)
+                }
+                (Event::FleetPause(wait), _) => {
+                    limiter.fleet_paused(self.now, *wait);
+                    Ok(Outcome::Other)
+                }
+                _ => Ok(Outcome::Other),
+            }
+        }
+    }
+
+    /// The highest rate `limiter` may go at now: its ceiling, or the server's advertised policy
+    /// when lower (a server cannot slow it below [`MIN_RATE`]).
+    fn limit(limiter: &Limiter) -> f64 {
+        let advertised = limiter.advertised.map_or(f64::INFINITY, |rate| rate.max(MIN_RATE));
+        limiter.ceiling.min(advertised)
+    }
+
+    /// What a refusal read at `now` of a request sent at `sent` with `Retry-After: quiet`
+    /// must have done to the limiter `before` it: a pause for `quiet` with the refusal as its
+    /// cause (unless a longer pause is in force); and once a round, a rate [`MARGIN`] times the
+    /// one held a step before (at least the floor) or a burst one smaller, or, for an adaptive
+    /// budget without a rate, a rate unless the refusal said `Retry-After: 0`. A refusal of a
+    /// request sent within a step of the last change leaves the rate and the burst as they
+    /// were.
+    fn refusal_heeded(
+        before: &Limiter,
+        after: &Limiter,
+        now: f64,
+        sent: f64,
+        quiet: Option<f64>,
+    ) -> TestResult {
+        if let Some(end) = quiet.filter(|quiet| *quiet > 0.0).map(|quiet| now + quiet) {
+            let pause = after.pause(now);
+            let kept = |pause: &Pause| pause.until > end || (pause.until == end && pause.cause.is_some());
+            prop_assert!(pause.is_some_and(kept), "{pause:?}");
+        }
+        let (same_rate, size) = (after.curve == before.curve, before.bucket.size);
+        if sent < before.decided + STEP {
+            prop_assert!(same_rate && after.bucket.size == size, "one a round: {before:?}, {after:?}");
+        } else if let Some(held) = before.rate(sent - STEP) {
+            let lowered = (MARGIN * held).max(MIN_RATE.min(before.ceiling));
+            let lower = after.rate(now + quiet.unwrap_or(0.0)).is_some_and(|rate| rate <= lowered + 1e-9);
+            let fewer = same_rate && after.bucket.size == (size - 1.0).max(1.0);
+            prop_assert!(lower || fewer, "sent at {sent}: {before:?}, {after:?}");
+        } else {
+            prop_assert!(after.rate(now).is_some() || quiet == Some(0.0), "{after:?}");
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// A configured rate is never exceeded, nor a rate the server advertised since the
+        /// first answer: between any two requests, no more went than the tokens the bucket
+        /// holds (half the burst) and the limit's rate over the time between them.
+        #[test]
+        fn no_rate_is_exceeded(
+            limiter in budget(),
+            advertised_first in proptest::option::of(0.01..100.0),
+            events in events(),
+        ) {
+            let (mut client, mut highest) = (Client::new(limiter), 0.0f64);
+            if let Some(rate) = advertised_first {
+                client.limiter.advertise(rate, 0.0);
+            }
+            let held = client.limiter.bucket.size;
+            let mut sent = Vec::new();
+            for event in &events {
+                if let Outcome::Sent { at, .. } = client.apply(event)? {
+                    sent.push(at);
+                }
+                highest = highest.max(limit(&client.limiter));
+                let (floor, ceiling) = (MIN_RATE.min(client.limiter.ceiling), limit(&client.limiter));
+                let rate = client.limiter.rate(client.now);
+                prop_assert!(rate.is_none_or(|rate| (floor..=ceiling).contains(&rate)), "{rate:?}");
+            }
+            if highest.is_finite() {
+                for (i, from) in sent.iter().enumerate() {
+                    for (n, to) in sent[i..].iter().enumerate() {
+                        let allowed = highest.mul_add(to - from, held) + 1e-6;
+                        prop_assert!((n + 1) as f64 <= allowed, "{} from {from} to {to}: {sent:?}", n + 1);
+                    }
+                }
+            }
+        }
+
+        /// A refusal is never ignored: no request goes before its `Retry-After` is over (nor
+        /// before a fleet's pause is, unless it is the client's own, ending within a step of
+        /// it), and once a round it lowers the rate or the burst ([`refusal_heeded`]).
+        #[test]
+        fn a_refusal_is_never_ignored(limiter in budget(), events in events()) {
+            let (mut client, mut quiet_until) = (Client::new(limiter), f64::NEG_INFINITY);
+            for event in &events {
+                let outcome = client.apply(event)?;
+                let (now, after) = (client.now, &client.limiter);
+                match (&event.1, outcome) {
+                    (_, Outcome::Sent { at, .. }) => prop_assert!(at >= quiet_until, "{at}, {quiet_until}"),
+                    (Event::FleetPause(wait), _) => quiet_until = quiet_until.max(now + wait - STEP),
+                    (Event::Refuse(quiet), Outcome::Answered { before, sent }) => {
+                        if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
+                            quiet_until = quiet_until.max(now + quiet);
+                        }
+                        refusal_heeded(&before, after, now, sent, *quiet)?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+
+        /// The rate recovers after a pause: a request waits for nothing but the pause in force
+        /// and one token at the rate when it ends; left alone, the rate never falls, and comes
+        /// back to its limit (a configured one in `cbrt(5% of it / PROBE)` seconds, 3.7 s for
+        /// 10 a second).
+        #[test]
+        fn the_rate_recovers_after_a_pause(limiter in budget(), events in events()) {
+            let mut client = Client::new(limiter);
+            for event in &events {
+                let before = client.limiter.clone();
+                if let Outcome::Sent { asked, at } = client.apply(event)? {
+                    let resumed = before.pause(asked).map_or(asked, |pause| pause.until);
+                    let token = before.rate(resumed).map_or(0.0, |rate| 1.0 / rate);
+                    prop_assert!(at <= resumed + token + 1e-9, "asked {asked}, resumed {resumed}, sent {at}");
+                }
+            }
+            let (limiter, now) = (&client.limiter, client.now);
+            let rates: Vec<f64> = (0..=600).filter_map(|t| limiter.rate(now + f64::from(t))).collect();
+            prop_assert!(rates.windows(2).all(|pair| pair[0] <= pair[1]), "{rates:?}");
+            prop_assert!(rates.last().is_none_or(|rate| *rate == limit(limiter).min(MAX_RATE)), "{rates:?}");
+            let configured = limiter.curve.filter(|curve| limiter.ceiling.is_finite() && !curve.slow_start);
+            if let Some(Curve { from, since, .. }) = configured {
+                let back = since + ((limiter.ceiling - from).max(0.0) / PROBE).cbrt();
+                prop_assert!(limiter.rate(back + 1e-6) == Some(limit(limiter)), "at {back}: {limiter:?}");
+            }
+        }
+
+        /// A `Retry-After: 0` to a client that has sustained no rate (adaptive, sending for
+        /// less than a window) costs no more than that: no pause, no rate, the next request
+        /// goes at once.
+        #[test]
+        fn a_retry_after_of_zero_early_costs_nothing_whatever_was_sent(
+            early in proptest::collection::vec((0.0..0.05, sent_or_accepted()), 1..8)
+        ) {
+            let mut client = Client::new(Limiter::new(f64::INFINITY, 1));
+            for event in early.iter().chain([&(0.0, Event::Send)]) {
+                client.apply(event)?;
+            }
+            client.apply(&(0.0, Event::Refuse(Some(0.0))))?;
+            let now = client.now;
+            prop_assert!(client.limiter.pause(now).is_none() && client.limiter.rate(now).is_none());
+            let next = client.apply(&(0.0, Event::Send))?;
+            prop_assert!(matches!(next, Outcome::Sent { asked, at } if asked == at), "it waited");
+        }
     }
 }

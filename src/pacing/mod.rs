@@ -58,7 +58,8 @@ use crate::Error;
 /// client's pause after a 429, or after `RateLimit` says the quota is spent, lasts the
 /// `Retry-After` (or the reset), at most the client's `max_delay` (or the listing's, when the
 /// 429 answered a listing with a longer one), and never more than a day. After it, requests are
-/// sent again. The rate never falls below 0.5 requests a second.
+/// sent again. The rate never falls below 0.5 requests a second (or the configured rate, when
+/// that is lower).
 ///
 /// ```
 /// use business_records::{Auth, Client, RateLimit};
