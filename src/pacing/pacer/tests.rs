@@ -188,6 +188,16 @@ fn any_duration() -> impl proptest::strategy::Strategy<Value = Duration> {
     ]
 }
 
+/// An `X-RateLimit-Reset` or a `RateLimit-Policy` number: small ones (delays within a day and
+/// past it, quotas and windows of a few requests and seconds), Unix times up to a day or so
+/// ahead in seconds and in milliseconds, and any.
+fn any_number() -> impl proptest::strategy::Strategy<Value = u64> {
+    use proptest::prelude::*;
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    prop_oneof![0u64..200_000, now..now + 200_000, now * 1000..(now + 200_000) * 1000, any::<u64>()]
+}
+
 proptest::proptest! {
     /// Whatever a server answers (a 429's `Retry-After`, a spent quota's reset, a policy) and
     /// whatever the settings, on paused time: nothing panics, and the next request waits no
@@ -200,9 +210,9 @@ proptest::proptest! {
         request_wait in any_duration(),
         patience in any_duration(),
         retry_after in any_duration(),
-        quota in proptest::num::u64::ANY,
-        window in proptest::num::u64::ANY,
-        reset in proptest::num::u64::ANY,
+        quota in any_number(),
+        window in any_number(),
+        reset in any_number(),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build();
         let runtime = runtime.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
