@@ -276,7 +276,7 @@ impl Limiter {
 
     /// What to ask a shared budget for at `now`: a slot at the rate and burst, unless a pause
     /// is in force or nothing limits the client.
-    #[cfg(feature = "redis")]
+    #[cfg(any(feature = "redis", test))]
     pub(super) fn fleet_slot(&self, now: f64) -> Option<(f64, f64)> {
         let rate = self.rate(now).filter(|_| self.pause(now).is_none())?;
         Some((rate, self.bucket.size.max(1.0)))
