@@ -53,17 +53,6 @@ struct Curve {
     slow_start: bool,
 }
 
-impl Curve {
-    fn at(self, now: f64) -> f64 {
-        let t = (now - self.since).max(0.0);
-        if self.slow_start {
-            self.from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
-        } else {
-            PROBE.mul_add(t.powi(3), self.from)
-        }
-    }
-}
-
 /// A token bucket: `size` requests may go at once after an idle time (at least one; below one
 /// while a refused burst's answers are still being counted), `tokens` in it when `counted`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,8 +145,15 @@ impl Limiter {
     /// nothing limits it: the curve's, within the ceiling and the advertised policy, and at
     /// least [`MIN_RATE`] (or the configured rate, when that is lower).
     pub(super) fn rate(&self, now: f64) -> Option<f64> {
+        let Curve { from, since, slow_start } = self.curve?;
+        let t = (now - since).max(0.0);
+        let rate = if slow_start {
+            from.max(MIN_RATE) * (t / STEP).floor().min(64.0).exp2()
+        } else {
+            PROBE.mul_add(t.powi(3), from)
+        };
         let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling)).min(MAX_RATE);
-        Some(self.curve?.at(now).clamp(MIN_RATE.min(limit), limit))
+        Some(rate.clamp(MIN_RATE.min(limit), limit))
     }
 
     /// The pause in force at `now`, if one is.
