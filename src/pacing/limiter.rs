@@ -97,7 +97,17 @@ struct Meter {
     resumed: f64,
     accepted_since: f64,
     /// When the answers the server accepted over the last [`METER_WINDOW`] were read.
-    recent: VecDeque<f64>,
+    answers: VecDeque<f64>,
+}
+
+impl Meter {
+    /// Answers accepted over the last [`METER_WINDOW`] before `now`; older ones are forgotten.
+    fn recent(&mut self, now: f64) -> f64 {
+        while self.answers.front().is_some_and(|&at| at < now - METER_WINDOW) {
+            self.answers.pop_front();
+        }
+        self.answers.len() as f64
+    }
 }
 
 /// The budget's state.
@@ -136,7 +146,7 @@ impl Limiter {
                 waited: f64::NEG_INFINITY,
                 resumed: f64::INFINITY,
                 accepted_since: 0.0,
-                recent: VecDeque::new(),
+                answers: VecDeque::new(),
             },
         }
     }
@@ -189,7 +199,8 @@ impl Limiter {
         if sent >= self.meter.resumed {
             self.meter.accepted_since += 1.0;
         }
-        self.meter.recent.push_back(now);
+        self.meter.answers.push_back(now);
+        self.meter.recent(now);
     }
 
     /// Pauses every request until `until`, for `cause` (a server's 429 takes the place of a
@@ -225,11 +236,8 @@ impl Limiter {
     /// for `quiet`, `cause` kept for those that will not wait, and once a round (a request sent
     /// a [`STEP`] after the rate's last change) a lower rate or burst.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
-        let Meter { waited, resumed, accepted_since, ref mut recent, .. } = self.meter;
-        while recent.front().is_some_and(|&at| at < now - METER_WINDOW) {
-            recent.pop_front();
-        }
-        let recent = recent.len() as f64;
+        let recent = self.meter.recent(now);
+        let Meter { waited, resumed, accepted_since, .. } = self.meter;
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
@@ -623,7 +631,8 @@ mod tests {
     proptest::proptest! {
         /// A configured rate is never exceeded, nor a rate the server advertised since the
         /// first answer: between any two requests, no more went than the tokens the bucket
-        /// holds (half the burst) and the limit's rate over the time between them.
+        /// holds (half the burst) and the limit's rate over the time between them. (And the
+        /// meter's memory is bounded.)
         #[test]
         fn no_rate_is_exceeded(
             limiter in budget(),
@@ -637,8 +646,14 @@ mod tests {
             let held = client.limiter.bucket.size;
             let mut sent = Vec::new();
             for event in &events {
-                if let Outcome::Sent { at, .. } = client.apply(event)? {
-                    sent.push(at);
+                match client.apply(event)? {
+                    Outcome::Sent { at, .. } => sent.push(at),
+                    // The meter keeps the answers of the last window, no more.
+                    Outcome::Answered { .. } => {
+                        let oldest = client.limiter.meter.answers.front();
+                        prop_assert!(oldest.is_none_or(|at| *at >= client.now - METER_WINDOW), "{oldest:?}");
+                    }
+                    Outcome::Other => {}
                 }
                 highest = highest.max(limit(&client.limiter));
                 let (floor, ceiling) = (MIN_RATE.min(client.limiter.ceiling), limit(&client.limiter));
