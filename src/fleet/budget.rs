@@ -9,7 +9,7 @@ use std::time::Duration;
 use redis::Script;
 use tokio::time::Instant;
 
-use super::{Redis, Store, key_name};
+use super::{Answer, Redis, Store, key_name};
 use crate::bounds::{duration_from_secs, later};
 
 /// How long a process counts as one of the fleet after its last request, in microseconds.
@@ -62,16 +62,6 @@ pub(crate) struct SharedBudget {
     /// The processes that used the budget lately, as Redis last said, and until when Redis is
     /// taken for out of reach.
     status: Mutex<(u32, Option<Instant>)>,
-}
-
-/// What [`SharedBudget::take`] found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
-    /// Ask again after `wait`, the rest of a pause of the fleet when `paused`; a `wait` of zero:
-    /// the slot is taken, the request goes.
-    Wait { wait: Duration, paused: bool },
-    /// Redis did not answer: pace this process at its share of the rate, `1 / processes`.
-    Down { processes: u32 },
 }
 
 impl SharedBudget {

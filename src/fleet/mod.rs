@@ -13,9 +13,21 @@ use std::sync::Arc;
 use aws_lc_rs::digest;
 
 #[cfg(feature = "redis")]
-pub(crate) use budget::{Answer, SharedBudget};
+pub(crate) use budget::SharedBudget;
 #[cfg(feature = "redis")]
 pub(crate) use connection::Redis;
+
+/// What a fleet's budget answered for a slot (`SharedBudget::take`): the pacer applies it
+/// without Redis in its tests.
+#[cfg(any(feature = "redis", test))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Ask again after `wait`, the rest of a pause of the fleet when `paused`; a `wait` of zero:
+    /// the slot is taken, the request goes.
+    Wait { wait: std::time::Duration, paused: bool },
+    /// Redis did not answer: pace this process at its share of the rate, `1 / processes`.
+    Down { processes: u32 },
+}
 
 /// A Redis and the prefix of its keys, as a `RedisTokenCache` holds them: where a shared budget
 /// lives.

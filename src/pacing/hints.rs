@@ -167,6 +167,13 @@ mod tests {
         assert_eq!(hints.policy_rate, None, "a limit without a window says no rate");
         let reset = hints.reset.expect("a reset");
         assert!(reset > Duration::from_secs(55) && reset <= Duration::from_secs(60), "{reset:?}");
+
+        // The same time in milliseconds, and a delay in seconds.
+        github.insert("x-ratelimit-reset", HeaderValue::from(in_a_minute * 1000));
+        let reset = Hints::read(&github).reset.expect("a reset in milliseconds");
+        assert!(reset > Duration::from_secs(55) && reset <= Duration::from_secs(60), "{reset:?}");
+        github.insert("x-ratelimit-reset", HeaderValue::from(60));
+        assert_eq!(Hints::read(&github).reset, Some(Duration::from_secs(60)));
     }
 
     #[test]

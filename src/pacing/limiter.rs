@@ -1,52 +1,41 @@
-//! The state of one client's budget, apart from any waiting: a token bucket that says when the
-//! next request may go, pauses after a 429, and the rate, which follows what the server
-//! accepts.
+//! The state of one client's budget, apart from any waiting, as a model a reader can check:
+//! five quantities, and one method per event that changes them and returns its decision.
 //!
-//! - A configured limit starts at its rate and keeps half its burst in hand (a burst of 5 sends
-//!   2 at once): requests that reach the server closer together than they left (scheduling, a
-//!   token fetch, a new connection) still find a token there. At the same rate as the server,
-//!   the server's bucket keeps the other half of its burst for them.
-//! - An adaptive budget limits nothing until the server refuses. A refusal before the client
-//!   has sustained any rate answers a burst: it says how many requests the server takes at
-//!   once, and its `Retry-After` how soon it takes more. The rate starts at that many per
-//!   `Retry-After`, with a burst of one fewer, and doubles every [`STEP`] (slow start) until
-//!   the next refusal; answers to the burst read after its refusal count too. A
-//!   `Retry-After: 0` says nothing of a rate: the client only waits that long.
-//! - An adaptive budget refused as it resumes sending (within a [`STEP`] of a pause's end or
-//!   of an idle time) sent too many at once, not too fast: its burst shrinks by one, its rate
-//!   holds. With a burst of one already, other clients are sending too: the rate goes down.
-//! - Any other refusal sets the rate to [`MARGIN`] times the rate the client sustained: the
-//!   rate it held a [`STEP`] before it sent the refused request when its requests were
-//!   waiting for that rate; for an adaptive budget that sent less, what the server accepted
-//!   since the client last resumed sending (at least a [`METER_WINDOW`] ago), less its burst,
-//!   if that is lower. So a rate the client never used is not taken for sustained. (A
-//!   configured rate backs off from itself alone: the answers a client reads may be its share
-//!   of a fleet's.) Before any rate, a refusal backs off from what the server accepted only
-//!   when the client sent through the last [`METER_WINDOW`], unpaused; else it answered a
-//!   burst (above). From there the rate grows along a cubic, slowly at first (CUBIC's
-//!   plateau): by `PROBE * t³` requests a second after `t` seconds, 1.25 after five seconds,
-//!   10 after ten.
-//! - One refusal per round counts: a 429 to a request sent within a [`STEP`] of the rate's
-//!   last change says nothing about that rate. A pause of a fleet that ends about when the
-//!   client's own did is the one the client asked for.
-//! - The rate stays within the ceiling (the configured rate, or the server's advertised
-//!   policy), and at or above [`MIN_RATE`].
+//! | Quantity | What it holds |
+//! |---|---|
+//! | the limit | the configured ceiling, the server's advertised policy, this process's share |
+//! | the [`Curve`] | the rate between two refusals, and when it was last decided |
+//! | the [`Bucket`] | requests that may go at once, and the tokens in it |
+//! | the [`Pause`] | until when every request waits, and the answer that asked |
+//! | the [`Meter`] | what the client sent and what the server accepted |
 //!
-//! Times are seconds since the limiter was made, as `f64`.
+//! | Event | Decision |
+//! |---|---|
+//! | [`take`](Limiter::take): a request asks to go | now, or when to ask again |
+//! | [`accepted`](Limiter::accepted): an answer the server did not refuse | counted |
+//! | [`throttled`](Limiter::throttled): a 429, a quota spent | a pause; once a round, a lower rate or burst |
+//! | [`advertise`](Limiter::advertise): the server's `RateLimit-Policy` | a ceiling, paced from now |
+//! | [`fleet_paused`](Limiter::fleet_paused): a shared budget's pause | a refusal, unless the client's own |
+//!
+//! The rules are the tests at the end of this file: properties over random sequences of events
+//! (a configured rate is never exceeded, a refusal is never ignored, the rate recovers after
+//! a pause, ...) and examples of each rule with its numbers. Times are seconds since the
+//! limiter was made, as `f64`.
 
 use std::collections::VecDeque;
 
 use crate::Error;
 
-/// The time the rate of a slow start takes to double, in seconds.
+/// The time the rate of a slow start takes to double, in seconds; a refusal of a request sent
+/// within a step of the rate's last change says nothing of that rate.
 const STEP: f64 = 0.25;
 /// The part of the sustained rate a refusal sets the rate to.
 const MARGIN: f64 = 0.95;
 /// How fast the rate grows after a refusal: by `PROBE * t³` requests a second after `t`
-/// seconds.
+/// seconds (CUBIC's curve, slowly at first: 1.25 after five seconds, 10 after ten).
 const PROBE: f64 = 0.01;
 /// The lowest rate, in requests per second.
-pub(super) const MIN_RATE: f64 = 0.5;
+const MIN_RATE: f64 = 0.5;
 /// The highest, so that no arithmetic meets an infinity.
 const MAX_RATE: f64 = 1e6;
 /// The window over which the rate the server accepts is measured, in seconds.
@@ -57,77 +46,114 @@ const RESOLUTION: f64 = 1e-6;
 
 /// The rate from `since` on: `from`, doubling every [`STEP`] in a slow start, else growing
 /// along the cubic.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 struct Curve {
     from: f64,
     since: f64,
     slow_start: bool,
 }
 
-/// The budget's state.
-#[derive(Debug)]
-pub(super) struct Limiter {
-    /// The highest rate allowed: configured, or unbounded (`f64::INFINITY`) when adaptive.
-    ceiling: f64,
-    /// The rate the server's `RateLimit-Policy` advertises, when it does.
-    pub(super) advertised: Option<f64>,
-    /// The part of the rate this process takes: 1, or while a shared budget is out of reach the
-    /// number of processes sharing it.
-    pub(super) share: f64,
-    /// Requests that may go at once after an idle time: the bucket's size (at least one; below
-    /// one while a refused burst's answers are still being counted).
-    pub(super) burst: f64,
-    /// Tokens in the bucket when last counted, and when.
+/// A token bucket: `size` requests may go at once after an idle time (at least one; below one
+/// while a refused burst's answers are still being counted), `tokens` in it when `counted`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bucket {
+    size: f64,
     tokens: f64,
     counted: f64,
-    /// Every request waits until then, for `cause` (the answer that asked, kept for requests
-    /// that will not wait).
-    paused_until: f64,
+}
+
+impl Bucket {
+    /// Takes a token at `now` from a bucket that fills at `rate`: `None`, or the wait until
+    /// the next one, taking none.
+    fn take(&mut self, now: f64, rate: f64) -> Option<f64> {
+        self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.size.max(1.0));
+        self.counted = self.counted.max(now);
+        if self.tokens < 1.0 - RESOLUTION {
+            return Some((1.0 - self.tokens) / rate);
+        }
+        self.tokens -= 1.0;
+        None
+    }
+}
+
+/// Every request waits until `until`, for `cause` (the answer that asked, kept for requests
+/// that will not wait).
+#[derive(Debug, Clone)]
+pub(super) struct Pause {
+    pub(super) until: f64,
     pub(super) cause: Option<Error>,
-    /// `None` while an adaptive budget has had no reason to limit.
-    curve: Option<Curve>,
-    /// When the rate was last set.
-    decided: f64,
-    /// The client's last send.
-    last_sent: f64,
+}
+
+/// What the client sent and the server accepted.
+#[derive(Debug, Clone)]
+struct Meter {
+    /// The client's last send, and the last time a request waited for the rate (not for a
+    /// pause): until a step later, the client sends at its rate.
+    sent: f64,
+    waited: f64,
     /// When the client last resumed sending (a pause's end, or its first send after a gap of
     /// [`METER_WINDOW`]; never before its first send), and the answers the server accepted
     /// since to requests sent since.
     resumed: f64,
     accepted_since: f64,
-    /// When a request last waited for the rate (not for a pause): until a step later, the
-    /// client sends at its rate.
-    waited: f64,
-    /// When the answers the server accepted were read, over the last [`METER_WINDOW`].
-    accepted: VecDeque<f64>,
+    /// When the answers the server accepted over the last [`METER_WINDOW`] were read.
+    answers: VecDeque<f64>,
+}
+
+impl Meter {
+    /// Answers accepted over the last [`METER_WINDOW`] before `now`; older ones are forgotten.
+    fn recent(&mut self, now: f64) -> f64 {
+        while self.answers.front().is_some_and(|&at| at < now - METER_WINDOW) {
+            self.answers.pop_front();
+        }
+        self.answers.len() as f64
+    }
+}
+
+/// The budget's state.
+#[derive(Debug, Clone)]
+pub(super) struct Limiter {
+    /// The limit: the highest rate configured (`f64::INFINITY` when adaptive), the rate the
+    /// server's `RateLimit-Policy` advertises, and the part of the rate this process takes (1,
+    /// or while a shared budget is out of reach the number of processes sharing it).
+    ceiling: f64,
+    pub(super) advertised: Option<f64>,
+    pub(super) share: f64,
+    /// `None` while an adaptive budget has had no reason to limit; and when the rate was last
+    /// decided.
+    curve: Option<Curve>,
+    decided: f64,
+    bucket: Bucket,
+    pause: Pause,
+    meter: Meter,
 }
 
 impl Limiter {
     /// A budget of at most `ceiling` requests a second (`f64::INFINITY`: adaptive) and `burst`
     /// at once, of which half are kept in hand.
     pub(super) fn new(ceiling: f64, burst: u32) -> Self {
-        let burst = f64::from((burst / 2).max(1));
+        let size = f64::from((burst / 2).max(1));
         Limiter {
             ceiling,
             advertised: None,
             share: 1.0,
-            burst,
-            tokens: burst,
-            counted: 0.0,
-            paused_until: f64::NEG_INFINITY,
-            cause: None,
             curve: ceiling.is_finite().then_some(Curve { from: ceiling, since: 0.0, slow_start: false }),
             decided: f64::NEG_INFINITY,
-            last_sent: f64::NEG_INFINITY,
-            resumed: f64::INFINITY,
-            accepted_since: 0.0,
-            waited: f64::NEG_INFINITY,
-            accepted: VecDeque::new(),
+            bucket: Bucket { size, tokens: size, counted: 0.0 },
+            pause: Pause { until: f64::NEG_INFINITY, cause: None },
+            meter: Meter {
+                sent: f64::NEG_INFINITY,
+                waited: f64::NEG_INFINITY,
+                resumed: f64::INFINITY,
+                accepted_since: 0.0,
+                answers: VecDeque::new(),
+            },
         }
     }
 
     /// The rate at `now` for the whole budget (every process of a shared one), `None` when
-    /// nothing limits it.
+    /// nothing limits it: the curve's, within the ceiling and the advertised policy, and at
+    /// least [`MIN_RATE`] (or the configured rate, when that is lower).
     pub(super) fn rate(&self, now: f64) -> Option<f64> {
         let Curve { from, since, slow_start } = self.curve?;
         let t = (now - since).max(0.0);
@@ -136,34 +162,30 @@ impl Limiter {
         } else {
             PROBE.mul_add(t.powi(3), from)
         };
-        let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling));
-        Some(rate.clamp(MIN_RATE, limit.clamp(MIN_RATE, MAX_RATE)))
+        let limit = self.advertised.map_or(self.ceiling, |rate| rate.min(self.ceiling)).min(MAX_RATE);
+        Some(rate.clamp(MIN_RATE.min(limit), limit))
     }
 
-    /// When the pause in force at `now` ends, if one is.
-    pub(super) fn pause(&self, now: f64) -> Option<f64> {
-        (self.paused_until > now).then_some(self.paused_until)
+    /// The pause in force at `now`, if one is.
+    pub(super) fn pause(&self, now: f64) -> Option<&Pause> {
+        (self.pause.until > now).then_some(&self.pause)
     }
 
-    /// Takes a token for a request sent at `now` and returns `now`, or returns when the next
-    /// token is due (the end of a pause at the soonest) and takes none.
+    /// A request asks to go at `now`: it takes a token and `now` is returned, or it takes none
+    /// and the time to ask again is (the end of a pause at the soonest).
     pub(super) fn take(&mut self, now: f64) -> f64 {
-        if let Some(until) = self.pause(now) {
-            return until;
+        if let Some(pause) = self.pause(now) {
+            return pause.until;
         }
-        if let Some(rate) = self.rate(now).map(|rate| rate / self.share) {
-            self.tokens = (now - self.counted).max(0.0).mul_add(rate, self.tokens).min(self.burst.max(1.0));
-            self.counted = self.counted.max(now);
-            if self.tokens < 1.0 - RESOLUTION {
-                self.waited = now;
-                return now + (1.0 - self.tokens) / rate;
-            }
-            self.tokens -= 1.0;
+        let rate = self.rate(now).map(|rate| rate / self.share);
+        if let Some(wait) = rate.and_then(|rate| self.bucket.take(now, rate)) {
+            self.meter.waited = now;
+            return now + wait;
         }
-        if now - self.last_sent > METER_WINDOW {
-            (self.resumed, self.accepted_since) = (now, 0.0);
+        if now - self.meter.sent > METER_WINDOW {
+            (self.meter.resumed, self.meter.accepted_since) = (now, 0.0);
         }
-        self.last_sent = now;
+        self.meter.sent = now;
         now
     }
 
@@ -172,33 +194,26 @@ impl Limiter {
     pub(super) fn accepted(&mut self, now: f64, sent: f64) {
         if let Some(curve) = self.curve.as_mut().filter(|curve| curve.slow_start && sent < self.decided) {
             curve.from += 1.0 / (curve.since - self.decided);
-            self.burst += 1.0;
+            self.bucket.size += 1.0;
         }
-        if sent >= self.resumed {
-            self.accepted_since += 1.0;
+        if sent >= self.meter.resumed {
+            self.meter.accepted_since += 1.0;
         }
-        self.accepted.push_back(now);
-        self.measured(now);
+        self.meter.answers.push_back(now);
+        self.meter.recent(now);
     }
 
-    /// Requests a second the server accepted over the last [`METER_WINDOW`].
-    fn measured(&mut self, now: f64) -> f64 {
-        while self.accepted.front().is_some_and(|&at| at < now - METER_WINDOW) {
-            self.accepted.pop_front();
-        }
-        self.accepted.len() as f64 / METER_WINDOW
-    }
-
-    /// Pauses every request until `until`, for `cause` (kept for requests that will not wait;
-    /// a server's 429 takes the place of a cause made up for the same pause).
+    /// Pauses every request until `until`, for `cause` (a server's 429 takes the place of a
+    /// cause made up for the same pause). The client resumes sending then.
     pub(super) fn pause_until(&mut self, until: f64, cause: Option<Error>) {
-        if until > self.paused_until || (until == self.paused_until && cause.is_some()) {
-            (self.paused_until, self.cause) = (until, cause);
-            (self.resumed, self.accepted_since) = (until, 0.0);
+        if until > self.pause.until || (until == self.pause.until && cause.is_some()) {
+            self.pause = Pause { until, cause };
+            (self.meter.resumed, self.meter.accepted_since) = (until, 0.0);
         }
     }
 
-    /// The server advertises `rate` requests a second as its policy, in an answer read at `now`.
+    /// The server advertises `rate` requests a second as its policy, in an answer read at
+    /// `now`: a ceiling, and an adaptive budget paces from now on.
     pub(super) fn advertise(&mut self, rate: f64, now: f64) {
         self.advertised = Some(rate.max(MIN_RATE));
         if self.curve.is_none() {
@@ -210,7 +225,7 @@ impl Limiter {
     /// was sent before the limit was known counts against it.
     fn engage(&mut self, curve: Curve, now: f64) {
         if self.curve.is_none() {
-            (self.tokens, self.counted) = (0.0, now);
+            (self.bucket.tokens, self.bucket.counted) = (0.0, now);
         }
         self.curve = Some(curve);
         self.decided = now;
@@ -218,54 +233,64 @@ impl Limiter {
 
     /// A refusal read at `now` of a request sent at `sent`, asking for `quiet` seconds before
     /// the next request (a 429's `Retry-After`, a spent quota's reset): a pause of every request
-    /// for `quiet`, the refusal `cause` kept for those that will not wait, and, once a round, a
-    /// lower rate.
+    /// for `quiet`, `cause` kept for those that will not wait, and once a round (a request sent
+    /// a [`STEP`] after the rate's last change) a lower rate or burst.
     pub(super) fn throttled(&mut self, now: f64, sent: f64, quiet: Option<f64>, cause: Option<Error>) {
-        let (measured, resumed, accepted_since) = (self.measured(now), self.resumed, self.accepted_since);
+        let recent = self.meter.recent(now);
+        let Meter { waited, resumed, accepted_since, .. } = self.meter;
         if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
             self.pause_until(now + quiet, cause);
         }
-        // A request sent within a step of the rate's last change did not try that rate.
         if sent < self.decided + STEP {
             return;
         }
-        let since = now + quiet.unwrap_or(0.0);
-        // A configured rate backs off from itself: the answers a client reads may be its part of
-        // a fleet's.
         let base = match self.rate(sent - STEP) {
+            // A configured rate backs off from itself: the answers a client reads may be its
+            // share of a fleet's.
             Some(held) if self.ceiling.is_finite() => held,
-            // Refused as it resumed sending: its burst was too big, not its rate (with a burst
-            // of one, the rate: other clients of the server's are sending too).
-            Some(_) if sent < resumed + STEP && self.burst > 1.0 => {
-                (self.burst, self.decided) = ((self.burst - 1.0).max(1.0), now);
+            // Refused as it resumed sending: it sent too many at once, not too fast (with a
+            // burst of one, other clients of the server are sending too: the rate goes down).
+            Some(_) if sent < resumed + STEP && self.bucket.size > 1.0 => {
+                (self.bucket.size, self.decided) = ((self.bucket.size - 1.0).max(1.0), now);
                 return;
             }
-            // Sent at its rate, or resumed less than a window ago: the rate held. Else no more
-            // than what the server accepted since it resumed, less the burst its bucket held then.
-            Some(held) if now - self.waited < STEP || now - resumed < METER_WINDOW => held,
-            Some(held) => held.min(((accepted_since - self.burst.max(1.0)) / (now - resumed)).max(0.0)),
-            // Sent through the last window, unpaused: what the server accepted over it.
-            None if resumed <= now - METER_WINDOW => measured,
+            // The rate it held a step before, or, when its requests were not waiting for that
+            // rate, what the server accepted since it resumed if that is lower: so a rate the
+            // client never used is not taken for sustained.
+            Some(held) if now - waited < STEP || now - resumed < METER_WINDOW => held,
+            Some(held) => held.min(((accepted_since - self.bucket.size.max(1.0)) / (now - resumed)).max(0.0)),
+            // No rate yet, sent through the last window unpaused: what the server accepted.
+            None if resumed <= now - METER_WINDOW => recent / METER_WINDOW,
+            // No rate yet: a refused burst. As many requests per `Retry-After` as the server
+            // took at once (none: a second), doubling every step; a `Retry-After: 0` says
+            // nothing of a rate.
             None => {
                 self.decided = now;
-                // As many requests per `Retry-After` as the server took at once; none: a second.
                 let quiet = quiet.unwrap_or(1.0);
                 if quiet > 0.0 {
-                    let from = self.accepted.len() as f64 / quiet;
-                    self.burst = self.accepted.len() as f64 - 1.0;
-                    self.engage(Curve { from, since: now + quiet, slow_start: true }, now);
+                    self.bucket.size = recent - 1.0;
+                    self.engage(Curve { from: recent / quiet, since: now + quiet, slow_start: true }, now);
                 }
                 return;
             }
         };
+        let since = now + quiet.unwrap_or(0.0);
         self.engage(Curve { from: MARGIN * base, since, slow_start: false }, now);
+    }
+
+    /// What to ask a shared budget for at `now`: a slot at the rate and burst, unless a pause
+    /// is in force or nothing limits the client.
+    #[cfg(any(feature = "redis", test))]
+    pub(super) fn fleet_slot(&self, now: f64) -> Option<(f64, f64)> {
+        let rate = self.rate(now).filter(|_| self.pause(now).is_none())?;
+        Some((rate, self.bucket.size.max(1.0)))
     }
 
     /// The fleet is paused for `wait` seconds from `now`: a refusal for this client too, unless
     /// it is the pause this client asked for (which ends about when its own did).
     #[cfg(any(feature = "redis", test))]
     pub(super) fn fleet_paused(&mut self, now: f64, wait: f64) {
-        if now + wait > self.paused_until + STEP {
+        if now + wait > self.pause.until + STEP {
             self.throttled(now, now, Some(wait), None);
         }
     }
@@ -273,6 +298,9 @@ impl Limiter {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use proptest::test_runner::{TestCaseError, TestCaseResult as TestResult};
+
     use super::*;
 
     /// Sends as soon as allowed from `from` on, `count` times; the send times.
@@ -330,7 +358,7 @@ mod tests {
         limiter.pause_until(4.0, Some(cause));
         limiter.pause_until(3.5, None);
         assert_eq!(limiter.take(3.0), 4.0, "a shorter pause does not shorten it");
-        assert!(limiter.pause(3.9).is_some() && limiter.cause.is_some());
+        assert!(limiter.pause(3.9).is_some_and(|pause| pause.cause.is_some()));
         assert!(limiter.pause(4.0).is_none());
     }
 
@@ -349,8 +377,9 @@ mod tests {
         assert!(
             close(limiter.rate(1.2), 5.0) && close(limiter.rate(1.3), 10.0) && close(limiter.rate(1.8), 40.0)
         );
-        assert!(close(limiter.pause(0.5), 1.01));
-        assert_eq!(send(&mut limiter, 0.5, 1), [limiter.pause(0.5).unwrap_or_default()]);
+        let until = limiter.pause(0.5).map(|pause| pause.until);
+        assert!(close(until, 1.01));
+        assert_eq!(send(&mut limiter, 0.5, 1), [until.unwrap_or_default()]);
 
         // The next refusal, sent at 80 a second: back to 95% of the 40 held a step before, or
         // of what the server accepted over the last half second when that is less.
@@ -368,15 +397,15 @@ mod tests {
             limiter.accepted(0.01, 0.0);
         }
         limiter.throttled(0.01, 0.0, Some(1.0), None);
-        assert_eq!(limiter.burst, 4.0, "one fewer than the server took at once");
+        assert_eq!(limiter.bucket.size, 4.0, "one fewer than the server took at once");
         // The pause ends at 1.01; the first requests after it are refused.
         let slow_start = limiter.rate(2.02);
         limiter.throttled(1.02, 1.01, Some(1.0), None);
-        assert_eq!(limiter.burst, 3.0);
+        assert_eq!(limiter.bucket.size, 3.0);
         assert_eq!(limiter.rate(2.02), slow_start, "the rate holds");
         // With a burst of one, the rate is what was too much: other clients are sending too. It
         // backs off from the 40 a second it held a step before.
-        limiter.burst = 1.0;
+        limiter.bucket.size = 1.0;
         limiter.throttled(2.05, 2.03, Some(1.0), None);
         assert!(close(limiter.rate(3.05), 0.95 * 40.0), "{:?}", limiter.rate(3.05));
     }
@@ -456,5 +485,256 @@ mod tests {
         let mut idle = Limiter::new(f64::INFINITY, 1);
         idle.throttled(50.0, 49.0, None, None);
         assert_eq!(idle.rate(50.0), Some(MIN_RATE));
+    }
+
+    /// An event of a client's life.
+    #[derive(Debug, Clone)]
+    enum Event {
+        /// A request asks to go, and is sent as soon as the limiter allows.
+        Send,
+        /// The oldest request in flight is answered, and accepted.
+        Accept,
+        /// ... refused, with this `Retry-After` (`None`: a 429 without one).
+        Refuse(Option<f64>),
+        /// An answer advertises a policy of this many requests a second.
+        Advertise(f64),
+        /// A shared budget says the fleet is paused for this long.
+        FleetPause(f64),
+    }
+
+    /// Events, each a moment after the last: at once, within a step or two, or after a pause.
+    fn events() -> impl Strategy<Value = Vec<(f64, Event)>> {
+        let after = prop_oneof![3 => Just(0.0), 4 => 0.0..0.3, 1 => 0.0..3.0];
+        let quiet = prop_oneof![Just(0.0), 0.001..2.0];
+        let event = prop_oneof![
+            10 => Just(Event::Send),
+            8 => Just(Event::Accept),
+            3 => proptest::option::of(quiet).prop_map(Event::Refuse),
+            1 => (0.01..100.0).prop_map(Event::Advertise),
+            1 => (0.0..2.0).prop_map(Event::FleetPause),
+        ];
+        proptest::collection::vec((after, event), 1..200)
+    }
+
+    fn sent_or_accepted() -> impl Strategy<Value = Event> {
+        prop_oneof![Just(Event::Send), Just(Event::Accept)]
+    }
+
+    /// A configured rate (from one a minute to a hundred a second) and burst, or adaptive.
+    fn budget() -> impl Strategy<Value = Limiter> {
+        let ceiling = prop_oneof![Just(f64::INFINITY), 1.0 / 60.0..1.0, 1.0..100.0];
+        (ceiling, 1u32..10).prop_map(|(ceiling, burst)| Limiter::new(ceiling, burst))
+    }
+
+    /// A client under `limiter`, driven by events: the time, and the send times of the
+    /// requests in flight.
+    struct Client {
+        limiter: Limiter,
+        now: f64,
+        in_flight: VecDeque<f64>,
+    }
+
+    /// What an event did: for a request, when it asked and when it went; for an answer, the
+    /// limiter before it and the request's send time.
+    enum Outcome {
+        Sent { asked: f64, at: f64 },
+        Answered { before: Box<Limiter>, sent: f64 },
+        Other,
+    }
+
+    impl Client {
+        fn new(limiter: Limiter) -> Client {
+            Client { limiter, now: 0.0, in_flight: VecDeque::new() }
+        }
+
+        fn apply(&mut self, (after, event): &(f64, Event)) -> Result<Outcome, TestCaseError> {
+            self.now += after;
+            let (asked, limiter) = (self.now, &mut self.limiter);
+            let answered =
+                matches!(event, Event::Accept | Event::Refuse(_)).then(|| self.in_flight.pop_front());
+            let before = Box::new(limiter.clone());
+            match (event, answered) {
+                (Event::Send, _) => {
+                    // A request asks once, then at most once more after a pause and once for
+                    // a token: it never waits for anything else.
+                    for _ in 0..3 {
+                        let at = limiter.take(self.now);
+                        if at == self.now {
+                            self.in_flight.push_back(at);
+                            return Ok(Outcome::Sent { asked, at });
+                        }
+                        self.now = at;
+                    }
+                    Err(TestCaseError::fail(format!("asked at {asked}, still waiting at {}", self.now)))
+                }
+                (Event::Accept, Some(Some(sent))) => {
+                    limiter.accepted(self.now, sent);
+                    Ok(Outcome::Answered { before, sent })
+                }
+                (Event::Refuse(quiet), Some(Some(sent))) => {
+                    limiter.throttled(self.now, sent, *quiet, Some(Error::invalid("429", "refused")));
+                    Ok(Outcome::Answered { before, sent })
+                }
+                (Event::Advertise(rate), _) => {
+                    limiter.advertise(*rate, self.now);
+                    Ok(Outcome::Other)
+                }
+                (Event::FleetPause(wait), _) => {
+                    limiter.fleet_paused(self.now, *wait);
+                    Ok(Outcome::Other)
+                }
+                _ => Ok(Outcome::Other),
+            }
+        }
+    }
+
+    /// The highest rate `limiter` may go at now: its ceiling, or the server's advertised policy
+    /// when lower (a server cannot slow it below [`MIN_RATE`]).
+    fn limit(limiter: &Limiter) -> f64 {
+        let advertised = limiter.advertised.map_or(f64::INFINITY, |rate| rate.max(MIN_RATE));
+        limiter.ceiling.min(advertised)
+    }
+
+    /// What a refusal read at `now` of a request sent at `sent` with `Retry-After: quiet`
+    /// must have done to the limiter `before` it: a pause for `quiet` with the refusal as its
+    /// cause (unless a longer pause is in force); and once a round, a rate [`MARGIN`] times the
+    /// one held a step before (at least the floor) or a burst one smaller, or, for an adaptive
+    /// budget without a rate, a rate unless the refusal said `Retry-After: 0`. A refusal of a
+    /// request sent within a step of the last change leaves the rate and the burst as they
+    /// were.
+    fn refusal_heeded(
+        before: &Limiter,
+        after: &Limiter,
+        now: f64,
+        sent: f64,
+        quiet: Option<f64>,
+    ) -> TestResult {
+        if let Some(end) = quiet.filter(|quiet| *quiet > 0.0).map(|quiet| now + quiet) {
+            let pause = after.pause(now);
+            let kept = |pause: &Pause| pause.until > end || (pause.until == end && pause.cause.is_some());
+            prop_assert!(pause.is_some_and(kept), "{pause:?}");
+        }
+        let (same_rate, size) = (after.curve == before.curve, before.bucket.size);
+        if sent < before.decided + STEP {
+            prop_assert!(same_rate && after.bucket.size == size, "one a round: {before:?}, {after:?}");
+        } else if let Some(held) = before.rate(sent - STEP) {
+            let lowered = (MARGIN * held).max(MIN_RATE.min(before.ceiling));
+            let lower = after.rate(now + quiet.unwrap_or(0.0)).is_some_and(|rate| rate <= lowered + 1e-9);
+            let fewer = same_rate && after.bucket.size == (size - 1.0).max(1.0);
+            prop_assert!(lower || fewer, "sent at {sent}: {before:?}, {after:?}");
+        } else {
+            prop_assert!(after.rate(now).is_some() || quiet == Some(0.0), "{after:?}");
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        /// A configured rate is never exceeded, nor a rate the server advertised since the
+        /// first answer: between any two requests, no more went than the tokens the bucket
+        /// holds (half the burst) and the limit's rate over the time between them. (And the
+        /// meter's memory is bounded.)
+        #[test]
+        fn no_rate_is_exceeded(
+            limiter in budget(),
+            advertised_first in proptest::option::of(0.01..100.0),
+            events in events(),
+        ) {
+            let (mut client, mut highest) = (Client::new(limiter), 0.0f64);
+            if let Some(rate) = advertised_first {
+                client.limiter.advertise(rate, 0.0);
+            }
+            let held = client.limiter.bucket.size;
+            let mut sent = Vec::new();
+            for event in &events {
+                match client.apply(event)? {
+                    Outcome::Sent { at, .. } => sent.push(at),
+                    // The meter keeps the answers of the last window, no more.
+                    Outcome::Answered { .. } => {
+                        let oldest = client.limiter.meter.answers.front();
+                        prop_assert!(oldest.is_none_or(|at| *at >= client.now - METER_WINDOW), "{oldest:?}");
+                    }
+                    Outcome::Other => {}
+                }
+                highest = highest.max(limit(&client.limiter));
+                let (floor, ceiling) = (MIN_RATE.min(client.limiter.ceiling), limit(&client.limiter));
+                let rate = client.limiter.rate(client.now);
+                prop_assert!(rate.is_none_or(|rate| (floor..=ceiling).contains(&rate)), "{rate:?}");
+            }
+            if highest.is_finite() {
+                for (i, from) in sent.iter().enumerate() {
+                    for (n, to) in sent[i..].iter().enumerate() {
+                        let allowed = highest.mul_add(to - from, held) + 1e-6;
+                        prop_assert!((n + 1) as f64 <= allowed, "{} from {from} to {to}: {sent:?}", n + 1);
+                    }
+                }
+            }
+        }
+
+        /// A refusal is never ignored: no request goes before its `Retry-After` is over (nor
+        /// before a fleet's pause is, unless it is the client's own, ending within a step of
+        /// it), and once a round it lowers the rate or the burst ([`refusal_heeded`]).
+        #[test]
+        fn a_refusal_is_never_ignored(limiter in budget(), events in events()) {
+            let (mut client, mut quiet_until) = (Client::new(limiter), f64::NEG_INFINITY);
+            for event in &events {
+                let outcome = client.apply(event)?;
+                let (now, after) = (client.now, &client.limiter);
+                match (&event.1, outcome) {
+                    (_, Outcome::Sent { at, .. }) => prop_assert!(at >= quiet_until, "{at}, {quiet_until}"),
+                    (Event::FleetPause(wait), _) => quiet_until = quiet_until.max(now + wait - STEP),
+                    (Event::Refuse(quiet), Outcome::Answered { before, sent }) => {
+                        if let Some(quiet) = quiet.filter(|quiet| *quiet > 0.0) {
+                            quiet_until = quiet_until.max(now + quiet);
+                        }
+                        refusal_heeded(&before, after, now, sent, *quiet)?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+
+        /// The rate recovers after a pause: a request waits for nothing but the pause in force
+        /// and one token at the rate when it ends; left alone, the rate never falls, and comes
+        /// back to its limit (a configured one in `cbrt(5% of it / PROBE)` seconds, 3.7 s for
+        /// 10 a second).
+        #[test]
+        fn the_rate_recovers_after_a_pause(limiter in budget(), events in events()) {
+            let mut client = Client::new(limiter);
+            for event in &events {
+                let before = client.limiter.clone();
+                if let Outcome::Sent { asked, at } = client.apply(event)? {
+                    let resumed = before.pause(asked).map_or(asked, |pause| pause.until);
+                    let token = before.rate(resumed).map_or(0.0, |rate| 1.0 / rate);
+                    prop_assert!(at <= resumed + token + 1e-9, "asked {asked}, resumed {resumed}, sent {at}");
+                }
+            }
+            let (limiter, now) = (&client.limiter, client.now);
+            let rates: Vec<f64> = (0..=600).filter_map(|t| limiter.rate(now + f64::from(t))).collect();
+            prop_assert!(rates.windows(2).all(|pair| pair[0] <= pair[1]), "{rates:?}");
+            prop_assert!(rates.last().is_none_or(|rate| *rate == limit(limiter).min(MAX_RATE)), "{rates:?}");
+            let configured = limiter.curve.filter(|curve| limiter.ceiling.is_finite() && !curve.slow_start);
+            if let Some(Curve { from, since, .. }) = configured {
+                let back = since + ((limiter.ceiling - from).max(0.0) / PROBE).cbrt();
+                prop_assert!(limiter.rate(back + 1e-6) == Some(limit(limiter)), "at {back}: {limiter:?}");
+            }
+        }
+
+        /// A `Retry-After: 0` to a client that has sustained no rate (adaptive, sending for
+        /// less than a window) costs no more than that: no pause, no rate, the next request
+        /// goes at once.
+        #[test]
+        fn a_retry_after_of_zero_early_costs_nothing_whatever_was_sent(
+            early in proptest::collection::vec((0.0..0.05, sent_or_accepted()), 1..8)
+        ) {
+            let mut client = Client::new(Limiter::new(f64::INFINITY, 1));
+            for event in early.iter().chain([&(0.0, Event::Send)]) {
+                client.apply(event)?;
+            }
+            client.apply(&(0.0, Event::Refuse(Some(0.0))))?;
+            let now = client.now;
+            prop_assert!(client.limiter.pause(now).is_none() && client.limiter.rate(now).is_none());
+            let next = client.apply(&(0.0, Event::Send))?;
+            prop_assert!(matches!(next, Outcome::Sent { asked, at } if asked == at), "it waited");
+        }
     }
 }

@@ -2,8 +2,9 @@
 //! one for a fleet of processes.
 //!
 //! - [`RateLimit`] is the setting ([`ClientBuilder::rate_limit`](crate::ClientBuilder::rate_limit)).
-//! - [`limiter`]: the budget's state, apart from any waiting: a token bucket, pauses, and the
-//!   rate, which follows what the server accepts.
+//! - [`limiter`]: the budget's state, apart from any waiting: the limit, the rate's curve, a
+//!   token bucket, the pause and a meter of what the server accepts, changed by one method per
+//!   event; its rules are property tests over random sequences of events.
 //! - [`hints`]: the `RateLimit` / `RateLimit-Policy` and `X-RateLimit-*` fields of a response.
 //! - [`pacer`]: the budget every request of a client waits for, in order of arrival; with
 //!   `shared`, the fleet's budget in Redis (`fleet`, with the connection the token cache uses
@@ -34,7 +35,8 @@ use crate::Error;
 ///   it sends at once; any other sets the rate 5% below the one the client sustained (the
 ///   rate it held a quarter of a second before, or, when its requests were not waiting for
 ///   that rate, what the server accepted since it last resumed if that is lower), from where
-///   it grows slowly, then faster. When the server sends the IETF
+///   it grows slowly, then faster. 429s to requests sent within a quarter of a second of the
+///   rate's last change count as one. When the server sends the IETF
 ///   `RateLimit-Policy` field, the client paces at that rate from the first answer, and when
 ///   `RateLimit` (or `X-RateLimit-Remaining`) says no quota is left, it waits for the reset
 ///   before the server refuses.
@@ -58,7 +60,8 @@ use crate::Error;
 /// client's pause after a 429, or after `RateLimit` says the quota is spent, lasts the
 /// `Retry-After` (or the reset), at most the client's `max_delay` (or the listing's, when the
 /// 429 answered a listing with a longer one), and never more than a day. After it, requests are
-/// sent again. The rate never falls below 0.5 requests a second.
+/// sent again. The rate never falls below 0.5 requests a second (or the configured rate, when
+/// that is lower).
 ///
 /// ```
 /// use business_records::{Auth, Client, RateLimit};

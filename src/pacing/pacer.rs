@@ -17,8 +17,10 @@ use super::{RateLimit, Setting};
 use crate::Error;
 use crate::bounds::{MAX_SERVER_WAIT, duration_from_secs};
 use crate::error::{ApiError, ErrorCode};
+#[cfg(any(feature = "redis", test))]
+use crate::fleet::Answer;
 #[cfg(feature = "redis")]
-use crate::fleet::{Answer, SharedBudget};
+use crate::fleet::SharedBudget;
 
 /// A client's budget, `None` for a client that does not pace itself. Every client derived from
 /// one shares its pacer.
@@ -110,7 +112,7 @@ impl Pacer {
             if wait.is_zero() {
                 return Ok(started.elapsed());
             }
-            let paused = inner.state().pause(now).map(|until| duration_from_secs(until - now));
+            let paused = inner.state().pause(now).map(|pause| duration_from_secs(pause.until - now));
             if let Some(left) = paused.filter(|left| *left > patience) {
                 return Err(inner.refused(now, left));
             }
@@ -163,33 +165,38 @@ impl Pacer {
 impl Inner {
     /// Takes a slot of the fleet's budget unless a pause is in force: the wait before asking
     /// again, zero when it is taken, `None` to pace here (no fleet, a pause, or Redis out of
-    /// reach: then at this process's share of the rate). A pause of the fleet this client did
-    /// not know of is a refusal for it too.
+    /// reach).
     async fn ask_fleet(&self, now: f64) -> Option<Duration> {
         #[cfg(feature = "redis")]
         if let Some(shared) = &self.shared {
-            let (rate, burst) = {
-                let state = self.state();
-                (state.rate(now).filter(|_| state.pause(now).is_none())?, state.burst.max(1.0))
-            };
+            let (rate, burst) = self.state().fleet_slot(now)?;
             let answer = shared.take(rate, burst).await;
-            let (now, mut state) = (self.at(None), self.state());
-            return match answer {
-                Answer::Wait { wait, paused } => {
-                    let wait = wait.min(self.longest_wait);
-                    if paused {
-                        state.fleet_paused(now, wait.as_secs_f64());
-                    }
-                    Some(wait)
-                }
-                Answer::Down { processes } => {
-                    state.share = f64::from(processes);
-                    None
-                }
-            };
+            return self.apply(self.at(None), answer);
         }
         let _ = now;
         None
+    }
+
+    /// Applies what the fleet's budget answered at `now`: the wait before asking again, at
+    /// most the client's longest wait (zero: the slot is taken), where a pause of the fleet
+    /// this client did not ask for is a refusal for it too; or, with Redis out of reach,
+    /// `None`: this process paces here at its share of the rate.
+    #[cfg(any(feature = "redis", test))]
+    fn apply(&self, now: f64, answer: Answer) -> Option<Duration> {
+        let mut state = self.state();
+        match answer {
+            Answer::Wait { wait, paused } => {
+                let wait = wait.min(self.longest_wait);
+                if paused {
+                    state.fleet_paused(now, wait.as_secs_f64());
+                }
+                Some(wait)
+            }
+            Answer::Down { processes } => {
+                state.share = f64::from(processes);
+                None
+            }
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, Limiter> {
@@ -205,12 +212,10 @@ impl Inner {
     /// or one made here that stands for the pause or the budget.
     fn refused(&self, now: f64, left: Duration) -> Error {
         let state = self.state();
-        let why = match (state.pause(now), &state.cause) {
-            (Some(_), Some(Error::Api(cause))) => {
-                return Error::Api(cause.clone().with_retry_after(Some(left)));
-            }
-            (Some(_), _) => "the client is paused by an earlier 429",
-            (None, _) => "the client's rate limit would hold the request past its retry policy's time",
+        let why = match state.pause(now).map(|pause| &pause.cause) {
+            Some(Some(Error::Api(cause))) => return Error::Api(cause.clone().with_retry_after(Some(left))),
+            Some(_) => "the client is paused by an earlier 429",
+            None => "the client's rate limit would hold the request past its retry policy's time",
         };
         let response = ApiError::new(429, Some(ErrorCode::RateLimited), &self.api_path);
         Error::Api(response.with_description(Some(why.to_owned())).with_retry_after(Some(left)))

@@ -178,6 +178,61 @@ async fn no_pause_outlasts_the_longest_wait_whatever_the_server_asks() {
     assert_eq!(spent.admit(LONGEST, None).await.expect("admitted"), LONGEST);
 }
 
+/// The state of `pacer`'s budget, to apply a fleet's answers to it as Redis would give them.
+fn inner(pacer: &Pacer) -> &Inner {
+    pacer.0.as_ref().expect("a paced client")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slot_of_the_fleet_is_taken_at_its_rate_and_its_wait_is_at_most_the_longest() {
+    let pacer = pacer(RateLimit::per_second(10).burst(6));
+    let inner = inner(&pacer);
+    assert_eq!(inner.state().fleet_slot(0.0), Some((10.0, 3.0)), "the rate, and the burst kept in hand");
+    assert_eq!(inner.apply(0.0, Answer::Wait { wait: Duration::ZERO, paused: false }), Some(Duration::ZERO));
+    let next = Duration::from_millis(250);
+    assert_eq!(inner.apply(0.0, Answer::Wait { wait: next, paused: false }), Some(next));
+    assert_eq!(inner.apply(0.0, Answer::Wait { wait: Duration::MAX, paused: false }), Some(LONGEST));
+    assert_eq!(current_rate(&pacer), Some(10.0), "waiting for the fleet's next slot lowers nothing");
+    assert!(inner.state().pause(0.0).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_of_the_fleet_is_a_refusal_unless_it_is_the_clients_own() {
+    // Another process's 429: this client pauses as long, and slows down as for its own.
+    let pacer = pacer(RateLimit::per_second(10));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let paused = Answer::Wait { wait: Duration::from_secs(2), paused: true };
+    assert_eq!(inner(&pacer).apply(1.0, paused), Some(Duration::from_secs(2)));
+    assert!(inner(&pacer).state().fleet_slot(2.0).is_none(), "no slot is asked for during the pause");
+    let refused = pacer.admit(Duration::from_secs(1), None).await.expect_err("a pause of 2 s");
+    assert_eq!((refused.status(), refused.retry_after()), (Some(429), Some(Duration::from_secs(2))));
+    assert_eq!(current_rate(&pacer), Some(9.5));
+
+    // Its own 429 of a second, published, is still the fleet's pause when its own ends: the
+    // same refusal, not a second one.
+    let own = self::pacer(RateLimit::per_second(10));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    own.throttled(Instant::now(), &rate_limited(Duration::from_secs(1)), PATIENT);
+    assert_eq!(own.admit(PATIENT, None).await.expect("after the pause"), Duration::from_secs(1));
+    let echo = Answer::Wait { wait: Duration::from_millis(10), paused: true };
+    assert_eq!(inner(&own).apply(2.0, echo), Some(Duration::from_millis(10)));
+    assert_eq!(current_rate(&own), Some(9.5), "lowered once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_redis_out_of_reach_a_process_paces_itself_at_its_share() {
+    let pacer = pacer(RateLimit::per_second(10));
+    assert_eq!(inner(&pacer).apply(0.0, Answer::Down { processes: 4 }), None);
+    let started = Instant::now();
+    let mut admitted = Vec::new();
+    for _ in 0..3 {
+        pacer.admit(PATIENT, None).await.expect("admitted");
+        admitted.push(started.elapsed());
+    }
+    assert_eq!(admitted, [0, 400, 800].map(Duration::from_millis), "a quarter of 10 a second");
+    assert_eq!(current_rate(&pacer), Some(10.0), "the fleet's rate is unchanged");
+}
+
 /// Any duration: short ones, whole seconds up to `u64::MAX`, and [`Duration::MAX`].
 fn any_duration() -> impl proptest::strategy::Strategy<Value = Duration> {
     use proptest::prelude::*;
@@ -186,6 +241,16 @@ fn any_duration() -> impl proptest::strategy::Strategy<Value = Duration> {
         any::<u64>().prop_map(Duration::from_secs),
         Just(Duration::MAX),
     ]
+}
+
+/// An `X-RateLimit-Reset` or a `RateLimit-Policy` number: small ones (delays within a day and
+/// past it, quotas and windows of a few requests and seconds), Unix times up to a day or so
+/// ahead in seconds and in milliseconds, and any.
+fn any_number() -> impl proptest::strategy::Strategy<Value = u64> {
+    use proptest::prelude::*;
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    prop_oneof![0u64..200_000, now..now + 200_000, now * 1000..(now + 200_000) * 1000, any::<u64>()]
 }
 
 proptest::proptest! {
@@ -200,9 +265,9 @@ proptest::proptest! {
         request_wait in any_duration(),
         patience in any_duration(),
         retry_after in any_duration(),
-        quota in proptest::num::u64::ANY,
-        window in proptest::num::u64::ANY,
-        reset in proptest::num::u64::ANY,
+        quota in any_number(),
+        window in any_number(),
+        reset in any_number(),
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build();
         let runtime = runtime.map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
