@@ -22,6 +22,7 @@ mod auth_client_credentials;
 mod auth_refresh;
 mod auth_token_endpoint;
 mod auth_user;
+mod body_limits;
 mod contract;
 mod endpoints;
 mod errors;
@@ -58,6 +59,7 @@ fn catalogue() -> Vec<harness::Case> {
         auth_refresh::CASES,
         auth_token_endpoint::CASES,
         auth_user::CASES,
+        body_limits::CASES,
         contract::CASES,
         endpoints::CASES,
         errors::CASES,
