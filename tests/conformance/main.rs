@@ -18,6 +18,7 @@
 mod harness;
 mod support;
 
+mod auth_answers;
 mod auth_client_credentials;
 mod auth_refresh;
 mod auth_token_endpoint;
@@ -56,6 +57,7 @@ fn catalogue() -> Vec<harness::Case> {
         resilience::CASES,
         harness::CASES,
         auth_client_credentials::CASES,
+        auth_answers::CASES,
         auth_refresh::CASES,
         auth_token_endpoint::CASES,
         auth_user::CASES,
