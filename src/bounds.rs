@@ -144,6 +144,17 @@ mod tests {
     }
 
     #[test]
+    fn a_lifetime_is_believed_up_to_one_year_to_the_second() {
+        let year = Duration::from_secs(31_536_000);
+        let second = Duration::from_secs(1);
+        for (lifetime, believed) in
+            [(year - second, year - second), (year, year), (year + second, year), (Duration::MAX, year)]
+        {
+            assert_eq!(clamp_lifetime(lifetime), believed, "{lifetime:?}");
+        }
+    }
+
+    #[test]
     fn json_seconds_reads_whole_seconds_of_any_number() {
         let cases = [
             (json!(3600), Some(3600)),
