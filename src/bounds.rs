@@ -140,7 +140,20 @@ mod tests {
         }
         let now = Instant::now();
         assert_eq!(later(now, Duration::from_secs(1)), now + Duration::from_secs(1));
-        assert!(later(now, Duration::MAX) >= now + FAR_FUTURE);
+        // Thirty years of 365 days, as Tokio's "far future".
+        let thirty_years = Duration::from_secs(946_080_000);
+        assert_eq!(later(now, Duration::MAX), now + thirty_years);
+    }
+
+    #[test]
+    fn a_lifetime_is_believed_up_to_one_year_to_the_second() {
+        let year = Duration::from_secs(31_536_000);
+        let second = Duration::from_secs(1);
+        for (lifetime, believed) in
+            [(year - second, year - second), (year, year), (year + second, year), (Duration::MAX, year)]
+        {
+            assert_eq!(clamp_lifetime(lifetime), believed, "{lifetime:?}");
+        }
     }
 
     #[test]

@@ -18,10 +18,12 @@
 mod harness;
 mod support;
 
+mod auth_answers;
 mod auth_client_credentials;
 mod auth_refresh;
 mod auth_token_endpoint;
 mod auth_user;
+mod body_limits;
 mod contract;
 mod endpoints;
 mod errors;
@@ -55,9 +57,11 @@ fn catalogue() -> Vec<harness::Case> {
         resilience::CASES,
         harness::CASES,
         auth_client_credentials::CASES,
+        auth_answers::CASES,
         auth_refresh::CASES,
         auth_token_endpoint::CASES,
         auth_user::CASES,
+        body_limits::CASES,
         contract::CASES,
         endpoints::CASES,
         errors::CASES,

@@ -76,3 +76,28 @@ fn string_or_seq<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Strin
         many => serde_json::from_value(many).map_err(D::Error::custom),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+    use serde_json::json;
+
+    use super::Claims;
+
+    #[test]
+    fn an_expiry_no_date_holds_is_the_first_or_the_last_date() {
+        let read = serde_json::from_value::<Claims>(json!({"iss": "i", "aud": "a", "exp": 1e30}));
+        let mut claims = read.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(claims.exp, 253_402_300_799, "read as the last second of 9999");
+        // An application may set `exp` itself, to anything.
+        for (exp, expected) in [
+            (i64::MIN, DateTime::<Utc>::MIN_UTC),
+            (-1, DateTime::from_timestamp(-1, 0).unwrap_or_default()),
+            (0, DateTime::UNIX_EPOCH),
+            (i64::MAX, DateTime::<Utc>::MAX_UTC),
+        ] {
+            claims.exp = exp;
+            assert_eq!(claims.expires_at(), expected, "{exp}");
+        }
+    }
+}
