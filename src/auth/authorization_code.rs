@@ -234,9 +234,7 @@ impl AuthorizationCodeFlow {
         let config = Arc::make_mut(&mut self.config);
         match value {
             Ok(value) => change(config, value),
-            Err(error) => {
-                config.invalid.get_or_insert(error);
-            }
+            Err(error) => config.invalid = config.invalid.take().or(Some(error)),
         }
         self
     }
@@ -496,9 +494,7 @@ impl AuthorizationCodeFlow {
         if let Some(id_token) = &next.id_token {
             check_same_user(tokens, id_token)?;
         }
-        if next.refresh_token.is_none() {
-            next.refresh_token = tokens.refresh_token.clone();
-        }
+        next.refresh_token = next.refresh_token.or_else(|| tokens.refresh_token.clone());
         let new_id_token = match next.id_token.clone() {
             Some(id_token) => Some((id_token, tokens.clone())),
             None => {

@@ -132,9 +132,7 @@ impl ClientCredentials {
             None => urls::join_path(&urls::parse_service_url("auth_url", &self.auth_url)?, "oauth2/token"),
         };
         check_client(&self.client_id, Some(&self.client_secret))?;
-        for scope in &self.scopes {
-            urls::check_scope(scope)?;
-        }
+        self.scopes.iter().try_for_each(|scope| urls::check_scope(scope))?;
         let client = match self.auth_type {
             Some(AuthType::RequestBody) => {
                 ClientAuth::InBody(self.client_id.clone(), self.client_secret.clone())

@@ -112,12 +112,8 @@ impl AuthServerMetadata {
     /// ([`urls::check_service_url`]); the first refused is [`Error::InvalidArgument`] naming
     /// its member (`revocation_endpoint`, ...).
     pub(crate) fn check_endpoints(&self) -> Result<(), Error> {
-        for (name, url) in self.endpoints() {
-            if let Some(url) = url {
-                urls::check_service_url(name, url.clone())?;
-            }
-        }
-        Ok(())
+        let mut named = self.endpoints().into_iter().filter_map(|(name, url)| Some((name, url.clone()?)));
+        named.try_for_each(|(name, url)| urls::check_service_url(name, url).map(drop))
     }
 
     fn endpoints(&self) -> [(&'static str, &Option<Url>); 6] {
