@@ -406,10 +406,8 @@ impl AuthorizationCodeFlow {
             tokens.id_claims = Some(self.verify_id(id_token, request.nonce.as_deref()).await?);
         } else if self.wants_id_token() {
             let endpoint = Endpoint::of(&self.config.token_url, Origin::AuthorizationServer);
-            return Err(Error::decode(
-                endpoint,
-                "the token response has no id_token although openid was requested",
-            ));
+            let missing = "the token response has no id_token although openid was requested";
+            return Err(Error::decode(endpoint, missing));
         }
         tracing::debug!(scopes = ?tokens.scopes, "signed in with the authorization code flow");
         Ok(tokens)
@@ -434,11 +432,8 @@ impl AuthorizationCodeFlow {
         if let Some(code) = &params.error {
             let description = params.error_description.as_deref().map(crate::text::server_text);
             let endpoint = &self.config.authorize_url;
-            return Err(Error::Authorization(AuthorizationError::new(
-                ErrorCode::parse(code),
-                description,
-                endpoint,
-            )));
+            let refused = AuthorizationError::new(ErrorCode::parse(code), description, endpoint);
+            return Err(Error::Authorization(refused));
         }
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }
@@ -485,9 +480,8 @@ impl AuthorizationCodeFlow {
     /// before anything of the response is used.
     pub(crate) async fn refresh_unverified(&self, tokens: &TokenSet) -> Result<Refreshed, Error> {
         self.check()?;
-        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
-            "no refresh token: none was issued, or a refresh that lost its answer spent it",
-        ))?;
+        let spent = "no refresh token: none was issued, or a refresh that lost its answer spent it";
+        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(spent))?;
         let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.secret())];
         let Refreshed { tokens: mut next, expires_in, .. } =
             self.request_tokens(&form, &tokens.scopes).await?;

@@ -93,10 +93,8 @@ impl AuthorizationCodeFlow {
                 return Err(Error::invalid("params", "expected non-empty parameter names"));
             }
             if OWNED.split_whitespace().any(|owned| owned.eq_ignore_ascii_case(name.trim())) {
-                return Err(Error::invalid(
-                    "params",
-                    format!("`{name}` is set by the flow itself; expected other parameters"),
-                ));
+                let message = format!("`{name}` is set by the flow itself; expected other parameters");
+                return Err(Error::invalid("params", message));
             }
         }
         Ok(self.authorization_request(&params))
