@@ -125,7 +125,11 @@ impl AuthorizationCodeFlow {
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
-        Self::at(auth_url.as_ref(), client_id.into(), Some(redirect_uri))
+        Self::with_metadata(
+            &AuthServerMetadata::of_api(auth_url.as_ref())?,
+            client_id.into(),
+            Some(redirect_uri),
+        )
     }
 
     /// The flow of a sign-in saved earlier, to refresh its tokens only: no redirect URI (a
@@ -157,22 +161,7 @@ impl AuthorizationCodeFlow {
     ///
     /// As [`new`](Self::new) for `auth_url` and `client_id`.
     pub fn for_refresh(auth_url: impl AsRef<str>, client_id: impl Into<String>) -> Result<Self, Error> {
-        Self::at(auth_url.as_ref(), client_id.into(), None)
-    }
-
-    /// The flow with the API's endpoints below `auth_url`, and `auth_url` as the issuer.
-    fn at(auth_url: &str, client_id: String, redirect_uri: Option<RedirectUrl>) -> Result<Self, Error> {
-        let base = urls::parse_service_url("auth_url", auth_url)?;
-        let endpoint = |path| Some(urls::join_path(&base, path));
-        let metadata = AuthServerMetadata {
-            issuer: auth_url.trim().trim_end_matches('/').to_owned(),
-            authorization_endpoint: endpoint("oauth2/authorize"),
-            token_endpoint: endpoint("oauth2/token"),
-            jwks_uri: endpoint(".well-known/jwks.json"),
-            revocation_endpoint: endpoint("oauth2/revoke"),
-            ..AuthServerMetadata::default()
-        };
-        Self::with_metadata(&metadata, client_id, redirect_uri)
+        Self::with_metadata(&AuthServerMetadata::of_api(auth_url.as_ref())?, client_id.into(), None)
     }
 
     /// The flow with the endpoints and issuer of a discovery document (see
