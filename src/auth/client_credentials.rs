@@ -30,7 +30,8 @@ use crate::wire::HttpSender;
 pub struct ClientCredentials {
     auth_url: String,
     token_url: Option<String>,
-    client_id: String,
+    /// Keys a rate limit shared over Redis.
+    pub(super) client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
     /// How the id and secret reach the token endpoint: HTTP Basic of the form-urlencoded id and
@@ -117,11 +118,6 @@ impl ClientCredentials {
     pub fn shared_cache(mut self, cache: super::RedisTokenCache) -> Self {
         self.shared = Some(cache);
         self
-    }
-
-    /// The client id, which keys a rate limit shared over Redis.
-    pub(crate) fn client_id(&self) -> &str {
-        &self.client_id
     }
 
     /// The grant with every setting checked, its requests through `http`, and the store that

@@ -267,7 +267,7 @@ impl Auth {
     /// shared over Redis); empty for a static token.
     pub(crate) fn client_id(&self) -> &str {
         match &self.0 {
-            AuthKind::ClientCredentials(flow) => flow.client_id(),
+            AuthKind::ClientCredentials(flow) => &flow.client_id,
             AuthKind::User(user) => user.flow.client_id(),
             AuthKind::Static(_) => "",
         }
