@@ -125,11 +125,8 @@ impl AuthorizationCodeFlow {
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
-        Self::with_metadata(
-            &AuthServerMetadata::of_api(auth_url.as_ref())?,
-            client_id.into(),
-            Some(redirect_uri),
-        )
+        let metadata = AuthServerMetadata::of_api(auth_url.as_ref())?;
+        Self::with_metadata(&metadata, client_id.into(), Some(redirect_uri))
     }
 
     /// The flow of a sign-in saved earlier, to refresh its tokens only: no redirect URI (a
@@ -323,14 +320,12 @@ impl AuthorizationCodeFlow {
         self.config.redirect_uri.as_ref().map_or("", |uri| uri.as_str())
     }
 
-    /// Refuses to sign in without a redirect URI.
-    fn can_sign_in(&self) -> Result<(), Error> {
+    /// The redirect URI of a sign-in; a flow without one refuses to sign in.
+    fn sign_in_redirect(&self) -> Result<&str, Error> {
         let refresh_only = "a flow made with `for_refresh` only refreshes; use `new` to sign in";
-        self.config
-            .redirect_uri
-            .as_ref()
-            .map(drop)
-            .ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
+        let uri =
+            self.config.redirect_uri.as_ref().ok_or_else(|| Error::invalid("redirect_uri", refresh_only))?;
+        Ok(uri.as_str())
     }
 
     /// The issuer tokens and callbacks must name.
@@ -381,14 +376,14 @@ impl AuthorizationCodeFlow {
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
-        self.can_sign_in()?;
+        let redirect_uri = self.sign_in_redirect()?;
         let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
         let form = [
             ("grant_type", "authorization_code"),
             ("code", code),
             ("code_verifier", request.verifier.secret()),
-            ("redirect_uri", self.redirect_uri()),
+            ("redirect_uri", redirect_uri),
         ];
         let mut tokens = self.request_tokens(&form, &self.config.scopes).await?.tokens;
         if let Some(id_token) = &tokens.id_token {
@@ -478,14 +473,11 @@ impl AuthorizationCodeFlow {
             check_same_user(tokens, id_token)?;
         }
         next.refresh_token = next.refresh_token.or_else(|| tokens.refresh_token.clone());
-        let new_id_token = match next.id_token.clone() {
-            Some(id_token) => Some((id_token, tokens.clone())),
-            None => {
-                next.id_token = tokens.id_token.clone();
-                next.id_claims = tokens.id_claims.clone();
-                None
-            }
-        };
+        let new_id_token = next.id_token.clone().map(|id_token| (id_token, tokens.clone()));
+        if new_id_token.is_none() {
+            next.id_token = tokens.id_token.clone();
+            next.id_claims = tokens.id_claims.clone();
+        }
         Ok(Refreshed { tokens: next, expires_in, new_id_token })
     }
 }

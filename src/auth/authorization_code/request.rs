@@ -86,7 +86,7 @@ impl AuthorizationCodeFlow {
         &self,
         params: impl IntoIterator<Item = (impl Into<String>, impl Into<String>)>,
     ) -> Result<AuthorizationRequest, Error> {
-        self.can_sign_in()?;
+        self.sign_in_redirect()?;
         let params: Vec<(String, String)> = params.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         for (name, _) in &params {
             if name.trim().is_empty() {
@@ -114,7 +114,7 @@ impl AuthorizationCodeFlow {
             .extend_pairs(nonce.iter().map(|nonce| ("nonce", nonce)))
             .extend_pairs(extra);
         // Without a redirect URI (a flow that only refreshes) there is nothing to open.
-        let url = self.can_sign_in().map_or_else(|_| String::new(), |()| url.into());
+        let url = self.sign_in_redirect().map_or_else(|_| String::new(), |_| url.into());
         AuthorizationRequest { url, state, verifier: PkceVerifier::new(verifier.into_secret()), nonce }
     }
 }
