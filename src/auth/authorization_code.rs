@@ -10,7 +10,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oauth2::RedirectUrl;
 use url::Url;
 
 use self::id_token::check_same_user;
@@ -64,7 +63,7 @@ struct FlowConfig {
     authorize_url: Url,
     token_url: Url,
     /// None for a flow that only refreshes ([`for_refresh`](AuthorizationCodeFlow::for_refresh)).
-    redirect_uri: Option<RedirectUrl>,
+    redirect_uri: Option<String>,
     issuer: String,
     scopes: Vec<String>,
     /// Audiences besides the client id an ID token may list.
@@ -186,7 +185,7 @@ impl AuthorizationCodeFlow {
     fn with_metadata(
         metadata: &AuthServerMetadata,
         client_id: String,
-        redirect_uri: Option<RedirectUrl>,
+        redirect_uri: Option<String>,
     ) -> Result<Self, Error> {
         let authorize_url = required(&metadata.authorization_endpoint, "authorization_endpoint")?;
         let token_url = required(&metadata.token_endpoint, "token_endpoint")?;
@@ -317,15 +316,13 @@ impl AuthorizationCodeFlow {
     /// The redirect URI sent in the authorization and token requests; empty for a flow made
     /// with [`for_refresh`](Self::for_refresh).
     pub fn redirect_uri(&self) -> &str {
-        self.config.redirect_uri.as_ref().map_or("", |uri| uri.as_str())
+        self.config.redirect_uri.as_deref().unwrap_or_default()
     }
 
     /// The redirect URI of a sign-in; a flow without one refuses to sign in.
     fn sign_in_redirect(&self) -> Result<&str, Error> {
         let refresh_only = "a flow made with `for_refresh` only refreshes; use `new` to sign in";
-        let uri =
-            self.config.redirect_uri.as_ref().ok_or_else(|| Error::invalid("redirect_uri", refresh_only))?;
-        Ok(uri.as_str())
+        self.config.redirect_uri.as_deref().ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
     }
 
     /// The issuer tokens and callbacks must name.
