@@ -140,10 +140,8 @@ impl ClientCredentials {
             // One token for every process with this token endpoint, client id and scopes, in any order.
             let scopes: std::collections::BTreeSet<&str> = self.scopes.iter().map(String::as_str).collect();
             let scopes = scopes.into_iter().collect::<Vec<_>>().join(" ");
-            cache.client_credentials_store(
-                &self.client_secret,
-                &[token_url.as_str(), &self.client_id, &scopes],
-            )
+            let key = [token_url.as_str(), &self.client_id, &scopes];
+            cache.client_credentials_store(&self.client_secret, &key)
         });
         #[cfg(not(feature = "redis"))]
         let store = None;
