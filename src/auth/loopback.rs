@@ -187,7 +187,15 @@ async fn serve(mut stream: TcpStream, port: u16, state: &str) -> Option<String> 
         Some(params) if params.error.is_some() || params.code.is_none() => ("200 OK", FAILED_PAGE),
         Some(_) => ("200 OK", DONE_PAGE),
     };
-    respond(&mut stream, status, body).await;
+    // The answer closes the connection; a page is never cached and sends no referrer on.
+    let kind = if body.starts_with('<') { "text/html" } else { "text/plain" };
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}; charset=utf-8\r\ncontent-length: {}\r\n\
+         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
     // The pending sign-in's own callback, with a code or an error, ends the wait.
     (status == "200 OK").then(|| format!("http://127.0.0.1:{port}{target}"))
 }
@@ -204,19 +212,6 @@ async fn read_head(stream: &mut TcpStream) -> Option<String> {
         head.extend_from_slice(&buffer[..read]);
     }
     String::from_utf8(head).ok()
-}
-
-/// Answers `body` with `status` and closes the connection; a page is never cached and sends
-/// no referrer on.
-async fn respond(stream: &mut TcpStream, status: &str, body: &str) {
-    let kind = if body.starts_with('<') { "text/html" } else { "text/plain" };
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {kind}; charset=utf-8\r\ncontent-length: {}\r\n\
-         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
 }
 
 #[cfg(test)]
