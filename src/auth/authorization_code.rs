@@ -20,7 +20,7 @@ use super::discovery::{AuthServerMetadata, required};
 use super::oauth::{ClientAuth, Refreshed, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
-use super::{TokenSet, TokenVerifier, check_client};
+use super::{TokenSet, TokenVerifier, check_client, non_empty};
 use crate::error::{AuthorizationError, CallbackError, Endpoint, ErrorCode, Origin};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
@@ -267,10 +267,10 @@ impl AuthorizationCodeFlow {
     /// ```
     pub fn trusted_audiences(self, audiences: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let audiences: Vec<String> = audiences.into_iter().map(Into::into).collect();
-        let checked = Some(audiences).filter(|all| all.iter().all(|audience| !audience.trim().is_empty()));
-        let checked =
-            checked.ok_or_else(|| Error::invalid("trusted_audiences", "expected non-empty audiences"));
-        self.set(checked, |c, audiences| c.trusted_audiences = audiences)
+        let checked = audiences
+            .iter()
+            .try_for_each(|audience| non_empty("trusted_audiences", "audience", audience.trim()));
+        self.set(checked.map(|()| audiences), |c, audiences| c.trusted_audiences = audiences)
     }
 
     /// Minimum pause between two JWKS fetches made because an ID token named a key id the

@@ -8,8 +8,8 @@ use oauth2::PkceCodeChallenge;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::super::PkceVerifier;
 use super::super::pkce::{VERIFIER_BYTES, random_value};
+use super::super::{PkceVerifier, non_empty};
 use super::AuthorizationCodeFlow;
 use crate::error::CallbackError;
 use crate::{Error, urls};
@@ -89,9 +89,7 @@ impl AuthorizationCodeFlow {
         self.sign_in_redirect()?;
         let params: Vec<(String, String)> = params.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         for (name, _) in &params {
-            if name.trim().is_empty() {
-                return Err(Error::invalid("params", "expected non-empty parameter names"));
-            }
+            non_empty("params", "parameter name", name.trim())?;
             if OWNED.split_whitespace().any(|owned| owned.eq_ignore_ascii_case(name.trim())) {
                 let message = format!("`{name}` is set by the flow itself; expected other parameters");
                 return Err(Error::invalid("params", message));
