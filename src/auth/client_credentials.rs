@@ -30,7 +30,7 @@ use crate::wire::HttpSender;
 pub struct ClientCredentials {
     auth_url: String,
     token_url: Option<String>,
-    /// Keys a rate limit shared over Redis.
+    /// The client id, which also keys a rate limit shared over Redis.
     pub(super) client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
