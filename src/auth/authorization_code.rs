@@ -10,7 +10,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oauth2::RedirectUrl;
 use url::Url;
 
 use self::id_token::check_same_user;
@@ -21,7 +20,7 @@ use super::discovery::{AuthServerMetadata, required};
 use super::oauth::{ClientAuth, Refreshed, request_tokens};
 use super::pkce::constant_time_eq;
 use super::seal::Sealer;
-use super::{TokenSet, TokenVerifier, check_client};
+use super::{TokenSet, TokenVerifier, check_client, non_empty};
 use crate::error::{AuthorizationError, CallbackError, Endpoint, ErrorCode, Origin};
 use crate::text::shown_raw_url;
 use crate::wire::HttpSender;
@@ -64,7 +63,7 @@ struct FlowConfig {
     authorize_url: Url,
     token_url: Url,
     /// None for a flow that only refreshes ([`for_refresh`](AuthorizationCodeFlow::for_refresh)).
-    redirect_uri: Option<RedirectUrl>,
+    redirect_uri: Option<String>,
     issuer: String,
     scopes: Vec<String>,
     /// Audiences besides the client id an ID token may list.
@@ -125,7 +124,8 @@ impl AuthorizationCodeFlow {
         redirect_uri: impl AsRef<str>,
     ) -> Result<Self, Error> {
         let redirect_uri = parse_redirect_uri(redirect_uri.as_ref())?;
-        Self::at(auth_url.as_ref(), client_id.into(), Some(redirect_uri))
+        let metadata = AuthServerMetadata::of_api(auth_url.as_ref())?;
+        Self::with_metadata(&metadata, client_id.into(), Some(redirect_uri))
     }
 
     /// The flow of a sign-in saved earlier, to refresh its tokens only: no redirect URI (a
@@ -157,22 +157,7 @@ impl AuthorizationCodeFlow {
     ///
     /// As [`new`](Self::new) for `auth_url` and `client_id`.
     pub fn for_refresh(auth_url: impl AsRef<str>, client_id: impl Into<String>) -> Result<Self, Error> {
-        Self::at(auth_url.as_ref(), client_id.into(), None)
-    }
-
-    /// The flow with the API's endpoints below `auth_url`, and `auth_url` as the issuer.
-    fn at(auth_url: &str, client_id: String, redirect_uri: Option<RedirectUrl>) -> Result<Self, Error> {
-        let base = urls::parse_service_url("auth_url", auth_url)?;
-        let endpoint = |path| Some(urls::join_path(&base, path));
-        let metadata = AuthServerMetadata {
-            issuer: auth_url.trim().trim_end_matches('/').to_owned(),
-            authorization_endpoint: endpoint("oauth2/authorize"),
-            token_endpoint: endpoint("oauth2/token"),
-            jwks_uri: endpoint(".well-known/jwks.json"),
-            revocation_endpoint: endpoint("oauth2/revoke"),
-            ..AuthServerMetadata::default()
-        };
-        Self::with_metadata(&metadata, client_id, redirect_uri)
+        Self::with_metadata(&AuthServerMetadata::of_api(auth_url.as_ref())?, client_id.into(), None)
     }
 
     /// The flow with the endpoints and issuer of a discovery document (see
@@ -200,7 +185,7 @@ impl AuthorizationCodeFlow {
     fn with_metadata(
         metadata: &AuthServerMetadata,
         client_id: String,
-        redirect_uri: Option<RedirectUrl>,
+        redirect_uri: Option<String>,
     ) -> Result<Self, Error> {
         let authorize_url = required(&metadata.authorization_endpoint, "authorization_endpoint")?;
         let token_url = required(&metadata.token_endpoint, "token_endpoint")?;
@@ -234,9 +219,7 @@ impl AuthorizationCodeFlow {
         let config = Arc::make_mut(&mut self.config);
         match value {
             Ok(value) => change(config, value),
-            Err(error) => {
-                config.invalid.get_or_insert(error);
-            }
+            Err(error) => config.invalid = config.invalid.take().or(Some(error)),
         }
         self
     }
@@ -284,10 +267,10 @@ impl AuthorizationCodeFlow {
     /// ```
     pub fn trusted_audiences(self, audiences: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let audiences: Vec<String> = audiences.into_iter().map(Into::into).collect();
-        let checked = Some(audiences).filter(|all| all.iter().all(|audience| !audience.trim().is_empty()));
-        let checked =
-            checked.ok_or_else(|| Error::invalid("trusted_audiences", "expected non-empty audiences"));
-        self.set(checked, |c, audiences| c.trusted_audiences = audiences)
+        let checked = audiences
+            .iter()
+            .try_for_each(|audience| non_empty("trusted_audiences", "audience", audience.trim()));
+        self.set(checked.map(|()| audiences), |c, audiences| c.trusted_audiences = audiences)
     }
 
     /// Minimum pause between two JWKS fetches made because an ID token named a key id the
@@ -333,17 +316,13 @@ impl AuthorizationCodeFlow {
     /// The redirect URI sent in the authorization and token requests; empty for a flow made
     /// with [`for_refresh`](Self::for_refresh).
     pub fn redirect_uri(&self) -> &str {
-        self.config.redirect_uri.as_ref().map_or("", |uri| uri.as_str())
+        self.config.redirect_uri.as_deref().unwrap_or_default()
     }
 
-    /// Refuses to sign in without a redirect URI.
-    fn can_sign_in(&self) -> Result<(), Error> {
+    /// The redirect URI of a sign-in; a flow without one refuses to sign in.
+    fn sign_in_redirect(&self) -> Result<&str, Error> {
         let refresh_only = "a flow made with `for_refresh` only refreshes; use `new` to sign in";
-        self.config
-            .redirect_uri
-            .as_ref()
-            .map(drop)
-            .ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
+        self.config.redirect_uri.as_deref().ok_or_else(|| Error::invalid("redirect_uri", refresh_only))
     }
 
     /// The issuer tokens and callbacks must name.
@@ -394,24 +373,22 @@ impl AuthorizationCodeFlow {
     /// [`Error::TokenVerification`] when the ID token fails verification.
     pub async fn exchange(&self, request: AuthorizationRequest, callback: &str) -> Result<TokenSet, Error> {
         self.check()?;
-        self.can_sign_in()?;
+        let redirect_uri = self.sign_in_redirect()?;
         let params = CallbackParams::parse(callback)?;
         let code = self.check_callback(&params, &request)?;
         let form = [
             ("grant_type", "authorization_code"),
             ("code", code),
             ("code_verifier", request.verifier.secret()),
-            ("redirect_uri", self.redirect_uri()),
+            ("redirect_uri", redirect_uri),
         ];
         let mut tokens = self.request_tokens(&form, &self.config.scopes).await?.tokens;
         if let Some(id_token) = &tokens.id_token {
             tokens.id_claims = Some(self.verify_id(id_token, request.nonce.as_deref()).await?);
         } else if self.wants_id_token() {
             let endpoint = Endpoint::of(&self.config.token_url, Origin::AuthorizationServer);
-            return Err(Error::decode(
-                endpoint,
-                "the token response has no id_token although openid was requested",
-            ));
+            let missing = "the token response has no id_token although openid was requested";
+            return Err(Error::decode(endpoint, missing));
         }
         tracing::debug!(scopes = ?tokens.scopes, "signed in with the authorization code flow");
         Ok(tokens)
@@ -436,11 +413,8 @@ impl AuthorizationCodeFlow {
         if let Some(code) = &params.error {
             let description = params.error_description.as_deref().map(crate::text::server_text);
             let endpoint = &self.config.authorize_url;
-            return Err(Error::Authorization(AuthorizationError::new(
-                ErrorCode::parse(code),
-                description,
-                endpoint,
-            )));
+            let refused = AuthorizationError::new(ErrorCode::parse(code), description, endpoint);
+            return Err(Error::Authorization(refused));
         }
         Ok(params.code.as_deref().ok_or(CallbackError::MissingCode)?)
     }
@@ -487,26 +461,20 @@ impl AuthorizationCodeFlow {
     /// before anything of the response is used.
     pub(crate) async fn refresh_unverified(&self, tokens: &TokenSet) -> Result<Refreshed, Error> {
         self.check()?;
-        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(
-            "no refresh token: none was issued, or a refresh that lost its answer spent it",
-        ))?;
+        let spent = "no refresh token: none was issued, or a refresh that lost its answer spent it";
+        let refresh_token = tokens.refresh_token.as_ref().ok_or(Error::ReauthenticationRequired(spent))?;
         let form = [("grant_type", "refresh_token"), ("refresh_token", refresh_token.secret())];
         let Refreshed { tokens: mut next, expires_in, .. } =
             self.request_tokens(&form, &tokens.scopes).await?;
         if let Some(id_token) = &next.id_token {
             check_same_user(tokens, id_token)?;
         }
-        if next.refresh_token.is_none() {
-            next.refresh_token = tokens.refresh_token.clone();
+        next.refresh_token = next.refresh_token.or_else(|| tokens.refresh_token.clone());
+        let new_id_token = next.id_token.clone().map(|id_token| (id_token, tokens.clone()));
+        if new_id_token.is_none() {
+            next.id_token = tokens.id_token.clone();
+            next.id_claims = tokens.id_claims.clone();
         }
-        let new_id_token = match next.id_token.clone() {
-            Some(id_token) => Some((id_token, tokens.clone())),
-            None => {
-                next.id_token = tokens.id_token.clone();
-                next.id_claims = tokens.id_claims.clone();
-                None
-            }
-        };
         Ok(Refreshed { tokens: next, expires_in, new_id_token })
     }
 }

@@ -30,7 +30,8 @@ use crate::wire::HttpSender;
 pub struct ClientCredentials {
     auth_url: String,
     token_url: Option<String>,
-    client_id: String,
+    /// The client id, which also keys a rate limit shared over Redis.
+    pub(super) client_id: String,
     client_secret: ClientSecret,
     scopes: Vec<String>,
     /// How the id and secret reach the token endpoint: HTTP Basic of the form-urlencoded id and
@@ -119,11 +120,6 @@ impl ClientCredentials {
         self
     }
 
-    /// The client id, which keys a rate limit shared over Redis.
-    pub(crate) fn client_id(&self) -> &str {
-        &self.client_id
-    }
-
     /// The grant with every setting checked, its requests through `http`, and the store that
     /// shares its token with other processes (the shared cache, when set).
     pub(crate) fn into_grant(self, http: &HttpSender) -> Result<(Grant, Option<Arc<dyn TokenStore>>), Error> {
@@ -132,9 +128,7 @@ impl ClientCredentials {
             None => urls::join_path(&urls::parse_service_url("auth_url", &self.auth_url)?, "oauth2/token"),
         };
         check_client(&self.client_id, Some(&self.client_secret))?;
-        for scope in &self.scopes {
-            urls::check_scope(scope)?;
-        }
+        self.scopes.iter().try_for_each(|scope| urls::check_scope(scope))?;
         let client = match self.auth_type {
             Some(AuthType::RequestBody) => {
                 ClientAuth::InBody(self.client_id.clone(), self.client_secret.clone())
@@ -146,10 +140,8 @@ impl ClientCredentials {
             // One token for every process with this token endpoint, client id and scopes, in any order.
             let scopes: std::collections::BTreeSet<&str> = self.scopes.iter().map(String::as_str).collect();
             let scopes = scopes.into_iter().collect::<Vec<_>>().join(" ");
-            cache.client_credentials_store(
-                &self.client_secret,
-                &[token_url.as_str(), &self.client_id, &scopes],
-            )
+            let key = [token_url.as_str(), &self.client_id, &scopes];
+            cache.client_credentials_store(&self.client_secret, &key)
         });
         #[cfg(not(feature = "redis"))]
         let store = None;

@@ -108,16 +108,27 @@ impl AuthServerMetadata {
         }
     }
 
+    /// The API's own endpoints below `auth_url` (API Part 4.2), with `auth_url` as the issuer.
+    pub(crate) fn of_api(auth_url: &str) -> Result<Self, Error> {
+        let base = urls::parse_service_url("auth_url", auth_url)?;
+        let endpoint = |path| Some(urls::join_path(&base, path));
+        Ok(AuthServerMetadata {
+            issuer: auth_url.trim().trim_end_matches('/').to_owned(),
+            authorization_endpoint: endpoint("oauth2/authorize"),
+            token_endpoint: endpoint("oauth2/token"),
+            jwks_uri: endpoint(".well-known/jwks.json"),
+            introspection_endpoint: endpoint("oauth2/introspect"),
+            revocation_endpoint: endpoint("oauth2/revoke"),
+            ..AuthServerMetadata::default()
+        })
+    }
+
     /// Every endpoint the document names through the one URL check
     /// ([`urls::check_service_url`]); the first refused is [`Error::InvalidArgument`] naming
     /// its member (`revocation_endpoint`, ...).
     pub(crate) fn check_endpoints(&self) -> Result<(), Error> {
-        for (name, url) in self.endpoints() {
-            if let Some(url) = url {
-                urls::check_service_url(name, url.clone())?;
-            }
-        }
-        Ok(())
+        let mut named = self.endpoints().into_iter().filter_map(|(name, url)| Some((name, url.clone()?)));
+        named.try_for_each(|(name, url)| urls::check_service_url(name, url).map(drop))
     }
 
     fn endpoints(&self) -> [(&'static str, &Option<Url>); 6] {
@@ -214,9 +225,7 @@ impl TokenIntrospector {
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
     ) -> Result<Self, Error> {
-        let endpoint =
-            urls::join_path(&urls::parse_service_url("auth_url", auth_url.as_ref())?, "oauth2/introspect");
-        Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
+        Self::from_metadata(&AuthServerMetadata::of_api(auth_url.as_ref())?, client_id, client_secret)
     }
 
     /// Introspection at the endpoint a discovery document names.
@@ -233,11 +242,7 @@ impl TokenIntrospector {
     ) -> Result<Self, Error> {
         metadata.check_endpoints()?;
         let endpoint = required(&metadata.introspection_endpoint, "introspection_endpoint")?;
-        Self::with_endpoint(endpoint, client_id.into(), client_secret.into())
-    }
-
-    fn with_endpoint(endpoint: Url, client_id: String, client_secret: String) -> Result<Self, Error> {
-        let client_secret = ClientSecret::new(client_secret);
+        let (client_id, client_secret) = (client_id.into(), ClientSecret::new(client_secret));
         check_client(&client_id, Some(&client_secret))?;
         let client = ClientAuth::basic(&client_id, &client_secret, false)?;
         let (credentials, sender) = ((client_id, client_secret), HttpSender::shared_default()?);

@@ -177,24 +177,27 @@ async fn serve(mut stream: TcpStream, port: u16, state: &str) -> Option<String> 
     let mut request_line = head.split(' ');
     let (method, target) = (request_line.next()?, request_line.next()?);
     let ours = |got: &str| constant_time_eq(got.as_bytes(), state.as_bytes());
-    let (status, body) = if method != "GET" {
-        ("405 Method Not Allowed", "method not allowed")
-    } else if target.split('?').next() != Some(CALLBACK_PATH) {
-        ("404 Not Found", "not found")
-    } else {
-        match CallbackParams::parse(target) {
-            Ok(params) if params.state.as_deref().is_some_and(ours) => {
-                let page =
-                    if params.error.is_some() || params.code.is_none() { FAILED_PAGE } else { DONE_PAGE };
-                respond(&mut stream, "200 OK", page).await;
-                return Some(format!("http://127.0.0.1:{port}{target}"));
-            }
-            // A callback with a repeated parameter is no one's.
-            _ => ("400 Bad Request", "not the callback of the pending sign-in"),
-        }
+    let callback =
+        CallbackParams::parse(target).ok().filter(|params| params.state.as_deref().is_some_and(ours));
+    let (status, body) = match callback {
+        _ if method != "GET" => ("405 Method Not Allowed", "method not allowed"),
+        _ if target.split('?').next() != Some(CALLBACK_PATH) => ("404 Not Found", "not found"),
+        // Another sign-in's, a forged one, or one with a parameter twice: no one's.
+        None => ("400 Bad Request", "not the callback of the pending sign-in"),
+        Some(params) if params.error.is_some() || params.code.is_none() => ("200 OK", FAILED_PAGE),
+        Some(_) => ("200 OK", DONE_PAGE),
     };
-    respond(&mut stream, status, body).await;
-    None
+    // The answer closes the connection; a page is never cached and sends no referrer on.
+    let kind = if body.starts_with('<') { "text/html" } else { "text/plain" };
+    let response = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {kind}; charset=utf-8\r\ncontent-length: {}\r\n\
+         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+    let _ = stream.shutdown().await;
+    // The pending sign-in's own callback, with a code or an error, ends the wait.
+    (status == "200 OK").then(|| format!("http://127.0.0.1:{port}{target}"))
 }
 
 /// Reads up to the blank line that ends the request head.
@@ -209,19 +212,6 @@ async fn read_head(stream: &mut TcpStream) -> Option<String> {
         head.extend_from_slice(&buffer[..read]);
     }
     String::from_utf8(head).ok()
-}
-
-/// Answers `body` with `status` and closes the connection; a page is never cached and sends
-/// no referrer on.
-async fn respond(stream: &mut TcpStream, status: &str, body: &str) {
-    let kind = if body.starts_with('<') { "text/html" } else { "text/plain" };
-    let response = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: {kind}; charset=utf-8\r\ncontent-length: {}\r\n\
-         cache-control: no-store\r\nreferrer-policy: no-referrer\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes()).await;
-    let _ = stream.shutdown().await;
 }
 
 #[cfg(test)]

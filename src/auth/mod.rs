@@ -158,15 +158,16 @@ use self::token_manager::{Grant, TokenManager};
 use crate::Error;
 use crate::wire::HttpSender;
 
-/// A client's id and, for a confidential client, its secret: neither empty.
+/// Refuses an empty `value`, given as `argument`: "expected a non-empty {what}".
+pub(crate) fn non_empty(argument: &'static str, what: &str, value: &str) -> Result<(), Error> {
+    let refused = || Error::invalid(argument, format!("expected a non-empty {what}"));
+    if value.is_empty() { Err(refused()) } else { Ok(()) }
+}
+
+/// A client's id (more than spaces) and, for a confidential client, its secret: neither empty.
 pub(crate) fn check_client(client_id: &str, client_secret: Option<&ClientSecret>) -> Result<(), Error> {
-    if client_id.trim().is_empty() {
-        return Err(Error::invalid("client_id", "expected a non-empty client id"));
-    }
-    if client_secret.is_some_and(|secret| secret.secret().is_empty()) {
-        return Err(Error::invalid("client_secret", "expected a non-empty client secret"));
-    }
-    Ok(())
+    non_empty("client_id", "client id", client_id.trim())?;
+    client_secret.map_or(Ok(()), |secret| non_empty("client_secret", "client secret", secret.secret()))
 }
 
 /// How the client authenticates; passed to [`ClientBuilder::auth`](crate::ClientBuilder::auth).
@@ -254,9 +255,7 @@ impl Auth {
         };
         // A user's or a static token must be one the client can send: not empty, and only of
         // characters allowed in a header.
-        if tokens.access_token.secret().trim().is_empty() {
-            return Err(Error::invalid("auth", "expected a non-empty access token"));
-        }
+        non_empty("auth", "access token", tokens.access_token.secret().trim())?;
         if !tokens.access_token.fits_header() {
             return Err(Error::invalid("auth", "expected an access token of characters allowed in a header"));
         }
@@ -267,7 +266,7 @@ impl Auth {
     /// shared over Redis); empty for a static token.
     pub(crate) fn client_id(&self) -> &str {
         match &self.0 {
-            AuthKind::ClientCredentials(flow) => flow.client_id(),
+            AuthKind::ClientCredentials(flow) => &flow.client_id,
             AuthKind::User(user) => user.flow.client_id(),
             AuthKind::Static(_) => "",
         }

@@ -46,10 +46,8 @@ impl ClientAuth {
             let message = "expected no `:` in a client id sent with literal HTTP Basic";
             return Err(Error::invalid("client_id", message));
         }
-        let encode = |text: &str| match literal {
-            true => text.to_owned(),
-            false => byte_serialize(text.as_bytes()).collect(),
-        };
+        let encode =
+            |text: &str| if literal { text.to_owned() } else { byte_serialize(text.as_bytes()).collect() };
         let pair = format!("{}:{}", encode(client_id), encode(client_secret.secret()));
         let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
         let mut value = HeaderValue::try_from(format!("Basic {encoded}"))

@@ -41,6 +41,7 @@ use url::Url;
 
 pub use self::claims::Claims;
 use self::key_cache::{FetchPolicy, Jwks, KeyCache};
+use super::non_empty;
 use crate::error::{Error, VerifyError};
 use crate::limits::BodyLimit;
 use crate::text::quoted;
@@ -157,12 +158,8 @@ impl TokenVerifier {
         issuer: String,
         audience: String,
     ) -> Result<Self, Error> {
-        if issuer.is_empty() {
-            return Err(Error::invalid("issuer", "expected a non-empty issuer"));
-        }
-        if audience.is_empty() {
-            return Err(Error::invalid("audience", "expected a non-empty audience"));
-        }
+        non_empty("issuer", "issuer", &issuer)?;
+        non_empty("audience", "audience", &audience)?;
         // Feature unification in a larger dependency tree may enable more than one
         // `jsonwebtoken` backend, and then `jsonwebtoken` cannot pick one by itself and panics at
         // the first signature operation: the crate's is installed for the process, unless one

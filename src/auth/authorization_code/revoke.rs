@@ -47,13 +47,10 @@ impl AuthorizationCodeFlow {
     /// [`Error::Http`] when it cannot be reached.
     pub async fn revoke(&self, tokens: &TokenSet) -> Result<(), Error> {
         self.check()?;
-        let url = self.config.revocation_url.as_ref().ok_or_else(|| {
-            Error::invalid(
-                "revocation_url",
-                "sign-out needs the authorization server's revocation endpoint (RFC 7009): the \
-                 discovery document names none; set one with `revocation_url`",
-            )
-        })?;
+        let none = "sign-out needs the authorization server's revocation endpoint (RFC 7009): the \
+                    discovery document names none; set one with `revocation_url`";
+        let url =
+            self.config.revocation_url.as_ref().ok_or_else(|| Error::invalid("revocation_url", none))?;
         if let Some(refresh_token) = &tokens.refresh_token {
             self.revoke_one(url, refresh_token.secret(), "refresh_token").await?;
         }

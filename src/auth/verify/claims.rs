@@ -62,11 +62,8 @@ impl Claims {
 
     /// The expiry (`exp`) as a UTC timestamp.
     pub fn expires_at(&self) -> DateTime<Utc> {
-        DateTime::from_timestamp(self.exp, 0).unwrap_or(if self.exp < 0 {
-            DateTime::<Utc>::MIN_UTC
-        } else {
-            DateTime::<Utc>::MAX_UTC
-        })
+        let bound = if self.exp < 0 { DateTime::<Utc>::MIN_UTC } else { DateTime::<Utc>::MAX_UTC };
+        DateTime::from_timestamp(self.exp, 0).unwrap_or(bound)
     }
 }
 

@@ -169,13 +169,11 @@ impl KeyCache {
                 found => (found.ok().flatten(), set.generation),
             }
         };
-        let mut fetch = match &stale {
+        let mut fetch = match (&stale, self.fetch.try_lock()) {
+            (_, Ok(fetch)) => fetch,
             // Another task is refetching: the cached key serves meanwhile.
-            Some(key) => match self.fetch.try_lock() {
-                Ok(fetch) => fetch,
-                Err(_) => return Ok(Arc::clone(key)),
-            },
-            None => self.fetch.lock().await,
+            (Some(key), Err(_)) => return Ok(Arc::clone(key)),
+            (None, Err(_)) => self.fetch.lock().await,
         };
         let now = Instant::now();
         let young = {
@@ -200,11 +198,8 @@ impl KeyCache {
             Ok(jwks) => {
                 fetch.failures = Failures::default();
                 let mut set = self.keys.write().unwrap_or_else(|e| e.into_inner());
-                *set = KeySet {
-                    jwks,
-                    fetched_at: Some(Instant::now()),
-                    generation: set.generation.wrapping_add(1),
-                };
+                let generation = set.generation.wrapping_add(1);
+                *set = KeySet { jwks, fetched_at: Some(Instant::now()), generation };
                 set.jwks.require(kid)
             }
             Err(error) => {
