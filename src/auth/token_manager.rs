@@ -231,8 +231,6 @@ pub(crate) struct Manager {
     store: Option<Arc<dyn TokenStore>>,
     /// The longest a caller waits for a token request: one request timeout.
     timeout: Duration,
-    /// The longest a refresh waits for its answer.
-    deadline: Duration,
     state: Mutex<State>,
     /// The newest set, whose refresh token is the one to use next, behind an async lock that a
     /// flight holds from its store's turn to the save.
@@ -261,7 +259,7 @@ impl Manager {
         let issued = (tokens.access_token.clone(), tokens.expires_in());
         let cached = (!issued.0.secret().is_empty()).then(|| CachedToken::stamp(issued, Instant::now()));
         let (state, current) = (Mutex::new(State::new(cached)), tokio::sync::Mutex::new(tokens));
-        Arc::new(Manager { grant, store, timeout, deadline: refresh_deadline(timeout), state, current })
+        Arc::new(Manager { grant, store, timeout, state, current })
     }
 
     /// A token that is good to send now, refreshing first when it is due. Waits at most one
@@ -408,7 +406,7 @@ impl Manager {
         &self,
         request: impl Future<Output = Result<Refreshed, Error>>,
     ) -> Result<Refreshed, Error> {
-        match tokio::time::timeout(self.deadline, request).await {
+        match tokio::time::timeout(refresh_deadline(self.timeout), request).await {
             Ok(Err(error)) if !issued_nothing(&error) && !error.needs_reauthentication() => {
                 tracing::warn!(error = %error, "a refresh's answer was lost; its refresh token is not presented again");
                 Err(Error::ReauthenticationRequired(ANSWER_LOST))
