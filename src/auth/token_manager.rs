@@ -217,10 +217,8 @@ impl State {
     /// What a caller gets when no token request serves it: the cached token while it has not
     /// expired, unless `error` asks for a new sign-in.
     fn fallback(&self, now: Instant, error: Error) -> Result<AccessToken, Error> {
-        match self.cached.as_ref().filter(|cached| cached.expires_at.is_none_or(|at| now < at)) {
-            Some(valid) if !error.needs_reauthentication() => Ok(valid.token.clone()),
-            _ => Err(error),
-        }
+        let valid = self.cached.as_ref().filter(|cached| cached.expires_at.is_none_or(|at| now < at));
+        valid.filter(|_| !error.needs_reauthentication()).map(|valid| valid.token.clone()).ok_or(error)
     }
 }
 
