@@ -293,15 +293,12 @@ impl Manager {
     /// is the one revoked), the tokens are forgotten, revoked, and the store cleared, whatever
     /// the revocation's outcome. The first failure is returned.
     pub(crate) async fn sign_out(self: &Arc<Self>) -> Result<(), Error> {
-        if !matches!(self.grant, Grant::Refresh(_)) {
-            return Err(Error::invalid("auth", NO_USER));
-        }
+        let Grant::Refresh(flow) = &self.grant else { return Err(Error::invalid("auth", NO_USER)) };
         self.lock().sign_out();
         // In a task of its own, like a token request: a caller that gives up while the
         // revocation is under way still leaves the tokens revoked and the store cleared.
-        let manager = Arc::clone(self);
+        let (manager, flow) = (Arc::clone(self), flow.clone());
         let revoke = async move {
-            let Grant::Refresh(flow) = &manager.grant else { return Ok(()) };
             let revoked = flow.revoke(&std::mem::take(&mut *manager.current.lock().await)).await;
             if let Err(error) = &revoked {
                 tracing::warn!(error = %error, "revoking the user's tokens failed; they are forgotten here");
