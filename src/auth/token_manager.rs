@@ -394,20 +394,20 @@ impl Manager {
         Ok((current.access_token.clone(), expires_in))
     }
 
-    /// A refresh `request`, given the flight's deadline; a failure that may have followed the
-    /// server's rotation (no answer in time, a connection lost, an unreadable answer) asks for
-    /// a new sign-in.
+    /// A refresh `request`, given the flight's deadline ([`refresh_deadline`]); a failure that
+    /// may have followed the server's rotation (no answer in time, a connection lost, an
+    /// unreadable answer) asks for a new sign-in.
     async fn present_once(
         &self,
         request: impl Future<Output = Result<Refreshed, Error>>,
     ) -> Result<Refreshed, Error> {
-        match tokio::time::timeout(refresh_deadline(self.timeout), request).await {
-            Ok(Err(error)) if !issued_nothing(&error) && !error.needs_reauthentication() => {
+        let answer = tokio::time::timeout(refresh_deadline(self.timeout), request).await;
+        match answer.unwrap_or_else(|_| Err(Error::http(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None))) {
+            Err(error) if !issued_nothing(&error) && !error.needs_reauthentication() => {
                 tracing::warn!(error = %error, "a refresh's answer was lost; its refresh token is not presented again");
                 Err(Error::ReauthenticationRequired(ANSWER_LOST))
             }
-            Ok(answer) => answer,
-            Err(_) => Err(Error::ReauthenticationRequired(ANSWER_LOST)),
+            answer => answer,
         }
     }
 
