@@ -386,8 +386,8 @@ impl Manager {
         let rotated = tokens.refresh_token != current.refresh_token;
         // Kept first: the server has already retired the old refresh token.
         *current = tokens;
-        let saved = self.save(current).await;
-        tracing::debug!(rotated, saved, "tokens renewed");
+        self.save(current).await;
+        tracing::debug!(rotated, "tokens renewed");
         if let Some(unverified) = new_id_token {
             tokio::spawn(self.clone().verify_id_token(unverified).in_current_span());
         }
@@ -411,13 +411,13 @@ impl Manager {
         }
     }
 
-    /// Saves `tokens`, the current set, and says whether it did; after a failure, tries again in
-    /// the background after the crate's backoff until a save succeeds, a newer set replaced
-    /// them, or the client is gone.
-    async fn save(self: &Arc<Self>, tokens: &TokenSet) -> bool {
-        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return false };
+    /// Saves `tokens`, the current set; after a failure (logged), tries again in the background
+    /// after the crate's backoff until a save succeeds, a newer set replaced them, or the
+    /// client is gone.
+    async fn save(self: &Arc<Self>, tokens: &TokenSet) {
+        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return };
         if save_once(store.as_ref(), tokens).await {
-            return true;
+            return;
         }
         let (manager, unsaved) = (Arc::downgrade(self), tokens.access_token.clone());
         tokio::spawn(async move {
@@ -434,7 +434,6 @@ impl Manager {
                 }
             }
         });
-        false
     }
 
     /// Verifies the ID token a refresh brought into the set it replaced, `previous`, while its
