@@ -290,9 +290,7 @@ fn write_atomically(path: &Path, contents: &[u8], caller: &Weak<()>) -> io::Resu
         return Err(error);
     }
     // Makes the rename durable (best effort: not every platform can open a directory).
-    if let Ok(dir) = File::open(dir) {
-        let _ = dir.sync_all();
-    }
+    let _ = File::open(dir).and_then(|dir| dir.sync_all());
     Ok(())
 }
 
