@@ -141,7 +141,7 @@ impl TokenStore for FileTokenStore {
             // serde_json's messages give a position, never the content.
             serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|e| failed("no token set in the token file", &self.path, e))
+                .map_err(|e| failed("no token set in the token file", &self.path, e.into()))
         })
     }
 
@@ -208,11 +208,7 @@ impl KeyedTokenStore for DirectoryTokenStore {
 }
 
 /// What went wrong with the file at `path`: `action` and the path, the reason its source.
-fn failed(
-    action: &str,
-    path: &Path,
-    reason: impl std::error::Error + Send + Sync + 'static,
-) -> TokenStoreError {
+fn failed(action: &str, path: &Path, reason: io::Error) -> TokenStoreError {
     TokenStoreError::with_source(format!("{action} {}", path.display()), reason)
 }
 
