@@ -217,10 +217,8 @@ impl State {
     /// What a caller gets when no token request serves it: the cached token while it has not
     /// expired, unless `error` asks for a new sign-in.
     fn fallback(&self, now: Instant, error: Error) -> Result<AccessToken, Error> {
-        match self.cached.as_ref().filter(|cached| cached.expires_at.is_none_or(|at| now < at)) {
-            Some(valid) if !error.needs_reauthentication() => Ok(valid.token.clone()),
-            _ => Err(error),
-        }
+        let valid = self.cached.as_ref().filter(|cached| cached.expires_at.is_none_or(|at| now < at));
+        valid.filter(|_| !error.needs_reauthentication()).map(|valid| valid.token.clone()).ok_or(error)
     }
 }
 
@@ -231,8 +229,6 @@ pub(crate) struct Manager {
     store: Option<Arc<dyn TokenStore>>,
     /// The longest a caller waits for a token request: one request timeout.
     timeout: Duration,
-    /// The longest a refresh waits for its answer.
-    deadline: Duration,
     state: Mutex<State>,
     /// The newest set, whose refresh token is the one to use next, behind an async lock that a
     /// flight holds from its store's turn to the save.
@@ -261,7 +257,7 @@ impl Manager {
         let issued = (tokens.access_token.clone(), tokens.expires_in());
         let cached = (!issued.0.secret().is_empty()).then(|| CachedToken::stamp(issued, Instant::now()));
         let (state, current) = (Mutex::new(State::new(cached)), tokio::sync::Mutex::new(tokens));
-        Arc::new(Manager { grant, store, timeout, deadline: refresh_deadline(timeout), state, current })
+        Arc::new(Manager { grant, store, timeout, state, current })
     }
 
     /// A token that is good to send now, refreshing first when it is due. Waits at most one
@@ -297,15 +293,12 @@ impl Manager {
     /// is the one revoked), the tokens are forgotten, revoked, and the store cleared, whatever
     /// the revocation's outcome. The first failure is returned.
     pub(crate) async fn sign_out(self: &Arc<Self>) -> Result<(), Error> {
-        if !matches!(self.grant, Grant::Refresh(_)) {
-            return Err(Error::invalid("auth", NO_USER));
-        }
+        let Grant::Refresh(flow) = &self.grant else { return Err(Error::invalid("auth", NO_USER)) };
         self.lock().sign_out();
         // In a task of its own, like a token request: a caller that gives up while the
         // revocation is under way still leaves the tokens revoked and the store cleared.
-        let manager = Arc::clone(self);
+        let (manager, flow) = (Arc::clone(self), flow.clone());
         let revoke = async move {
-            let Grant::Refresh(flow) = &manager.grant else { return Ok(()) };
             let revoked = flow.revoke(&std::mem::take(&mut *manager.current.lock().await)).await;
             if let Err(error) = &revoked {
                 tracing::warn!(error = %error, "revoking the user's tokens failed; they are forgotten here");
@@ -393,38 +386,38 @@ impl Manager {
         let rotated = tokens.refresh_token != current.refresh_token;
         // Kept first: the server has already retired the old refresh token.
         *current = tokens;
-        let saved = self.save(current).await;
-        tracing::debug!(rotated, saved, "tokens renewed");
+        self.save(current).await;
+        tracing::debug!(rotated, "tokens renewed");
         if let Some(unverified) = new_id_token {
             tokio::spawn(self.clone().verify_id_token(unverified).in_current_span());
         }
         Ok((current.access_token.clone(), expires_in))
     }
 
-    /// A refresh `request`, given the flight's deadline; a failure that may have followed the
-    /// server's rotation (no answer in time, a connection lost, an unreadable answer) asks for
-    /// a new sign-in.
+    /// A refresh `request`, given the flight's deadline ([`refresh_deadline`]); a failure that
+    /// may have followed the server's rotation (no answer in time, a connection lost, an
+    /// unreadable answer) asks for a new sign-in.
     async fn present_once(
         &self,
         request: impl Future<Output = Result<Refreshed, Error>>,
     ) -> Result<Refreshed, Error> {
-        match tokio::time::timeout(self.deadline, request).await {
-            Ok(Err(error)) if !issued_nothing(&error) && !error.needs_reauthentication() => {
+        let answer = tokio::time::timeout(refresh_deadline(self.timeout), request).await;
+        match answer.unwrap_or_else(|_| Err(Error::http(HttpErrorKind::Timeout, TOKEN_ENDPOINT, None))) {
+            Err(error) if !issued_nothing(&error) && !error.needs_reauthentication() => {
                 tracing::warn!(error = %error, "a refresh's answer was lost; its refresh token is not presented again");
                 Err(Error::ReauthenticationRequired(ANSWER_LOST))
             }
-            Ok(answer) => answer,
-            Err(_) => Err(Error::ReauthenticationRequired(ANSWER_LOST)),
+            answer => answer,
         }
     }
 
-    /// Saves `tokens`, the current set, and says whether it did; after a failure, tries again in
-    /// the background after the crate's backoff until a save succeeds, a newer set replaced
-    /// them, or the client is gone.
-    async fn save(self: &Arc<Self>, tokens: &TokenSet) -> bool {
-        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return false };
+    /// Saves `tokens`, the current set; after a failure (logged), tries again in the background
+    /// after the crate's backoff until a save succeeds, a newer set replaced them, or the
+    /// client is gone.
+    async fn save(self: &Arc<Self>, tokens: &TokenSet) {
+        let Some(store) = self.store.as_ref().filter(|_| !self.is_signed_out()) else { return };
         if save_once(store.as_ref(), tokens).await {
-            return true;
+            return;
         }
         let (manager, unsaved) = (Arc::downgrade(self), tokens.access_token.clone());
         tokio::spawn(async move {
@@ -441,7 +434,6 @@ impl Manager {
                 }
             }
         });
-        false
     }
 
     /// Verifies the ID token a refresh brought into the set it replaced, `previous`, while its

@@ -85,11 +85,8 @@ impl SharedBudget {
         let down = self.status().1.is_some_and(|until| Instant::now() < until);
         let interval = u64::try_from(duration_from_secs(1.0 / rate).as_micros()).unwrap_or(u64::MAX).max(1);
         // `as` saturates: the tolerance of a burst of billions is a long time, no more.
-        let reply = if down {
-            None
-        } else {
-            self.call(interval, interval.saturating_mul((burst - 1.0) as u64), 0).await
-        };
+        let tolerance = interval.saturating_mul((burst - 1.0) as u64);
+        let reply = if down { None } else { self.call(interval, tolerance, 0).await };
         let mut status = self.status();
         let Some([wait, paused, processes]) = reply else {
             let share = self.processes.unwrap_or(status.0);

@@ -152,10 +152,7 @@ impl RateLimit {
 
     /// The requests a second this limit allows, when it sets a rate.
     pub fn rate(&self) -> Option<f64> {
-        match self.setting {
-            Setting::Fixed { per_second, .. } => Some(per_second),
-            _ => None,
-        }
+        if let Setting::Fixed { per_second, .. } = self.setting { Some(per_second) } else { None }
     }
 
     fn with(setting: Setting) -> Self {

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 #[cfg(unix)]
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::{
@@ -29,8 +29,10 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Files are opened as a careful daemon opens them, and each refusal is a [`TokenStoreError`]
 /// naming the path, its reason the error's source: a symbolic link at the file or lock path is
 /// never followed, a FIFO or device is never opened for good (nor waited on), only a regular
-/// file of at most 256 KiB is read, every load, save and removal gives up after 10 seconds, and
-/// a folder others may write to is made owner-only, or refused when it is not the user's.
+/// file of at most 256 KiB is read, every load, save and removal gives up after 10 seconds (one
+/// given up on does not replace or delete the file afterwards, unless its rename or removal had
+/// already begun), and a folder others may write to is made owner-only, or refused when it is
+/// not the user's.
 ///
 /// Safe to share between processes, and between clients of one process that each have their
 /// own store object for the file: before a refresh, the client takes an exclusive lock on
@@ -76,12 +78,13 @@ impl FileTokenStore {
     /// error.
     pub async fn remove(&self) -> Result<(), TokenStoreError> {
         for path in [&self.path, &self.lock_path()] {
-            match blocking(path, |path| std::fs::remove_file(path)).await {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                    return Err(failed("cannot remove the token file", path, e));
+            let removed = blocking(path, |path, caller| {
+                match still_wanted(caller).and_then(|()| std::fs::remove_file(path)) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+                    removed => removed,
                 }
-                _ => {}
-            }
+            });
+            removed.await.map_err(|e| failed("cannot remove the token file", path, e))?;
         }
         Ok(())
     }
@@ -101,7 +104,7 @@ impl FileTokenStore {
         let without = |e: &io::Error| {
             tracing::warn!(error = %e, path = %path.display(), "no refresh lock can be taken here; refreshing without it");
         };
-        let file = match blocking(&path, open_lock).await {
+        let file = match blocking(&path, |path, _| open_lock(path)).await {
             Err(e) if matches!(e.kind(), PermissionDenied | ReadOnlyFilesystem) => {
                 without(&e);
                 return Ok(None);
@@ -131,14 +134,14 @@ impl FileTokenStore {
 impl TokenStore for FileTokenStore {
     fn load(&self) -> StoreFuture<'_, Option<TokenSet>> {
         Box::pin(async move {
-            let bytes = match blocking(&self.path, read_private).await {
+            let bytes = match blocking(&self.path, |path, _| read_private(path)).await {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
                 read => read.map_err(|e| failed("cannot read the token file", &self.path, e))?,
             };
             // serde_json's messages give a position, never the content.
             serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|e| failed("no token set in the token file", &self.path, e))
+                .map_err(|e| failed("no token set in the token file", &self.path, e.into()))
         })
     }
 
@@ -146,7 +149,8 @@ impl TokenStore for FileTokenStore {
         Box::pin(async move {
             let json = serde_json::to_vec_pretty(tokens)
                 .map_err(|e| TokenStoreError::with_source("cannot serialise the token set", e))?;
-            let written = blocking(&self.path, move |path| write_atomically(path, &json)).await;
+            let written =
+                blocking(&self.path, move |path, caller| write_atomically(path, &json, caller)).await;
             written.map_err(|e| failed("cannot write the token file", &self.path, e))
         })
     }
@@ -204,25 +208,36 @@ impl KeyedTokenStore for DirectoryTokenStore {
 }
 
 /// What went wrong with the file at `path`: `action` and the path, the reason its source.
-fn failed(
-    action: &str,
-    path: &Path,
-    reason: impl std::error::Error + Send + Sync + 'static,
-) -> TokenStoreError {
+fn failed(action: &str, path: &Path, reason: io::Error) -> TokenStoreError {
     TokenStoreError::with_source(format!("{action} {}", path.display()), reason)
 }
 
-/// Runs `op` on `path` on the blocking pool, for at most [`STORE_TIMEOUT`].
+/// Runs `op` on `path` on the blocking pool, for at most [`STORE_TIMEOUT`]. A thread cannot be
+/// stopped: an operation its caller stopped waiting for (at the timeout, or by dropping the
+/// future) goes on, so `op` gets the caller, to check with [`still_wanted`] just before the
+/// step that changes the file; an operation reported failed then never replaces or deletes a
+/// file saved after it.
 async fn blocking<T, F>(path: &Path, op: F) -> io::Result<T>
 where
     T: Send + 'static,
-    F: FnOnce(&Path) -> io::Result<T> + Send + 'static,
+    F: FnOnce(&Path, &Weak<()>) -> io::Result<T> + Send + 'static,
 {
-    let path = path.to_owned();
-    match tokio::time::timeout(STORE_TIMEOUT, tokio::task::spawn_blocking(move || op(&path))).await {
+    let waiting = Arc::new(());
+    let (path, caller) = (path.to_owned(), Arc::downgrade(&waiting));
+    match tokio::time::timeout(STORE_TIMEOUT, tokio::task::spawn_blocking(move || op(&path, &caller))).await {
         Ok(done) => done.unwrap_or_else(|stopped| Err(io::Error::other(stopped))),
         Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, format!("no answer within {STORE_TIMEOUT:?}"))),
     }
+}
+
+/// An error once the `caller` of [`blocking`] has stopped waiting. What stays open: a rename or
+/// removal already under way when it stopped (one that hangs, on a network file system) still
+/// lands after the caller was told that it failed.
+fn still_wanted(caller: &Weak<()>) -> io::Result<()> {
+    if caller.strong_count() == 0 {
+        return Err(io::Error::new(io::ErrorKind::TimedOut, "given up by its caller; nothing changed"));
+    }
+    Ok(())
 }
 
 /// Opens `path` as a careful daemon does: a symbolic link is not followed and a FIFO not
@@ -254,25 +269,24 @@ fn read_private(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// Writes `contents` to a new owner-only file beside `path` (mode `0600` on Unix, a name no
-/// other writer picks), flushes it to disk and renames it over `path`. On any failure the
-/// temporary file is removed and `path` is untouched.
-fn write_atomically(path: &Path, contents: &[u8]) -> io::Result<()> {
+/// other writer picks), flushes it to disk and, while its `caller` still waits, renames it over
+/// `path`. On any failure the temporary file is removed and `path` is untouched.
+fn write_atomically(path: &Path, contents: &[u8], caller: &Weak<()>) -> io::Result<()> {
     let dir = folder(path);
     private_dir(dir, true)?;
     let temporary = dir.join(format!(".tokens-{:032x}.tmp", fastrand::u128(..)));
     let written =
         open_careful(&temporary, OpenOptions::new().write(true).create_new(true)).and_then(|mut file| {
             file.write_all(contents)?;
-            file.sync_all()
+            file.sync_all()?;
+            still_wanted(caller)
         });
     if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, path)) {
         let _ = std::fs::remove_file(&temporary);
         return Err(error);
     }
     // Makes the rename durable (best effort: not every platform can open a directory).
-    if let Ok(dir) = File::open(dir) {
-        let _ = dir.sync_all();
-    }
+    let _ = File::open(dir).and_then(|dir| dir.sync_all());
     Ok(())
 }
 

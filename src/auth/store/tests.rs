@@ -339,3 +339,75 @@ fn names_come_from_one_hash_and_are_unchanged() {
     let key = crate::fleet::key_name("app", "rate-limit", &[], &["api", "client"]);
     assert_eq!(key, "app:rate-limit:d853ba7ec5bc3cd2397073037b17b45f8ff5f6cf");
 }
+
+/// Runs `late` on `path` while the one blocking thread is busy, so that its blocking step waits
+/// (as behind a busy pool or a slow disk) for `wait` seconds; `late` fails, another process
+/// saves set 2 meanwhile, and then the late step runs. What the file holds after.
+fn after_a_late_operation<F>(
+    path: &Path,
+    wait: u64,
+    late: impl FnOnce(FileTokenStore) -> F,
+) -> Option<TokenSet>
+where
+    F: Future<Output = Result<(), TokenStoreError>> + Send + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .max_blocking_threads(1)
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let (free, busy) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::task::spawn_blocking(move || busy.recv());
+        let late = tokio::spawn(late(FileTokenStore::new(path)));
+        tokio::task::yield_now().await;
+        tokio::time::advance(Duration::from_secs(wait)).await;
+        late.await.expect("task").expect_err("no answer in time");
+
+        let newer = FileTokenStore::new(path);
+        std::thread::spawn(move || {
+            let runtime =
+                tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+            runtime.block_on(newer.save(&sample(2))).expect("the newer save");
+        })
+        .join()
+        .expect("the other process");
+
+        // The late step runs now; a blocking step queued after it ends once it has.
+        free.send(()).expect("free the pool");
+        busy.await.expect("busy").expect("freed");
+        tokio::task::spawn_blocking(|| ()).await.expect("after the late step");
+    });
+    let stored = std::fs::read(path).ok()?;
+    Some(serde_json::from_slice(&stored).expect("a whole set"))
+}
+
+/// A save or a removal given up on (after the store's timeout or the caller's) never replaces or
+/// deletes the file: a newer set saved after it stays.
+#[test]
+fn a_store_operation_that_timed_out_never_changes_the_file_afterwards() {
+    let dir = TempDir::new("late-save");
+    let path = dir.0.join("tokens.json");
+    let stored = after_a_late_operation(&path, 11, |store| async move { store.save(&sample(1)).await });
+    assert_eq!(
+        stored.map(|set| set.access_token.secret().to_owned()).as_deref(),
+        Some("access-2"),
+        "the newer set stays"
+    );
+    assert_eq!(entries(&dir.0), ["tokens.json"], "no temporary file left");
+
+    // A caller that stops waiting sooner, by its own timeout (as the token manager's on a save).
+    let stored = after_a_late_operation(&path, 6, |store| async move {
+        let given_up = tokio::time::timeout(Duration::from_secs(5), store.save(&sample(3))).await;
+        given_up.unwrap_or_else(|_| Err(TokenStoreError::new("the caller's own timeout")))
+    });
+    assert_eq!(stored.map(|set| set.access_token.secret().to_owned()).as_deref(), Some("access-2"));
+
+    let stored = after_a_late_operation(&path, 11, |store| async move { store.remove().await });
+    assert_eq!(
+        stored.map(|set| set.access_token.secret().to_owned()).as_deref(),
+        Some("access-2"),
+        "the newer set stays"
+    );
+}
