@@ -189,7 +189,10 @@ async fn a_fourth_cursor_refusal_fails_the_run_and_keeps_the_mark(db: Db) {
 }
 
 async fn a_run_killed_between_pages_is_completed_by_the_next_without_writing_twice(db: Db) {
-    let server = ReferenceServer::builder().companies(50).start().await;
+    // The third page never comes in time: the run is killed after two pages, however fast the
+    // machine, and not a page later.
+    let stall = Faults::new().on(Endpoint::Companies, 3, Fault::Slow(Duration::from_secs(5)));
+    let server = ReferenceServer::builder().companies(50).faults(stall).start().await;
     let client = client(&server);
     let (kill, killed) = tokio::sync::oneshot::channel();
     let kill = Mutex::new(Some(kill));
