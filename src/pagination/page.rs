@@ -1,7 +1,6 @@
 //! A page of a list endpoint, the cursor to the next one, and the one way a page is read.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
@@ -219,23 +218,22 @@ struct Elements<T>(Page<T>);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Elements<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_seq(ElementsVisitor(PhantomData))
+        deserializer.deserialize_seq(Elements(Page::new(Vec::new())))
     }
 }
 
-struct ElementsVisitor<T>(PhantomData<fn() -> T>);
-
-impl<'de, T: DeserializeOwned> Visitor<'de> for ElementsVisitor<T> {
+/// The visitor of `data` is the page it fills.
+impl<'de, T: DeserializeOwned> Visitor<'de> for Elements<T> {
     type Value = Elements<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Elements<T>, A::Error> {
-        let mut page = Page::new(Vec::new());
-        let mut position = 0;
-        while let Some(raw) = seq.next_element::<&RawValue>()? {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Elements<T>, A::Error> {
+        let page = &mut self.0;
+        for position in 0.. {
+            let Some(raw) = seq.next_element::<&RawValue>()? else { break };
             match serde_json::from_str::<T>(raw.get()) {
                 Ok(item) => page.data.push(item),
                 Err(error) if page.undecodable.len() < KEPT_UNDECODABLE => {
@@ -249,9 +247,8 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ElementsVisitor<T> {
                 }
                 Err(_) => page.undecodable_total += 1,
             }
-            position += 1;
         }
-        Ok(Elements(page))
+        Ok(self)
     }
 }
 
