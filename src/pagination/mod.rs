@@ -89,13 +89,8 @@ impl Query {
     /// and `stream`.
     pub(crate) fn page_limit(&self, default: Option<u32>, delivered: u64) -> Option<u32> {
         let limit = self.limit.or(default);
-        match self.remaining(delivered) {
-            Some(remaining) => {
-                let remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
-                Some(limit.unwrap_or(DEFAULT_LIMIT).min(remaining))
-            }
-            None => limit,
-        }
+        let Some(remaining) = self.remaining(delivered) else { return limit };
+        Some(limit.unwrap_or(DEFAULT_LIMIT).min(u32::try_from(remaining).unwrap_or(u32::MAX)))
     }
 }
 

@@ -149,9 +149,7 @@ impl<T: DeserializeOwned> Page<T> {
         let endpoint = call.url.path();
         let mut page = Page::read(&body, endpoint)?;
         page.deprecation = deprecation;
-        for item in &mut page.undecodable {
-            item.page = number;
-        }
+        page.undecodable.iter_mut().for_each(|item| item.page = number);
         if let Some(first) = page.undecodable.first() {
             tracing::warn!(endpoint, more = page.undecodable_total - 1, "{first}");
             if on == OnUndecodable::Fail {
@@ -171,10 +169,8 @@ impl<T: DeserializeOwned> Page<T> {
         let envelope = serde_json::from_slice::<Envelope<T>>(body).map_err(|e| Error::decode(endpoint, e))?;
         let Envelope { data: Elements(mut page), pagination } = envelope;
         page.has_more = pagination.has_more;
-        page.next_cursor = match pagination.next_cursor {
-            Some(Value::String(cursor)) if !cursor.is_empty() => Some(Cursor(cursor)),
-            _ => None,
-        };
+        let cursor = pagination.next_cursor.as_ref().and_then(Value::as_str).filter(|c| !c.is_empty());
+        page.next_cursor = cursor.map(Cursor::from);
         page.total_count = pagination.total_count;
         Ok(page)
     }
@@ -255,10 +251,7 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for Elements<T> {
 /// Why an element is not a `T`: the parser's message, without its position in the element.
 fn reason(error: &serde_json::Error) -> String {
     let message = error.to_string();
-    match message.rsplit_once(" at line ") {
-        Some((reason, _)) => reason.to_owned(),
-        None => message,
-    }
+    message.rsplit_once(" at line ").map_or(&*message, |(reason, _)| reason).to_owned()
 }
 
 #[cfg(test)]
