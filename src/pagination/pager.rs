@@ -36,6 +36,8 @@ pub(super) struct Pager<T> {
     walk: Walk,
     pages: u64,
     pub(super) progress: Progress,
+    /// No page follows: the last one arrived, the listing failed, or its cap is reached
+    /// (`max_items(0)` from the start).
     finished: bool,
     /// The next page, requested and decoded in a task of its own while this one is read.
     prefetched: Option<JoinHandle<Result<Page<T>, Error>>>,
@@ -57,10 +59,10 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         Pager {
             pipeline,
             progress: Progress { resume: query.cursor.clone(), ..Progress::default() },
+            finished: query.max_items == Some(0),
             query,
             walk,
             pages: 0,
-            finished: false,
             prefetched: None,
             not_before: None,
             deferred: None,
@@ -100,8 +102,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         if let Some(error) = self.deferred.take() {
             return Some(Err(error));
         }
-        if self.finished || self.remaining() == Some(0) {
-            self.finished = true;
+        if self.finished {
             return None;
         }
         let page = match self.prefetched.take() {
