@@ -66,12 +66,8 @@ fn read_link(target: &str, params: &str, base: &Url) -> Option<Link> {
         return None;
     }
     let mut relations = None;
-    for param in params {
-        // An empty parameter, as in a trailing `;`, is allowed.
-        let param = param.trim_matches(OWS);
-        if param.is_empty() {
-            continue;
-        }
+    // An empty parameter, as in a trailing `;`, is allowed.
+    for param in params.map(|param| param.trim_matches(OWS)).filter(|param| !param.is_empty()) {
         let (name, value) = read_param(param)?;
         if relations.is_none() && name.eq_ignore_ascii_case("rel") {
             relations = Some(value.split_ascii_whitespace().map(str::to_ascii_lowercase).collect());
