@@ -153,11 +153,8 @@ impl<T: DeserializeOwned> Page<T> {
         if let Some(first) = page.undecodable.first() {
             tracing::warn!(endpoint, more = page.undecodable_total - 1, "{first}");
             if on == OnUndecodable::Fail {
-                let item = first.clone();
-                return Err(Error::Undecodable(Arc::new(UndecodableError {
-                    endpoint: endpoint.into(),
-                    item,
-                })));
+                let error = UndecodableError { endpoint: endpoint.into(), item: first.clone() };
+                return Err(Error::Undecodable(Arc::new(error)));
             }
         }
         Ok(page)
