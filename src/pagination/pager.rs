@@ -42,7 +42,8 @@ pub(super) struct Pager<T> {
     /// The next page, requested and decoded in a task of its own while this one is read.
     prefetched: Option<JoinHandle<Result<Page<T>, Error>>>,
     not_before: Option<Instant>,
-    /// A contract violation found on a page whose items are delivered first.
+    /// A contract violation found on a page whose items are delivered first (the listing is
+    /// then finished).
     deferred: Option<Error>,
     /// Requests sent again after a transient failure and waits for the budget, shared with the
     /// stream.
@@ -99,11 +100,9 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
 
     /// The next page, or the error the listing ends with; `None` at the end.
     pub(super) async fn next(&mut self) -> Option<Result<Page<T>, Error>> {
-        if let Some(error) = self.deferred.take() {
-            return Some(Err(error));
-        }
+        // A listing that failed after a page of items hands out the error, then ends.
         if self.finished {
-            return None;
+            return self.deferred.take().map(Err);
         }
         let page = match self.prefetched.take() {
             Some(handle) => {
@@ -117,11 +116,9 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
         })
     }
 
+    /// Ends the listing with `error` (no request is in flight: `next` took any prefetch).
     fn fail(&mut self, error: Error) -> Error {
         self.finished = true;
-        if let Some(handle) = self.prefetched.take() {
-            handle.abort();
-        }
         cursor_rejected(error, self.walk.cursor().is_some(), self.progress.delivered)
     }
 
