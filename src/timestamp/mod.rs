@@ -35,13 +35,15 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
     if text.len() > MAX_TIMESTAMP_LEN {
         return None;
     }
-    if let Some(date) = parse_utc_seconds(text) {
-        return Some(date);
-    }
+    parse_utc_seconds(text).or_else(|| parse_variants(text))
+}
+
+/// RFC 3339 with `T`, `t` or a space between date and time, then the variants, in order.
+#[cold]
+fn parse_variants(text: &str) -> Option<DateTime<Utc>> {
     let trimmed = text.trim();
     let offset = |format| DateTime::parse_from_str(trimmed, format).map(|date| date.to_utc());
     let naive = |format| NaiveDateTime::parse_from_str(trimmed, format).map(|date| date.and_utc());
-    // RFC 3339 with `T`, `t` or a space between date and time, then the variants, in order.
     DateTime::parse_from_rfc3339(text)
         .map(|date| date.to_utc())
         .or_else(|_| offset("%Y-%m-%dT%H:%M:%S%.f%z"))
