@@ -197,8 +197,7 @@ struct Envelope<T> {
 #[serde(rename_all = "camelCase")]
 struct Pagination {
     has_more: bool,
-    /// Any value: one that is not a string is no cursor.
-    #[serde(default)]
+    /// Any value, or none: one that is not a string is no cursor.
     next_cursor: Option<Value>,
     #[serde(default, deserialize_with = "crate::bounds::count")]
     total_count: Option<u64>,
