@@ -110,10 +110,7 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             }
             None => self.request().await,
         };
-        Some(match page {
-            Ok(page) => self.accept(page),
-            Err(error) => Err(self.fail(error)),
-        })
+        Some(page.map_err(|error| self.fail(error)).and_then(|page| self.accept(page)))
     }
 
     /// Ends the listing with `error` (no request is in flight: `next` took any prefetch).
