@@ -55,20 +55,18 @@ pub(super) struct Pager<T> {
 
 impl<T: DeserializeOwned + Send + 'static> Pager<T> {
     pub(super) fn new(pipeline: Pipeline, query: Query, stats: Arc<CallStats>) -> Self {
-        let span = telemetry::listing_span(query.call.url.path());
-        let walk = Walk::new(query.cursor.clone(), query.max_empty_pages);
         Pager {
             pipeline,
+            span: telemetry::listing_span(query.call.url.path()),
+            walk: Walk::new(query.cursor.clone(), query.max_empty_pages),
             progress: Progress { resume: query.cursor.clone(), ..Progress::default() },
             finished: query.max_items == Some(0),
             query,
-            walk,
             pages: 0,
             prefetched: None,
             not_before: None,
             deferred: None,
             stats,
-            span,
         }
     }
 
