@@ -51,10 +51,7 @@ impl Deprecation {
     /// ```
     #[must_use]
     pub fn since(&self) -> Option<DateTime<Utc>> {
-        match self {
-            Self::Since(date) => Some(*date),
-            Self::Deprecated | Self::Unrecognized(_) => None,
-        }
+        if let Self::Since(date) = self { Some(*date) } else { None }
     }
 }
 

@@ -66,12 +66,8 @@ fn read_link(target: &str, params: &str, base: &Url) -> Option<Link> {
         return None;
     }
     let mut relations = None;
-    for param in params {
-        // An empty parameter, as in a trailing `;`, is allowed.
-        let param = param.trim_matches(OWS);
-        if param.is_empty() {
-            continue;
-        }
+    // An empty parameter, as in a trailing `;`, is allowed.
+    for param in params.map(|param| param.trim_matches(OWS)).filter(|param| !param.is_empty()) {
         let (name, value) = read_param(param)?;
         if relations.is_none() && name.eq_ignore_ascii_case("rel") {
             relations = Some(value.split_ascii_whitespace().map(str::to_ascii_lowercase).collect());
@@ -86,7 +82,9 @@ fn read_link(target: &str, params: &str, base: &Url) -> Option<Link> {
 fn read_param(param: &str) -> Option<(&str, String)> {
     let (name, value) = param.split_once('=').unwrap_or((param, ""));
     let (name, value) = (name.trim_end_matches(OWS), value.trim_start_matches(OWS));
-    if name.is_empty() || !name.bytes().all(is_tchar) {
+    // A name is one or more `tchar` (RFC 9110 section 5.6.2).
+    let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if name.is_empty() || !name.bytes().all(tchar) {
         return None;
     }
     let value = match value.strip_prefix('"') {
@@ -96,11 +94,6 @@ fn read_param(param: &str) -> Option<(&str, String)> {
         None => value.to_owned(),
     };
     Some((name, value))
-}
-
-/// `tchar` of RFC 9110 section 5.6.2.
-fn is_tchar(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 #[cfg(test)]

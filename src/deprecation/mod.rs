@@ -162,9 +162,7 @@ impl fmt::Display for DeprecationNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.method, self.endpoint)?;
         match &self.deprecation {
-            Some(Deprecation::Since(since)) => {
-                write!(f, " is deprecated since {}", rfc3339(*since))?;
-            }
+            Some(Deprecation::Since(since)) => write!(f, " is deprecated since {}", rfc3339(*since))?,
             Some(_) => f.write_str(" is deprecated")?,
             None => f.write_str(" is scheduled for sunset")?,
         }

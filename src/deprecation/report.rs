@@ -76,17 +76,6 @@ impl DeprecationReporter {
     /// `Fail`, the client turns the response into an error). The callback, when set, is
     /// called for every notice whatever the policy, outside any lock.
     pub(crate) fn report(&self, notice: &DeprecationNotice, route: &str) {
-        self.report_at(notice, route, Utc::now());
-    }
-
-    /// The policy given to [`DeprecationReporter::new`].
-    #[must_use]
-    pub(crate) fn policy(&self) -> DeprecationPolicy {
-        self.policy
-    }
-
-    /// [`DeprecationReporter::report`] with the current time given.
-    fn report_at(&self, notice: &DeprecationNotice, route: &str, now: DateTime<Utc>) {
         let log = match self.policy {
             DeprecationPolicy::WarnEvery => true,
             DeprecationPolicy::Ignore | DeprecationPolicy::Fail => false,
@@ -96,11 +85,17 @@ impl DeprecationReporter {
             }
         };
         if log {
-            self::log(notice, now);
+            self::log(notice, Utc::now());
         }
         if let Some(callback) = &self.callback {
             callback(notice);
         }
+    }
+
+    /// The policy given to [`DeprecationReporter::new`].
+    #[must_use]
+    pub(crate) fn policy(&self) -> DeprecationPolicy {
+        self.policy
     }
 }
 
@@ -396,7 +391,7 @@ mod tests {
 
     #[test]
     fn near_or_past_sunset_is_logged_as_an_error() {
-        let now = at(1_800_000_000);
+        let now = Utc::now();
         let reporter = DeprecationReporter::new(DeprecationPolicy::WarnEvery, None);
         let mut soon = deprecated("/v1/companies");
         soon.sunset = Some(now + TimeDelta::days(3));
@@ -404,8 +399,8 @@ mod tests {
         past.sunset = Some(now - TimeDelta::days(3));
         let capture = Capture::default();
         tracing::subscriber::with_default(capture.clone(), || {
-            reporter.report_at(&soon, &soon.endpoint, now);
-            reporter.report_at(&past, &past.endpoint, now);
+            reporter.report(&soon, &soon.endpoint);
+            reporter.report(&past, &past.endpoint);
         });
         let events = capture.events();
         assert_eq!(events.len(), 2);

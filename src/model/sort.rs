@@ -34,10 +34,6 @@ pub struct Sort<T> {
 }
 
 impl<T> Sort<T> {
-    pub(crate) fn new(field: &str, descending: bool) -> Self {
-        Sort::from(if descending { format!("-{field}") } else { field.to_owned() })
-    }
-
     /// The field name.
     pub fn field(&self) -> &str {
         self.text.strip_prefix('-').unwrap_or(&self.text)
@@ -123,12 +119,12 @@ macro_rules! sort_fields {
 
             /// Ascending on this field.
             pub fn asc(self) -> $crate::Sort<$resource> {
-                $crate::Sort::new(self.field(), false)
+                $crate::Sort::from(self.field())
             }
 
             /// Descending on this field.
             pub fn desc(self) -> $crate::Sort<$resource> {
-                $crate::Sort::new(self.field(), true)
+                $crate::Sort::from(format!("-{}", self.field()))
             }
         }
 

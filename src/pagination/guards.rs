@@ -11,10 +11,15 @@ use crate::error::PaginationError;
 use crate::limits::MAX_CURSOR_BYTES;
 
 /// Where a listing is in its walk over cursors.
+#[derive(Default)]
 pub(super) struct Walk {
     /// The cursor of the next page to request; `None` before the first page.
     cursor: Option<Cursor>,
-    seen: SeenCursors,
+    /// The cursors the listing has used, as fixed-size digests: two SipHash values under the
+    /// random `keys`, so memory grows by 16 bytes per page whatever the cursors' length, and a
+    /// server that does not know the keys cannot make two cursors collide.
+    seen: HashSet<[u64; 2]>,
+    keys: [RandomState; 2],
     empty_in_a_row: u32,
     max_empty_pages: u32,
 }
@@ -23,7 +28,7 @@ impl Walk {
     /// A walk from `start` (the first page when `None`), tolerating `max_empty_pages` empty
     /// pages with `hasMore: true` in a row.
     pub(super) fn new(start: Option<Cursor>, max_empty_pages: u32) -> Self {
-        Walk { cursor: start, seen: SeenCursors::default(), empty_in_a_row: 0, max_empty_pages }
+        Walk { cursor: start, max_empty_pages, ..Walk::default() }
     }
 
     /// The cursor of the next page to request.
@@ -33,7 +38,8 @@ impl Walk {
 
     /// Takes in what page `number` said (`has_more`, `next_cursor`, and whether it held no
     /// items): true when a next page follows (its cursor is now [`cursor`](Walk::cursor)),
-    /// false at the end, or the rule the page broke.
+    /// false at the end, or the rule the page broke. An empty `nextCursor` arrives here as
+    /// `None`: the page decoder reads it as no cursor.
     pub(super) fn advance(
         &mut self,
         number: u64,
@@ -44,13 +50,12 @@ impl Walk {
         if !has_more {
             return Ok(false);
         }
-        let next = next_cursor
-            .filter(|c| !c.as_str().is_empty())
-            .ok_or(PaginationError::MissingCursor { page: number })?;
+        let next = next_cursor.ok_or(PaginationError::MissingCursor { page: number })?;
         if next.as_str().len() > MAX_CURSOR_BYTES {
             return Err(PaginationError::CursorTooLong { page: number, bytes: next.as_str().len() });
         }
-        if self.cursor.as_ref() == Some(next) || !self.seen.insert(next) {
+        let digest = self.keys.each_ref().map(|key| key.hash_one(next.as_str()));
+        if self.cursor.as_ref() == Some(next) || !self.seen.insert(digest) {
             return Err(PaginationError::RepeatedCursor { page: number });
         }
         if empty {
@@ -63,23 +68,6 @@ impl Walk {
         }
         self.cursor = Some(next.clone());
         Ok(true)
-    }
-}
-
-/// The cursors a listing has used, as fixed-size digests: two SipHash values under random
-/// keys, so memory grows by 16 bytes per page whatever the cursors' length, and a server that
-/// does not know the keys cannot make two cursors collide.
-#[derive(Default)]
-struct SeenCursors {
-    keys: [RandomState; 2],
-    digests: HashSet<[u64; 2]>,
-}
-
-impl SeenCursors {
-    /// Records `cursor`; false when it was already seen.
-    fn insert(&mut self, cursor: &Cursor) -> bool {
-        let digest = self.keys.each_ref().map(|key| key.hash_one(cursor.as_str()));
-        self.digests.insert(digest)
     }
 }
 
@@ -103,10 +91,6 @@ mod tests {
     fn more_without_a_cursor_is_refused() {
         let mut walk = Walk::new(None, 25);
         assert_eq!(walk.advance(1, true, None, false), Err(PaginationError::MissingCursor { page: 1 }));
-        assert_eq!(
-            walk.advance(2, true, Some(&cursor("")), false),
-            Err(PaginationError::MissingCursor { page: 2 })
-        );
     }
 
     #[test]
@@ -153,11 +137,12 @@ mod tests {
 
     #[test]
     fn seen_cursors_are_digests_that_tell_cursors_apart() {
-        let mut seen = SeenCursors::default();
-        for n in 0..10_000 {
-            assert!(seen.insert(&cursor(&format!("cursor-{n}"))), "{n}");
+        let mut walk = Walk::new(None, 25);
+        for n in 1..=10_000 {
+            assert_eq!(walk.advance(n, true, Some(&cursor(&format!("cursor-{n}"))), false), Ok(true), "{n}");
         }
-        assert!(!seen.insert(&cursor("cursor-42")));
-        assert_eq!(seen.digests.len(), 10_000);
+        let again = walk.advance(10_001, true, Some(&cursor("cursor-42")), false);
+        assert_eq!(again, Err(PaginationError::RepeatedCursor { page: 10_001 }));
+        assert_eq!(walk.seen.len(), 10_000);
     }
 }

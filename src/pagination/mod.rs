@@ -65,17 +65,10 @@ impl Query {
     /// all of them (API Part 4.1 rule 4).
     pub(crate) fn page(&self, limit: Option<u32>, cursor: Option<&Cursor>) -> Call {
         let mut call = self.call.clone();
-        let query = &mut call.query;
-        if let Some(limit) = limit {
-            query.push((Cow::Borrowed("limit"), limit.to_string()));
-        }
-        if let Some(sort) = &self.sort {
-            query.push((Cow::Borrowed("sort"), sort.clone()));
-        }
-        query.extend(self.filters.iter().cloned());
-        if let Some(cursor) = cursor {
-            query.push((Cow::Borrowed("cursor"), cursor.as_str().to_owned()));
-        }
+        let limit = limit.map(|limit| (Cow::Borrowed("limit"), limit.to_string()));
+        let sort = self.sort.clone().map(|sort| (Cow::Borrowed("sort"), sort));
+        let cursor = cursor.map(|cursor| (Cow::Borrowed("cursor"), cursor.to_string()));
+        call.query.extend(limit.into_iter().chain(sort).chain(self.filters.iter().cloned()).chain(cursor));
         call
     }
 
@@ -89,13 +82,8 @@ impl Query {
     /// and `stream`.
     pub(crate) fn page_limit(&self, default: Option<u32>, delivered: u64) -> Option<u32> {
         let limit = self.limit.or(default);
-        match self.remaining(delivered) {
-            Some(remaining) => {
-                let remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
-                Some(limit.unwrap_or(DEFAULT_LIMIT).min(remaining))
-            }
-            None => limit,
-        }
+        let Some(remaining) = self.remaining(delivered) else { return limit };
+        Some(limit.unwrap_or(DEFAULT_LIMIT).min(u32::try_from(remaining).unwrap_or(u32::MAX)))
     }
 }
 
@@ -123,6 +111,17 @@ mod tests {
         let root = url::Url::parse("https://api.example.com/v1/").expect("static url");
         let call = Call::new(http::Method::GET, &root, &"companies".into()).expect("a valid path");
         Query { limit, max_items, ..Query::new(call) }
+    }
+
+    #[test]
+    fn a_page_request_is_limit_sort_filters_then_the_cursor() {
+        let mut listing = query(Some(5), None);
+        listing.sort = Some("-name".to_owned());
+        listing.filters.push((Cow::Borrowed("status"), "active".to_owned()));
+        let pairs = |call: Call| call.query.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>();
+        let next = listing.page(Some(5), Some(&Cursor::from("c2")));
+        assert_eq!(pairs(next), ["limit=5", "sort=-name", "status=active", "cursor=c2"]);
+        assert_eq!(pairs(listing.page(None, None)), ["sort=-name", "status=active"]);
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! A page of a list endpoint, the cursor to the next one, and the one way a page is read.
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, SeqAccess, Visitor};
@@ -150,17 +149,12 @@ impl<T: DeserializeOwned> Page<T> {
         let endpoint = call.url.path();
         let mut page = Page::read(&body, endpoint)?;
         page.deprecation = deprecation;
-        for item in &mut page.undecodable {
-            item.page = number;
-        }
+        page.undecodable.iter_mut().for_each(|item| item.page = number);
         if let Some(first) = page.undecodable.first() {
             tracing::warn!(endpoint, more = page.undecodable_total - 1, "{first}");
             if on == OnUndecodable::Fail {
-                let item = first.clone();
-                return Err(Error::Undecodable(Arc::new(UndecodableError {
-                    endpoint: endpoint.into(),
-                    item,
-                })));
+                let error = UndecodableError { endpoint: endpoint.into(), item: first.clone() };
+                return Err(Error::Undecodable(Arc::new(error)));
             }
         }
         Ok(page)
@@ -172,10 +166,8 @@ impl<T: DeserializeOwned> Page<T> {
         let envelope = serde_json::from_slice::<Envelope<T>>(body).map_err(|e| Error::decode(endpoint, e))?;
         let Envelope { data: Elements(mut page), pagination } = envelope;
         page.has_more = pagination.has_more;
-        page.next_cursor = match pagination.next_cursor {
-            Some(Value::String(cursor)) if !cursor.is_empty() => Some(Cursor(cursor)),
-            _ => None,
-        };
+        let cursor = pagination.next_cursor.as_ref().and_then(Value::as_str).filter(|c| !c.is_empty());
+        page.next_cursor = cursor.map(Cursor::from);
         page.total_count = pagination.total_count;
         Ok(page)
     }
@@ -205,8 +197,7 @@ struct Envelope<T> {
 #[serde(rename_all = "camelCase")]
 struct Pagination {
     has_more: bool,
-    /// Any value: one that is not a string is no cursor.
-    #[serde(default)]
+    /// Any value, or none: one that is not a string is no cursor.
     next_cursor: Option<Value>,
     #[serde(default, deserialize_with = "crate::bounds::count")]
     total_count: Option<u64>,
@@ -219,23 +210,22 @@ struct Elements<T>(Page<T>);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Elements<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_seq(ElementsVisitor(PhantomData))
+        deserializer.deserialize_seq(Elements(Page::new(Vec::new())))
     }
 }
 
-struct ElementsVisitor<T>(PhantomData<fn() -> T>);
-
-impl<'de, T: DeserializeOwned> Visitor<'de> for ElementsVisitor<T> {
+/// The visitor of `data` is the page it fills.
+impl<'de, T: DeserializeOwned> Visitor<'de> for Elements<T> {
     type Value = Elements<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an array")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Elements<T>, A::Error> {
-        let mut page = Page::new(Vec::new());
-        let mut position = 0;
-        while let Some(raw) = seq.next_element::<&RawValue>()? {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Elements<T>, A::Error> {
+        let page = &mut self.0;
+        for position in 0.. {
+            let Some(raw) = seq.next_element::<&RawValue>()? else { break };
             match serde_json::from_str::<T>(raw.get()) {
                 Ok(item) => page.data.push(item),
                 Err(error) if page.undecodable.len() < KEPT_UNDECODABLE => {
@@ -249,19 +239,15 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for ElementsVisitor<T> {
                 }
                 Err(_) => page.undecodable_total += 1,
             }
-            position += 1;
         }
-        Ok(Elements(page))
+        Ok(self)
     }
 }
 
 /// Why an element is not a `T`: the parser's message, without its position in the element.
 fn reason(error: &serde_json::Error) -> String {
     let message = error.to_string();
-    match message.rsplit_once(" at line ") {
-        Some((reason, _)) => reason.to_owned(),
-        None => message,
-    }
+    message.rsplit_once(" at line ").map_or(&*message, |(reason, _)| reason).to_owned()
 }
 
 #[cfg(test)]

@@ -36,11 +36,14 @@ pub(super) struct Pager<T> {
     walk: Walk,
     pages: u64,
     pub(super) progress: Progress,
+    /// No page follows: the last one arrived, the listing failed, or its cap is reached
+    /// (`max_items(0)` from the start).
     finished: bool,
     /// The next page, requested and decoded in a task of its own while this one is read.
     prefetched: Option<JoinHandle<Result<Page<T>, Error>>>,
     not_before: Option<Instant>,
-    /// A contract violation found on a page whose items are delivered first.
+    /// A contract violation found on a page whose items are delivered first (the listing is
+    /// then finished).
     deferred: Option<Error>,
     /// Requests sent again after a transient failure and waits for the budget, shared with the
     /// stream.
@@ -52,20 +55,18 @@ pub(super) struct Pager<T> {
 
 impl<T: DeserializeOwned + Send + 'static> Pager<T> {
     pub(super) fn new(pipeline: Pipeline, query: Query, stats: Arc<CallStats>) -> Self {
-        let span = telemetry::listing_span(query.call.url.path());
-        let walk = Walk::new(query.cursor.clone(), query.max_empty_pages);
         Pager {
             pipeline,
+            span: telemetry::listing_span(query.call.url.path()),
+            walk: Walk::new(query.cursor.clone(), query.max_empty_pages),
             progress: Progress { resume: query.cursor.clone(), ..Progress::default() },
+            finished: query.max_items == Some(0),
             query,
-            walk,
             pages: 0,
-            finished: false,
             prefetched: None,
             not_before: None,
             deferred: None,
             stats,
-            span,
         }
     }
 
@@ -97,12 +98,9 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
 
     /// The next page, or the error the listing ends with; `None` at the end.
     pub(super) async fn next(&mut self) -> Option<Result<Page<T>, Error>> {
-        if let Some(error) = self.deferred.take() {
-            return Some(Err(error));
-        }
-        if self.finished || self.remaining() == Some(0) {
-            self.finished = true;
-            return None;
+        // A listing that failed after a page of items hands out the error, then ends.
+        if self.finished {
+            return self.deferred.take().map(Err);
         }
         let page = match self.prefetched.take() {
             Some(handle) => {
@@ -110,17 +108,12 @@ impl<T: DeserializeOwned + Send + 'static> Pager<T> {
             }
             None => self.request().await,
         };
-        Some(match page {
-            Ok(page) => self.accept(page),
-            Err(error) => Err(self.fail(error)),
-        })
+        Some(page.map_err(|error| self.fail(error)).and_then(|page| self.accept(page)))
     }
 
+    /// Ends the listing with `error` (no request is in flight: `next` took any prefetch).
     fn fail(&mut self, error: Error) -> Error {
         self.finished = true;
-        if let Some(handle) = self.prefetched.take() {
-            handle.abort();
-        }
         cursor_rejected(error, self.walk.cursor().is_some(), self.progress.delivered)
     }
 

@@ -260,15 +260,11 @@ impl<T: DeserializeOwned + Send + 'static> Stream for ItemStream<T> {
             if let Some(item) = self.buffer.pop_front() {
                 return Poll::Ready(Some(Ok(item)));
             }
-            match ready!(self.pages.poll_next_unpin(cx)) {
-                Some(Ok(page)) => {
-                    let room = KEPT_UNDECODABLE.saturating_sub(self.undecodable.len());
-                    self.undecodable.extend(page.undecodable.into_iter().take(room));
-                    self.buffer.extend(page.data);
-                }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                None => return Poll::Ready(None),
-            }
+            // `?` hands out the error a listing ended with as the next item.
+            let Some(page) = ready!(self.pages.poll_next_unpin(cx)?) else { return Poll::Ready(None) };
+            let room = KEPT_UNDECODABLE.saturating_sub(self.undecodable.len());
+            self.undecodable.extend(page.undecodable.into_iter().take(room));
+            self.buffer.extend(page.data);
         }
     }
 }

@@ -1,9 +1,7 @@
 //! HTTP-dates (RFC 9110 section 5.6.7), as `Sunset`, `Deprecation` and `Retry-After` send them:
 //! read by `httpdate` once the variants servers send are written as an IMF-fixdate.
 
-use std::time::UNIX_EPOCH;
-
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Datelike, TimeDelta, Utc};
 
 /// Parses an HTTP-date (`Sunset`, legacy `Deprecation`, `Retry-After`).
 ///
@@ -26,9 +24,9 @@ pub(crate) fn parse_http_date(value: &str) -> Option<DateTime<Utc>> {
 /// Parses an HTTP-date, reading two-digit years relative to `current_year`.
 fn parse_http_date_in(value: &str, current_year: i32) -> Option<DateTime<Utc>> {
     let (imf_fixdate, leap_second) = normalise(value, current_year)?;
-    let time = httpdate::parse_http_date(&imf_fixdate).ok()?;
-    let seconds = i64::try_from(time.duration_since(UNIX_EPOCH).ok()?.as_secs()).ok()?;
-    DateTime::from_timestamp(seconds + i64::from(leap_second), 0)
+    // `httpdate` reads the years 1970 to 9999 only, all within `DateTime`'s range.
+    let time = DateTime::<Utc>::from(httpdate::parse_http_date(&imf_fixdate).ok()?);
+    time.checked_add_signed(TimeDelta::seconds(i64::from(leap_second)))
 }
 
 /// Writes any form [`parse_http_date`] accepts as an IMF-fixdate for `httpdate`, which checks

@@ -19,7 +19,7 @@
 
 pub(crate) mod http_date;
 
-use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 
 pub(crate) use http_date::parse_http_date;
 
@@ -35,26 +35,23 @@ pub(crate) fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
     if text.len() > MAX_TIMESTAMP_LEN {
         return None;
     }
-    if let Some(date) = parse_utc_seconds(text) {
-        return Some(date);
-    }
-    // RFC 3339 with `T`, `t` or a space between date and time.
-    if let Ok(date) = DateTime::parse_from_rfc3339(text) {
-        return Some(date.with_timezone(&Utc));
-    }
-    let text = text.trim();
-    if let Ok(date) = DateTime::<FixedOffset>::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f%z")
-        .or_else(|_| DateTime::<FixedOffset>::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f%z"))
-    {
-        return Some(date.with_timezone(&Utc));
-    }
-    if let Ok(naive) = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f")
-        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f"))
-    {
-        return Some(naive.and_utc());
-    }
-    let naive = NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
-    Some(naive.and_hms_opt(0, 0, 0)?.and_utc())
+    parse_utc_seconds(text).or_else(|| parse_variants(text))
+}
+
+/// RFC 3339 with `T`, `t` or a space between date and time, then the variants, in order.
+#[cold]
+fn parse_variants(text: &str) -> Option<DateTime<Utc>> {
+    let trimmed = text.trim();
+    let offset = |format| DateTime::parse_from_str(trimmed, format).map(|date| date.to_utc());
+    let naive = |format| NaiveDateTime::parse_from_str(trimmed, format).map(|date| date.and_utc());
+    DateTime::parse_from_rfc3339(text)
+        .map(|date| date.to_utc())
+        .or_else(|_| offset("%Y-%m-%dT%H:%M:%S%.f%z"))
+        .or_else(|_| offset("%Y-%m-%d %H:%M:%S%.f%z"))
+        .or_else(|_| naive("%Y-%m-%dT%H:%M:%S%.f"))
+        .or_else(|_| naive("%Y-%m-%d %H:%M:%S%.f"))
+        .or_else(|_| NaiveDate::parse_from_str(trimmed, "%Y-%m-%d").map(|d| NaiveDateTime::from(d).and_utc()))
+        .ok()
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ`, the form the reference server sends, read without chrono's parser:

@@ -93,3 +93,14 @@ fn what_is_not_a_page_envelope_is_a_decode_error() {
         assert!(matches!(error, Error::Decode(_)), "{error:?}");
     }
 }
+
+#[test]
+fn a_next_cursor_absent_or_other_than_a_non_empty_string_is_no_cursor() {
+    for cursor in [json!(""), json!(7), json!(null), json!({"c": 1}), json!(["c"])] {
+        let body = json!({"data": [], "pagination": {"hasMore": true, "nextCursor": cursor}});
+        let page = Page::<Value>::from_json(body.to_string().as_bytes()).expect("a page envelope");
+        assert_eq!((page.has_more, page.next_cursor), (true, None), "{cursor}");
+    }
+    let without = Page::<Value>::from_json(br#"{"data": [], "pagination": {"hasMore": false}}"#);
+    assert_eq!(without.expect("a page envelope").next_cursor, None, "no nextCursor at all");
+}
