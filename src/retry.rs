@@ -197,7 +197,7 @@ impl RetryPolicy {
 /// at `initial` and doubles up to `max` ("full jitter"), without end.
 pub(crate) fn backoff(initial: Duration, max: Duration) -> impl Iterator<Item = Duration> + Send + Sync {
     std::iter::successors(Some(1), |failures: &u32| Some(failures.saturating_add(1)))
-        .map(move |failures| jittered(ceiling(initial, max, failures)))
+        .map(move |failures| full_jitter(initial, max, failures))
 }
 
 /// Requests that failed in a row: the last error, the instant before which no new request is
@@ -227,17 +227,18 @@ impl Failures {
     ) {
         let (initial, max) = backoff;
         self.failures = self.failures.saturating_add(1);
-        let delay = jittered(ceiling(initial, max, self.failures)).max(floor).min(max);
+        let delay = full_jitter(initial, max, self.failures).max(floor).min(max);
         let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
         tracing::warn!(error = %error, retry_in_ms, "{what} failed");
         self.last = Some((error.clone(), later(Instant::now(), delay)));
     }
 }
 
-/// The ceiling of the wait after `failures` failures in a row (from 1): `initial`, doubled for
-/// each failure after the first, at most `max`.
-fn ceiling(initial: Duration, max: Duration, failures: u32) -> Duration {
-    initial.saturating_mul(1 << failures.saturating_sub(1).min(31)).min(max)
+/// The wait after `failures` failures in a row (from 1), drawn uniformly from zero to a ceiling:
+/// `initial`, doubled for each failure after the first, at most `max`.
+fn full_jitter(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let ceiling = initial.saturating_mul(1 << failures.saturating_sub(1).min(31)).min(max);
+    ceiling.mul_f64(fastrand::f64())
 }
 
 /// What the calls of one listing cost beyond their requests: retries and waits for the budget.
@@ -314,16 +315,13 @@ impl<'p> Schedule<'p> {
                 Some(asked) => (Duration::ZERO, asked),
                 None => {
                     self.throttled = self.throttled.saturating_add(1);
-                    (
-                        jittered(ceiling(policy.initial_delay, policy.max_delay, self.throttled)),
-                        Duration::ZERO,
-                    )
+                    (full_jitter(policy.initial_delay, policy.max_delay, self.throttled), Duration::ZERO)
                 }
             }
         } else if self.retried + 1 < policy.max_attempts {
             self.throttled = 0;
             self.retried += 1;
-            let delay = jittered(ceiling(policy.initial_delay, policy.max_delay, self.retried));
+            let delay = full_jitter(policy.initial_delay, policy.max_delay, self.retried);
             (delay.max(error.retry_after().unwrap_or_default()), Duration::ZERO)
         } else {
             return None;
@@ -344,10 +342,6 @@ impl<'p> Schedule<'p> {
             error
         }
     }
-}
-
-fn jittered(ceiling: Duration) -> Duration {
-    ceiling.mul_f64(fastrand::f64())
 }
 
 #[cfg(test)]
