@@ -575,7 +575,7 @@ impl ClientBuilder {
         let sender = HttpSender::new(http, self.middleware, timeout, user_agent)
             .with_retry(self.retry.unwrap_or_default());
         let limit = self.rate_limit.unwrap_or_default();
-        let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().longest_delay())?;
+        let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().max_delay)?;
         let tokens = auth.into_token_manager(&sender)?;
         let settings = Settings {
             sender,

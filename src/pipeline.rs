@@ -175,12 +175,12 @@ impl Pipeline {
                 tracing::debug!("access token rejected; fetching a new one and resending once");
                 resent_for_token = true;
                 // The resend is a request of its own: it waits for the client's budget too.
-                self.settings.pacer.admit(policy.longest_delay(), None).await?;
+                self.settings.pacer.admit(policy.max_delay, None).await?;
                 continue;
             }
             let error = classify(error, successor);
             if error.is_throttle() {
-                self.settings.pacer.throttled(sent_at, &error, policy.longest_delay());
+                self.settings.pacer.throttled(sent_at, &error, policy.max_delay);
             }
             return Err(error);
         }

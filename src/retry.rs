@@ -44,7 +44,8 @@ use crate::pacing::Pacer;
 pub struct RetryPolicy {
     max_attempts: u32,
     initial_delay: Duration,
-    max_delay: Duration,
+    /// The largest wait between two attempts.
+    pub(crate) max_delay: Duration,
     max_elapsed: Duration,
     classifier: Option<Classifier>,
 }
@@ -151,11 +152,6 @@ impl RetryPolicy {
             Some(Classifier(retry)) => retry(error),
             None => error.is_retryable(),
         }
-    }
-
-    /// The largest wait between two attempts.
-    pub(crate) fn longest_delay(&self) -> Duration {
-        self.max_delay
     }
 
     /// Runs `send` (given the attempt's number, 1 for the first) until it succeeds, fails for
