@@ -290,7 +290,7 @@ pub struct ClientBuilder {
 impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientBuilder")
-            .field("base_url", &self.base_url.as_deref().map(crate::text::shown_raw_url))
+            .field("base_url", &self.base_url.as_deref().map(crate::text::shown_url))
             .field("auth", &self.auth)
             .field("api_version", &self.api_version)
             .finish_non_exhaustive()

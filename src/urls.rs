@@ -5,7 +5,7 @@
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use url::{Host, Url};
 
-use crate::text::{shown_path, shown_raw_url, shown_url};
+use crate::text::{shown_path, shown_url};
 use crate::{ApiVersion, Error};
 
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
@@ -15,10 +15,10 @@ pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url
 }
 
 /// Parses an absolute URL given by the user as `argument`, spaces around it ignored; the error
-/// shows it as [`shown_raw_url`] does.
+/// shows it as [`shown_url`] does.
 pub(crate) fn parse_absolute(argument: &'static str, raw: &str) -> Result<Url, Error> {
     Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)))
+        Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_url(raw)))
     })
 }
 
@@ -199,7 +199,7 @@ impl From<&str> for ApiPath {
             None
         };
         match refused {
-            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", shown_raw_url(literal))) },
+            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", shown_url(literal))) },
             None => ApiPath::from_segments(decoded),
         }
     }
