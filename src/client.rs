@@ -16,7 +16,7 @@ use crate::pacing::{Pacer, RateLimit};
 use crate::pipeline::{Pipeline, Settings};
 use crate::request::Request;
 use crate::urls::ApiPath;
-use crate::version::Preview;
+use crate::version::preview_header;
 use crate::wire::{HttpSender, Layers};
 use crate::{ApiVersion, Error, RetryPolicy, urls};
 
@@ -272,7 +272,7 @@ pub struct ClientBuilder {
     base_url: Option<String>,
     auth: Option<Auth>,
     api_version: ApiVersion,
-    preview: Option<Preview>,
+    preview: Option<HeaderValue>,
     timeout: Option<Duration>,
     http: Option<reqwest::Client>,
     user_agent: Option<HeaderValue>,
@@ -374,7 +374,7 @@ impl ClientBuilder {
 
     /// Requests preview features on every call with `X-API-Preview: YYYY-MM`. Default: none.
     pub fn preview(self, label: impl AsRef<str>) -> Self {
-        match Preview::new(label) {
+        match preview_header(label) {
             Ok(label) => ClientBuilder { preview: Some(label), ..self },
             Err(e) => self.fail(e),
         }

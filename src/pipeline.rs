@@ -21,7 +21,7 @@ use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::retry::CallStats;
 use crate::urls::ApiPath;
-use crate::version::{ApiVersion, Preview};
+use crate::version::{ApiVersion, preview_header};
 use crate::wire::{Expect, HttpSender};
 use crate::{Error, RetryPolicy};
 
@@ -58,7 +58,7 @@ impl Call {
 
     /// Asks for preview features with `X-API-Preview: label`, a `YYYY-MM` label.
     pub(crate) fn preview(&mut self, label: impl AsRef<str>) -> Result<(), Error> {
-        self.headers.insert(PREVIEW_HEADER, Preview::new(label)?.header());
+        self.headers.insert(PREVIEW_HEADER, preview_header(label)?);
         Ok(())
     }
 }
@@ -83,7 +83,8 @@ pub(crate) struct Settings {
     pub(crate) sender: HttpSender,
     pub(crate) api_root: Url,
     pub(crate) api_version: ApiVersion,
-    pub(crate) preview: Option<Preview>,
+    /// The client's `X-API-Preview` label.
+    pub(crate) preview: Option<HeaderValue>,
     pub(crate) deprecation: DeprecationReporter,
     pub(crate) max_body_bytes: u64,
     pub(crate) pacer: Pacer,
@@ -197,7 +198,7 @@ impl Pipeline {
         let headers = request.headers_mut();
         headers.insert(http::header::ACCEPT, HeaderValue::from_static("application/json"));
         if let Some(preview) = &self.settings.preview {
-            headers.insert(PREVIEW_HEADER, preview.header());
+            headers.insert(PREVIEW_HEADER, preview.clone());
         }
         headers.extend(call.headers.clone());
         // Tokens are checked where they come in (`build()`, token responses); one that still
