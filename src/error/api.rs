@@ -104,7 +104,7 @@ impl ApiError {
 
     /// The request path the error answered (no query string).
     pub fn endpoint(&self) -> &str {
-        self.0.endpoint.path()
+        &self.0.endpoint.path
     }
 
     /// `Retry-After`, as a duration from when the response arrived, at most a day (a longer

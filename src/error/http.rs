@@ -141,7 +141,7 @@ impl TransportError {
 
     /// The request path (no query string), or what the request was for.
     pub fn endpoint(&self) -> &str {
-        self.0.endpoint.path()
+        &self.0.endpoint.path
     }
 
     /// The status of the answer, when there was one (a redirect).

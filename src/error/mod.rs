@@ -313,6 +313,7 @@ type Cause = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
     server: Option<String>,
+    /// The path, or what the request was for.
     path: String,
 }
 
@@ -321,11 +322,6 @@ impl Endpoint {
     pub(crate) fn of(url: &url::Url, server: Origin) -> Self {
         let origin = (server != Origin::Api).then(|| shown_path(&url.origin().ascii_serialization()));
         Endpoint { server: origin, path: shown_path(url.path()) }
-    }
-
-    /// The path, or what the request was for.
-    pub(crate) fn path(&self) -> &str {
-        &self.path
     }
 }
 
