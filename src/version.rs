@@ -55,12 +55,9 @@ impl FromStr for ApiVersion {
     fn from_str(s: &str) -> Result<Self, Error> {
         // Digits only: `u32`'s parser would take a `+` too.
         let digits = s.strip_prefix(['v', 'V']).filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
-        match digits.and_then(|d| d.parse().ok()) {
-            Some(n) => ApiVersion::new(n),
-            None => {
-                Err(Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}")))
-            }
-        }
+        let refused =
+            || Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}"));
+        ApiVersion::new(digits.and_then(|d| d.parse().ok()).ok_or_else(refused)?)
     }
 }
 
