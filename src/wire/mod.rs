@@ -193,21 +193,17 @@ pub(crate) fn http_client(
     })
 }
 
-/// The crate's own HTTP client, for every path where the caller configured none: [`builder`]
-/// with redirects off.
+/// The crate's own HTTP client, for every path where the caller configured none: [`builder`].
 ///
 /// # Errors
 ///
 /// [`Error::Http`] with reqwest's error as the source when it cannot be built (no TLS backend
 /// starts): the caller gave no argument that could be wrong.
 pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
-    builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| Error::from_reqwest("the default HTTP client", e))
+    builder().build().map_err(|e| Error::from_reqwest("the default HTTP client", e))
 }
 
-/// reqwest's builder with the proxies of the environment, read as reqwest reads them
+/// reqwest's builder with redirects off and the proxies of the environment, read as reqwest reads them
 /// (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, their lower-case forms, and `NO_PROXY`; none in a
 /// CGI process, where `HTTP_PROXY` comes from a request header), except that they never serve a
 /// loopback host (`localhost`, `127.0.0.0/8`, `::1`): what a client sends in clear text to a
@@ -215,7 +211,7 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
 /// `http_config` come after these; its `no_proxy()` turns these off.
 fn builder() -> reqwest::ClientBuilder {
     let var = |names: [&str; 2]| names.into_iter().find_map(|name| std::env::var(name).ok());
-    let builder = reqwest::Client::builder().no_proxy();
+    let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy();
     if std::env::var_os("REQUEST_METHOD").is_some() {
         return builder;
     }
@@ -255,4 +251,25 @@ async fn read_body(
 /// `body`, an answer of `endpoint`, as JSON into `T`; [`Error::Decode`] when it is not one.
 pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
     serde_json::from_slice(body).map_err(|e| Error::decode(endpoint, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_default_client_follows_no_redirect() {
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).expect(0).mount(&elsewhere).await;
+        let server = MockServer::start().await;
+        let moved = ResponseTemplate::new(302).insert_header("location", format!("{}/x", elsewhere.uri()));
+        Mock::given(method("GET")).respond_with(moved).mount(&server).await;
+        let sender = HttpSender::shared_default().expect("the default sender");
+        let url = Url::parse(&server.uri()).expect("a url");
+        let err = sender.get_document(url, BodyLimit::DISCOVERY).await.expect_err("a redirect");
+        assert!(matches!(&err, Error::Http(e) if e.is_redirect() && e.status() == Some(302)), "{err:?}");
+    }
 }
