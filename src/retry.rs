@@ -148,10 +148,7 @@ impl RetryPolicy {
 
     /// Whether this policy retries `error` (attempts and time left aside).
     pub fn should_retry(&self, error: &Error) -> bool {
-        match &self.classifier {
-            Some(Classifier(retry)) => retry(error),
-            None => error.is_retryable(),
-        }
+        self.classifier.as_ref().map_or_else(|| error.is_retryable(), |Classifier(retry)| retry(error))
     }
 
     /// Runs `send` (given the attempt's number, 1 for the first) until it succeeds, fails for

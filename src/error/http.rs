@@ -133,10 +133,7 @@ impl TransportError {
     }
 
     fn kind(&self) -> Option<HttpErrorKind> {
-        match self.0.failure {
-            Failure::Http(kind) => Some(kind),
-            _ => None,
-        }
+        if let Failure::Http(kind) = self.0.failure { Some(kind) } else { None }
     }
 
     /// The request path (no query string), or what the request was for.
@@ -146,10 +143,7 @@ impl TransportError {
 
     /// The status of the answer, when there was one (a redirect).
     pub fn status(&self) -> Option<u16> {
-        match self.kind() {
-            Some(HttpErrorKind::Redirect(status)) => status,
-            _ => None,
-        }
+        if let Some(HttpErrorKind::Redirect(status)) = self.kind() { status } else { None }
     }
 
     /// True when the request timed out.
@@ -177,19 +171,12 @@ impl TransportError {
     /// which body's limit, `page`, `error`, `token`, `discovery`, `introspection` or `jwks`;
     /// empty for other failures.
     pub fn body(&self) -> &'static str {
-        self.limit_passed().body
+        if let Failure::TooLarge(limit) = self.0.failure { limit.body } else { "" }
     }
 
     /// For a response larger than its limit: the limit, in bytes; 0 for other failures.
     pub fn limit(&self) -> u64 {
-        self.limit_passed().bytes
-    }
-
-    fn limit_passed(&self) -> BodyLimit {
-        match self.0.failure {
-            Failure::TooLarge(limit) => limit,
-            _ => BodyLimit { body: "", bytes: 0 },
-        }
+        if let Failure::TooLarge(limit) = self.0.failure { limit.bytes } else { 0 }
     }
 
     /// A failure that sending again may not repeat: a timeout, no connection, a connection

@@ -212,10 +212,7 @@ impl Error {
 
     /// For a rejected cursor: how many items the listing had delivered.
     pub fn items_delivered(&self) -> Option<u64> {
-        match self {
-            Error::CursorRejected(e) => Some(e.items_delivered()),
-            _ => None,
-        }
+        if let Error::CursorRejected(e) = self { Some(e.items_delivered()) } else { None }
     }
 
     /// The error response behind this error, for API and authorization-server errors.
