@@ -344,10 +344,8 @@ impl ClientBuilder {
                 "client_secret" => secret = Some(value),
                 "scopes" => scopes = value,
                 other => {
-                    let message = format!(
-                        "expected base_url, auth_url, client_id, client_secret or scopes, got {:?}",
-                        crate::text::server_text(other)
-                    );
+                    let expected = "expected base_url, auth_url, client_id, client_secret or scopes";
+                    let message = format!("{expected}, got {:?}", crate::text::server_text(other));
                     return self.fail(Error::invalid("settings", message));
                 }
             }
