@@ -35,9 +35,8 @@ pub(crate) fn api_error(
 /// The `error="..."` parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 3).
 fn www_authenticate_error(headers: &HeaderMap) -> Option<ErrorCode> {
     let value = headers.get(http::header::WWW_AUTHENTICATE)?.to_str().ok()?;
-    let start = value.find("error=\"")? + "error=\"".len();
-    let end = value[start..].find('"')? + start;
-    Some(ErrorCode::parse(&value[start..end]))
+    let (_, error) = value.split_once("error=\"")?;
+    Some(ErrorCode::parse(error.split_once('"')?.0))
 }
 
 /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3), at most

@@ -121,9 +121,7 @@ impl HttpSender {
     ) -> Result<Vec<u8>, Error> {
         let endpoint = Endpoint::of(request.url(), expect.origin);
         let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
-        if !request.headers().contains_key(USER_AGENT) {
-            request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
-        }
+        request.headers_mut().entry(USER_AGENT).or_insert_with(|| self.user_agent.clone());
         request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
         let mut response = sent
@@ -143,9 +141,8 @@ impl HttpSender {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
         };
-        Err(Error::Api(
-            api_error(status.as_u16(), &headers, &body, &endpoint, deprecation).with_origin(expect.origin),
-        ))
+        let refused = api_error(status.as_u16(), &headers, &body, &endpoint, deprecation);
+        Err(Error::Api(refused.with_origin(expect.origin)))
     }
 
     /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
