@@ -106,10 +106,9 @@ impl Request {
 
     /// Sends `body` as JSON (`Content-Type: application/json`).
     pub fn json<B: Serialize + ?Sized>(self, body: &B) -> Self {
-        let json = serde_json::to_vec(body);
         self.with(|call| {
-            let json =
-                json.map_err(|e| Error::invalid("json", format!("the body does not serialize: {e}")))?;
+            let json = serde_json::to_vec(body)
+                .map_err(|e| Error::invalid("json", format!("the body does not serialize: {e}")))?;
             call.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             call.body = Some(json);
             Ok(())

@@ -69,13 +69,9 @@ pub(crate) fn preview_header(label: impl AsRef<str>) -> Result<HeaderValue, Erro
     let well_formed =
         bytes.len() == 7 && bytes[4] == b'-' && bytes[..4].iter().chain(&bytes[5..]).all(u8::is_ascii_digit);
     let month_ok = well_formed && matches!(label[5..].parse::<u8>(), Ok(1..=12));
-    match HeaderValue::from_str(label) {
-        Ok(value) if month_ok => Ok(value),
-        _ => Err(Error::invalid(
-            "preview",
-            format!("expected a `YYYY-MM` label with month 01 to 12, got {label:?}"),
-        )),
-    }
+    let expected = "expected a `YYYY-MM` label with month 01 to 12";
+    let refused = || Error::invalid("preview", format!("{expected}, got {label:?}"));
+    HeaderValue::from_str(label).ok().filter(|_| month_ok).ok_or_else(refused)
 }
 
 #[cfg(test)]
