@@ -300,9 +300,8 @@ impl fmt::Debug for ClientBuilder {
 impl ClientBuilder {
     /// Timeout of one HTTP request unless [`timeout`](ClientBuilder::timeout) sets another: 30 s.
     pub const DEFAULT_TIMEOUT: Duration = crate::wire::DEFAULT_TIMEOUT;
-    fn fail(mut self, error: Error) -> Self {
-        self.error.get_or_insert(error);
-        self
+    fn fail(self, error: Error) -> Self {
+        ClientBuilder { error: self.error.or(Some(error)), ..self }
     }
 
     /// The API's base address, without the version segment (`https://api.example.com`); a

@@ -89,15 +89,13 @@ impl RetryPolicy {
     }
 
     /// Attempts in all, the first one included (at least 1). Default: 4.
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.max(1);
-        self
+    pub fn max_attempts(self, attempts: u32) -> Self {
+        RetryPolicy { max_attempts: attempts.max(1), ..self }
     }
 
     /// Ceiling of the first backoff; it doubles with each retry. Default: 200 ms.
-    pub fn initial_delay(mut self, delay: Duration) -> Self {
-        self.initial_delay = delay;
-        self
+    pub fn initial_delay(self, delay: Duration) -> Self {
+        RetryPolicy { initial_delay: delay, ..self }
     }
 
     /// Largest wait between two attempts, `Retry-After` included: a server asking for a longer
@@ -106,16 +104,14 @@ impl RetryPolicy {
     /// that would wait longer end at once with the 429, and once `max_delay` is over, requests
     /// are sent again, however long the server asked for (the error's
     /// [`retry_after`](Error::retry_after) says that, at most a day). Default: 10 s.
-    pub fn max_delay(mut self, delay: Duration) -> Self {
-        self.max_delay = delay;
-        self
+    pub fn max_delay(self, delay: Duration) -> Self {
+        RetryPolicy { max_delay: delay, ..self }
     }
 
     /// Total time spent waiting between attempts of one request: backoff, `Retry-After`, and
     /// while the client paces itself, the wait for its budget after a failure. Default: 60 s.
-    pub fn max_elapsed(mut self, elapsed: Duration) -> Self {
-        self.max_elapsed = elapsed;
-        self
+    pub fn max_elapsed(self, elapsed: Duration) -> Self {
+        RetryPolicy { max_elapsed: elapsed, ..self }
     }
 
     /// Which failures are retried: `retry` answers for each error, in place of
@@ -133,12 +129,11 @@ impl RetryPolicy {
     /// let narrower = RetryPolicy::default().retry_if(|e: &Error| e.is_retryable() && e.status() != Some(429));
     /// # let _ = (wider, narrower);
     /// ```
-    pub fn retry_if<F>(mut self, retry: F) -> Self
+    pub fn retry_if<F>(self, retry: F) -> Self
     where
         F: Fn(&Error) -> bool + Send + Sync + 'static,
     {
-        self.classifier = Some(Classifier(Arc::new(retry)));
-        self
+        RetryPolicy { classifier: Some(Classifier(Arc::new(retry))), ..self }
     }
 
     /// Attempts in all.

@@ -65,15 +65,13 @@ impl HttpSender {
     }
 
     /// The same sender, with `policy` for the requests that retry outside the API pipeline.
-    pub(crate) fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
+    pub(crate) fn with_retry(self, policy: RetryPolicy) -> Self {
+        HttpSender { retry: policy, ..self }
     }
 
     /// The same sender, each request waiting at most `timeout` for its answer.
-    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    pub(crate) fn with_timeout(self, timeout: Duration) -> Self {
+        HttpSender { timeout, ..self }
     }
 
     /// How requests outside the API pipeline are retried.
