@@ -278,8 +278,8 @@ pub struct ClientBuilder {
     user_agent: Option<HeaderValue>,
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
-    retry: Option<RetryPolicy>,
-    rate_limit: Option<RateLimit>,
+    retry: RetryPolicy,
+    rate_limit: RateLimit,
     middleware: Layers,
     deprecation_policy: DeprecationPolicy,
     on_deprecation: Option<DeprecationCallback>,
@@ -449,7 +449,7 @@ impl ClientBuilder {
     /// [`RetryPolicy::default`]; a listing can override it with
     /// [`List::retry`](crate::List::retry).
     pub fn retry(self, policy: RetryPolicy) -> Self {
-        ClientBuilder { retry: Some(policy), ..self }
+        ClientBuilder { retry: policy, ..self }
     }
 
     /// How fast the client sends API requests: one budget for every request of this client and
@@ -469,7 +469,7 @@ impl ClientBuilder {
     /// # Ok::<(), business_records::Error>(())
     /// ```
     pub fn rate_limit(self, limit: RateLimit) -> Self {
-        ClientBuilder { rate_limit: Some(limit), ..self }
+        ClientBuilder { rate_limit: limit, ..self }
     }
 
     /// Runs `layer` on every request the client sends: API calls and token requests alike
@@ -569,10 +569,8 @@ impl ClientBuilder {
         let user_agent =
             self.user_agent.unwrap_or_else(|| HeaderValue::from_static(crate::wire::DEFAULT_USER_AGENT));
         let timeout = self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT);
-        let sender = HttpSender::new(http, self.middleware, timeout, user_agent)
-            .with_retry(self.retry.unwrap_or_default());
-        let limit = self.rate_limit.unwrap_or_default();
-        let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().max_delay)?;
+        let pacer = Pacer::new(&self.rate_limit, &api_root, auth.client_id(), self.retry.max_delay)?;
+        let sender = HttpSender::new(http, self.middleware, timeout, user_agent).with_retry(self.retry);
         let tokens = auth.into_token_manager(&sender)?;
         let settings = Settings {
             sender,
