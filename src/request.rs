@@ -171,10 +171,7 @@ impl Request {
 
     /// The retry policy of this request, instead of the client's.
     pub fn retry(self, policy: RetryPolicy) -> Self {
-        self.with(|call| {
-            call.retry = Some(policy);
-            Ok(())
-        })
+        Request { call: self.call.map(|call| Call { retry: Some(policy), ..call }), ..self }
     }
 
     /// Sends the request and decodes the answer's JSON body into `T`.
