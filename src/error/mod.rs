@@ -340,10 +340,7 @@ struct Part<T>(&'static str, Option<T>, &'static str);
 
 impl<T: fmt::Display> fmt::Display for Part<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.1 {
-            Some(value) => write!(f, "{}{value}{}", self.0, self.2),
-            None => Ok(()),
-        }
+        self.1.as_ref().map_or(Ok(()), |value| write!(f, "{}{value}{}", self.0, self.2))
     }
 }
 
