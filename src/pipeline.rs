@@ -162,11 +162,7 @@ impl Pipeline {
                 Err(Error::Api(error)) => error,
                 Err(other) => return Err(other),
             };
-            if error.status() == 401
-                && error.code() == Some(&ErrorCode::InvalidToken)
-                && !resent_for_token
-                && self.tokens.invalidate(&token)
-            {
+            if error.is_invalid_token() && !resent_for_token && self.tokens.invalidate(&token) {
                 tracing::debug!("access token rejected; fetching a new one and resending once");
                 resent_for_token = true;
                 // The resend is a request of its own: it waits for the client's budget too.

@@ -118,6 +118,11 @@ impl ApiError {
         self.0.deprecation.as_ref()
     }
 
+    /// A 401 `invalid_token`: the access token was refused.
+    pub(crate) fn is_invalid_token(&self) -> bool {
+        self.0.status == Some(401) && self.0.code == Some(ErrorCode::InvalidToken)
+    }
+
     /// A 429, or a `rate_limited` code: the server asks the client to slow down.
     pub(crate) fn is_throttle(&self) -> bool {
         self.0.status == Some(429) || self.0.code == Some(ErrorCode::RateLimited)

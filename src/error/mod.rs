@@ -259,7 +259,7 @@ impl Error {
     pub fn needs_reauthentication(&self) -> bool {
         match self {
             Error::Api(r) => match r.origin() {
-                Origin::Api => r.status() == 401 && r.code() == Some(&ErrorCode::InvalidToken),
+                Origin::Api => r.is_invalid_token(),
                 Origin::AuthorizationServer => {
                     matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
                 }
