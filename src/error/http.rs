@@ -190,20 +190,12 @@ impl TransportError {
 /// True when `err`'s causes say the connection closed or reset in the middle of the exchange.
 fn connection_lost(err: &reqwest::Error) -> bool {
     use std::error::Error as _;
-    use std::io::ErrorKind;
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
     std::iter::successors(err.source(), |&e| e.source()).any(|e| {
         let hyper = e.downcast_ref::<hyper::Error>();
         let io = e.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
         hyper.is_some_and(|e| e.is_incomplete_message() || e.is_closed() || e.is_canceled())
-            || matches!(
-                io,
-                Some(
-                    ErrorKind::ConnectionReset
-                        | ErrorKind::ConnectionAborted
-                        | ErrorKind::BrokenPipe
-                        | ErrorKind::UnexpectedEof
-                )
-            )
+            || matches!(io, Some(ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
     })
 }
 

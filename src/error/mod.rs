@@ -257,12 +257,11 @@ impl Error {
     /// the client had replaced it and sent the request again, or could not replace it (a
     /// static token).
     pub fn needs_reauthentication(&self) -> bool {
+        use ErrorCode::{InvalidClient, InvalidGrant};
         match self {
             Error::Api(r) => match r.origin() {
                 Origin::Api => r.is_invalid_token(),
-                Origin::AuthorizationServer => {
-                    matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
-                }
+                Origin::AuthorizationServer => matches!(r.code(), Some(InvalidGrant | InvalidClient)),
             },
             Error::ReauthenticationRequired(_) => true,
             _ => false,
