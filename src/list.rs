@@ -62,9 +62,8 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     }
 
     /// Applies `change` unless an earlier setter failed; its error replaces the query.
-    fn with(mut self, change: impl FnOnce(&mut Query) -> Result<(), Error>) -> Self {
-        self.query = self.query.and_then(|mut query| change(&mut query).map(|()| query));
-        self
+    fn with(self, change: impl FnOnce(&mut Query) -> Result<(), Error>) -> Self {
+        List { query: self.query.and_then(|mut query| change(&mut query).map(|()| query)), ..self }
     }
 
     /// Applies `change`, which cannot fail, unless an earlier setter failed.

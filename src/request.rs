@@ -87,9 +87,8 @@ impl Request {
     }
 
     /// Applies `change` unless an earlier setter failed; its error replaces the call.
-    fn with(mut self, change: impl FnOnce(&mut Call) -> Result<(), Error>) -> Self {
-        self.call = self.call.and_then(|mut call| change(&mut call).map(|()| call));
-        self
+    fn with(self, change: impl FnOnce(&mut Call) -> Result<(), Error>) -> Self {
+        Request { call: self.call.and_then(|mut call| change(&mut call).map(|()| call)), ..self }
     }
 
     /// Adds the query parameter `name=value` (encoded); a name may repeat.
