@@ -139,7 +139,7 @@ impl HttpSender {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
         };
-        let refused = api_error(status.as_u16(), &headers, &body, &endpoint, deprecation);
+        let refused = api_error(status.as_u16(), &headers, &body, &endpoint).with_deprecation(deprecation);
         Err(Error::Api(refused.with_origin(expect.origin)))
     }
 
