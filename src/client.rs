@@ -570,7 +570,8 @@ impl ClientBuilder {
             self.user_agent.unwrap_or_else(|| HeaderValue::from_static(crate::wire::DEFAULT_USER_AGENT));
         let timeout = self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT);
         let pacer = Pacer::new(&self.rate_limit, &api_root, auth.client_id(), self.retry.max_delay)?;
-        let sender = HttpSender::new(http, self.middleware, timeout, user_agent).with_retry(self.retry);
+        let sender =
+            HttpSender::new(http, self.middleware, user_agent).with_timeout(timeout).with_retry(self.retry);
         let tokens = auth.into_token_manager(&sender)?;
         let settings = Settings {
             sender,

@@ -53,15 +53,10 @@ pub(crate) struct HttpSender {
 
 impl HttpSender {
     /// A sender over `http`, every request passing through `layers` (none: straight to the
-    /// wire).
-    pub(crate) fn new(
-        http: reqwest::Client,
-        layers: Layers,
-        timeout: Duration,
-        user_agent: HeaderValue,
-    ) -> Self {
+    /// wire), with the crate's timeout ([`with_timeout`](Self::with_timeout) sets another).
+    pub(crate) fn new(http: reqwest::Client, layers: Layers, user_agent: HeaderValue) -> Self {
         let http = ClientWithMiddleware::new(http, layers);
-        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default() }
+        HttpSender { http, timeout: DEFAULT_TIMEOUT, user_agent, retry: RetryPolicy::default() }
     }
 
     /// The same sender, with `policy` for the requests that retry outside the API pipeline.
@@ -86,7 +81,7 @@ impl HttpSender {
 
     /// A sender over the caller's `reqwest::Client`, with the crate's timeout and user agent.
     pub(crate) fn with_client(http: reqwest::Client) -> Self {
-        HttpSender::new(http, Layers::new(), DEFAULT_TIMEOUT, HeaderValue::from_static(DEFAULT_USER_AGENT))
+        HttpSender::new(http, Layers::new(), HeaderValue::from_static(DEFAULT_USER_AGENT))
     }
 
     /// The crate-wide sender of everything sent outside a [`Client`](crate::Client) (a flow,
