@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 use http::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
+use reqwest::Response;
 use reqwest_middleware::ClientWithMiddleware;
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
@@ -217,11 +218,7 @@ fn builder() -> reqwest::ClientBuilder {
 /// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
 /// passes `limit` (or at once when `Content-Length` says it will), so an oversized body is
 /// never held in memory.
-async fn read_body(
-    endpoint: &Endpoint,
-    mut response: reqwest::Response,
-    limit: BodyLimit,
-) -> Result<Vec<u8>, Error> {
+async fn read_body(endpoint: &Endpoint, mut response: Response, limit: BodyLimit) -> Result<Vec<u8>, Error> {
     let too_large = || Error::too_large(endpoint.clone(), limit);
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
