@@ -17,7 +17,7 @@ use crate::pipeline::{Pipeline, Settings};
 use crate::request::Request;
 use crate::urls::ApiPath;
 use crate::version::preview_header;
-use crate::wire::{HttpSender, Layers};
+use crate::wire::{DEFAULT_USER_AGENT, HttpSender, Layers};
 use crate::{ApiVersion, Error, RetryPolicy, urls};
 
 /// The business-records API client.
@@ -566,8 +566,7 @@ impl ClientBuilder {
             self.auth.ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
 
         let http = self.http.map_or_else(crate::wire::default_http_client, Ok)?;
-        let user_agent =
-            self.user_agent.unwrap_or_else(|| HeaderValue::from_static(crate::wire::DEFAULT_USER_AGENT));
+        let user_agent = self.user_agent.unwrap_or_else(|| HeaderValue::from_static(DEFAULT_USER_AGENT));
         let timeout = self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT);
         let pacer = Pacer::new(&self.rate_limit, &api_root, auth.client_id(), self.retry.max_delay)?;
         let sender =

@@ -2,7 +2,7 @@
 //! no user information, and the version segment added exactly once. Messages show URLs without
 //! their user information.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use url::{Host, Url};
 
 use crate::text::{shown_path, shown_url};
@@ -174,8 +174,7 @@ impl ApiPath {
 /// segment).
 impl From<&str> for ApiPath {
     fn from(literal: &str) -> Self {
-        let decoded: Vec<_> =
-            literal.split('/').map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy()).collect();
+        let decoded: Vec<_> = literal.split('/').map(|s| percent_decode_str(s).decode_utf8_lossy()).collect();
         let refused = if literal.contains(['?', '#', '\\']) {
             Some("expected no query, fragment or backslash")
         } else if literal.starts_with('/')
