@@ -79,16 +79,12 @@ pub(crate) fn bound_json_fields(body: Vec<u8>, fields: &[(&str, u64)]) -> Vec<u8
     let Ok(mut object) = serde_json::from_slice::<Map<String, Value>>(&body) else { return body };
     let mut changed = false;
     for &(name, max) in fields {
-        let Some(value) = object.get(name) else { continue };
-        let bounded = json_seconds(value).map(|seconds| seconds.min(max));
-        if bounded.is_some() && value.as_u64() == bounded {
-            continue;
+        let Some(value) = object.remove(name) else { continue };
+        let bounded = json_seconds(&value).map(|seconds| Value::from(seconds.min(max)));
+        changed |= bounded.as_ref() != Some(&value);
+        if let Some(bounded) = bounded {
+            object.insert(name.to_owned(), bounded);
         }
-        changed = true;
-        match bounded {
-            Some(seconds) => object.insert(name.to_owned(), seconds.into()),
-            None => object.remove(name),
-        };
     }
     if !changed {
         return body;

@@ -16,8 +16,8 @@ use crate::pacing::{Pacer, RateLimit};
 use crate::pipeline::{Pipeline, Settings};
 use crate::request::Request;
 use crate::urls::ApiPath;
-use crate::version::Preview;
-use crate::wire::{HttpSender, Layers};
+use crate::version::preview_header;
+use crate::wire::{DEFAULT_USER_AGENT, HttpSender, Layers};
 use crate::{ApiVersion, Error, RetryPolicy, urls};
 
 /// The business-records API client.
@@ -272,14 +272,14 @@ pub struct ClientBuilder {
     base_url: Option<String>,
     auth: Option<Auth>,
     api_version: ApiVersion,
-    preview: Option<Preview>,
+    preview: Option<HeaderValue>,
     timeout: Option<Duration>,
     http: Option<reqwest::Client>,
     user_agent: Option<HeaderValue>,
     prefetch: Option<bool>,
     page_delay: Option<Duration>,
-    retry: Option<RetryPolicy>,
-    rate_limit: Option<RateLimit>,
+    retry: RetryPolicy,
+    rate_limit: RateLimit,
     middleware: Layers,
     deprecation_policy: DeprecationPolicy,
     on_deprecation: Option<DeprecationCallback>,
@@ -290,7 +290,7 @@ pub struct ClientBuilder {
 impl fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ClientBuilder")
-            .field("base_url", &self.base_url.as_deref().map(crate::text::shown_raw_url))
+            .field("base_url", &self.base_url.as_deref().map(crate::text::shown_url))
             .field("auth", &self.auth)
             .field("api_version", &self.api_version)
             .finish_non_exhaustive()
@@ -300,9 +300,8 @@ impl fmt::Debug for ClientBuilder {
 impl ClientBuilder {
     /// Timeout of one HTTP request unless [`timeout`](ClientBuilder::timeout) sets another: 30 s.
     pub const DEFAULT_TIMEOUT: Duration = crate::wire::DEFAULT_TIMEOUT;
-    fn fail(mut self, error: Error) -> Self {
-        self.error.get_or_insert(error);
-        self
+    fn fail(self, error: Error) -> Self {
+        ClientBuilder { error: self.error.or(Some(error)), ..self }
     }
 
     /// The API's base address, without the version segment (`https://api.example.com`); a
@@ -344,10 +343,8 @@ impl ClientBuilder {
                 "client_secret" => secret = Some(value),
                 "scopes" => scopes = value,
                 other => {
-                    let message = format!(
-                        "expected base_url, auth_url, client_id, client_secret or scopes, got {:?}",
-                        crate::text::server_text(other)
-                    );
+                    let expected = "expected base_url, auth_url, client_id, client_secret or scopes";
+                    let message = format!("{expected}, got {:?}", crate::text::server_text(other));
                     return self.fail(Error::invalid("settings", message));
                 }
             }
@@ -374,7 +371,7 @@ impl ClientBuilder {
 
     /// Requests preview features on every call with `X-API-Preview: YYYY-MM`. Default: none.
     pub fn preview(self, label: impl AsRef<str>) -> Self {
-        match Preview::new(label) {
+        match preview_header(label) {
             Ok(label) => ClientBuilder { preview: Some(label), ..self },
             Err(e) => self.fail(e),
         }
@@ -452,7 +449,7 @@ impl ClientBuilder {
     /// [`RetryPolicy::default`]; a listing can override it with
     /// [`List::retry`](crate::List::retry).
     pub fn retry(self, policy: RetryPolicy) -> Self {
-        ClientBuilder { retry: Some(policy), ..self }
+        ClientBuilder { retry: policy, ..self }
     }
 
     /// How fast the client sends API requests: one budget for every request of this client and
@@ -472,7 +469,7 @@ impl ClientBuilder {
     /// # Ok::<(), business_records::Error>(())
     /// ```
     pub fn rate_limit(self, limit: RateLimit) -> Self {
-        ClientBuilder { rate_limit: Some(limit), ..self }
+        ClientBuilder { rate_limit: limit, ..self }
     }
 
     /// Runs `layer` on every request the client sends: API calls and token requests alike
@@ -569,13 +566,11 @@ impl ClientBuilder {
             self.auth.ok_or_else(|| Error::invalid("auth", "required: call `auth(..)` with an `Auth`"))?;
 
         let http = self.http.map_or_else(crate::wire::default_http_client, Ok)?;
-        let user_agent =
-            self.user_agent.unwrap_or_else(|| HeaderValue::from_static(crate::wire::DEFAULT_USER_AGENT));
+        let user_agent = self.user_agent.unwrap_or_else(|| HeaderValue::from_static(DEFAULT_USER_AGENT));
         let timeout = self.timeout.unwrap_or(Self::DEFAULT_TIMEOUT);
-        let sender = HttpSender::new(http, self.middleware, timeout, user_agent)
-            .with_retry(self.retry.unwrap_or_default());
-        let limit = self.rate_limit.unwrap_or_default();
-        let pacer = Pacer::new(&limit, &api_root, auth.client_id(), sender.retry_policy().longest_delay())?;
+        let pacer = Pacer::new(&self.rate_limit, &api_root, auth.client_id(), self.retry.max_delay)?;
+        let sender =
+            HttpSender::new(http, self.middleware, user_agent).with_timeout(timeout).with_retry(self.retry);
         let tokens = auth.into_token_manager(&sender)?;
         let settings = Settings {
             sender,

@@ -15,6 +15,7 @@ use crate::limits::{MAX_CURSOR_BYTES, MAX_LIMIT};
 use crate::model::{Company, CompanyStatus, Contact};
 use crate::pagination::{Cursor, ItemStream, OnUndecodable, Page, PageStream, Query, cursor_rejected};
 use crate::pipeline::{Call, Pipeline};
+use crate::text::server_text;
 use crate::urls::ApiPath;
 use crate::{Error, RetryPolicy, Sort};
 
@@ -61,9 +62,8 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     }
 
     /// Applies `change` unless an earlier setter failed; its error replaces the query.
-    fn with(mut self, change: impl FnOnce(&mut Query) -> Result<(), Error>) -> Self {
-        self.query = self.query.and_then(|mut query| change(&mut query).map(|()| query));
-        self
+    fn with(self, change: impl FnOnce(&mut Query) -> Result<(), Error>) -> Self {
+        List { query: self.query.and_then(|mut query| change(&mut query).map(|()| query)), ..self }
     }
 
     /// Applies `change`, which cannot fail, unless an earlier setter failed.
@@ -95,17 +95,13 @@ impl<T: DeserializeOwned + Send + 'static> List<T> {
     /// spaces or commas, or an empty one, is refused. Default: the server's order.
     pub fn sort(self, sort: impl Into<Sort<T>>) -> Self {
         let sort = sort.into();
+        let wire = sort.to_string();
         self.with(|query| {
             if !sort.is_well_formed() {
-                return Err(Error::invalid(
-                    "sort",
-                    format!(
-                        "expected a field name (no spaces or commas), optionally with a leading `-`, got {:?}",
-                        crate::text::server_text(&sort.to_string())
-                    ),
-                ));
+                let expected = "expected a field name (no spaces or commas), optionally with a leading `-`";
+                return Err(Error::invalid("sort", format!("{expected}, got {:?}", server_text(&wire))));
             }
-            query.sort = Some(sort.to_string());
+            query.sort = Some(wire);
             Ok(())
         })
     }

@@ -21,7 +21,7 @@ use crate::limits::BodyLimit;
 use crate::pacing::Pacer;
 use crate::retry::CallStats;
 use crate::urls::ApiPath;
-use crate::version::{ApiVersion, Preview};
+use crate::version::{ApiVersion, preview_header};
 use crate::wire::{Expect, HttpSender};
 use crate::{Error, RetryPolicy};
 
@@ -58,7 +58,7 @@ impl Call {
 
     /// Asks for preview features with `X-API-Preview: label`, a `YYYY-MM` label.
     pub(crate) fn preview(&mut self, label: impl AsRef<str>) -> Result<(), Error> {
-        self.headers.insert(PREVIEW_HEADER, Preview::new(label)?.header());
+        self.headers.insert(PREVIEW_HEADER, preview_header(label)?);
         Ok(())
     }
 }
@@ -83,7 +83,8 @@ pub(crate) struct Settings {
     pub(crate) sender: HttpSender,
     pub(crate) api_root: Url,
     pub(crate) api_version: ApiVersion,
-    pub(crate) preview: Option<Preview>,
+    /// The client's `X-API-Preview` label.
+    pub(crate) preview: Option<HeaderValue>,
     pub(crate) deprecation: DeprecationReporter,
     pub(crate) max_body_bytes: u64,
     pub(crate) pacer: Pacer,
@@ -108,10 +109,8 @@ impl Pipeline {
     /// retried under the call's retry policy (or the client's), counted in `stats`.
     pub(crate) async fn send(&self, call: &Call, stats: Option<&CallStats>) -> Result<Reply, Error> {
         let policy = call.retry.as_ref().unwrap_or(self.settings.sender.retry_policy());
-        let pacer = &self.settings.pacer;
-        let outcome =
-            policy.run(pacer, call.is_idempotent(), stats, |number| self.attempt(call, policy, number));
-        outcome.await.and_then(|reply| reply)
+        let attempt = |number| self.attempt(call, policy, number);
+        policy.run(&self.settings.pacer, call.is_idempotent(), stats, attempt).await?
     }
 
     /// One attempt. A 401 `invalid_token` makes the token manager drop the token, and the
@@ -135,20 +134,16 @@ impl Pipeline {
             let (mut deprecation, mut successor) = (None, None);
             // A resend with a new token counts as an attempt of its own on the request's span.
             let number = number + u32::from(resent_for_token);
-            // The head of every answer, read once before its body: the budget learns of it, its
-            // deprecation headers are reported, and an error answer's successor link kept (the
-            // notice's, or the `Link` header's when there is no notice). The notice goes with an
-            // error answer.
+            // The head of every answer, read once before its body: the budget learns of it, and
+            // its deprecation headers are reported. The notice goes with an error answer; one
+            // without a notice keeps the successor its `Link` header names, for a sunset.
             let read_head = |status: StatusCode, headers: &HeaderMap| {
                 self.settings.pacer.response(sent_at, status.as_u16(), headers);
                 deprecation = DeprecationNotice::from_headers(&call.method, &call.url, headers);
                 if let Some(notice) = &deprecation {
                     self.settings.deprecation.report(notice, &call.route);
-                }
-                if !status.is_success() {
-                    let notice = deprecation.as_ref();
-                    successor =
-                        notice.map_or_else(|| successor_link(headers, &call.url), |n| n.successor.clone());
+                } else if !status.is_success() {
+                    successor = successor_link(headers, &call.url);
                 }
                 deprecation.clone()
             };
@@ -167,20 +162,16 @@ impl Pipeline {
                 Err(Error::Api(error)) => error,
                 Err(other) => return Err(other),
             };
-            if error.status() == 401
-                && error.code() == Some(&ErrorCode::InvalidToken)
-                && !resent_for_token
-                && self.tokens.invalidate(&token)
-            {
+            if error.is_invalid_token() && !resent_for_token && self.tokens.invalidate(&token) {
                 tracing::debug!("access token rejected; fetching a new one and resending once");
                 resent_for_token = true;
                 // The resend is a request of its own: it waits for the client's budget too.
-                self.settings.pacer.admit(policy.longest_delay(), None).await?;
+                self.settings.pacer.admit(policy.max_delay, None).await?;
                 continue;
             }
             let error = classify(error, successor);
             if error.is_throttle() {
-                self.settings.pacer.throttled(sent_at, &error, policy.longest_delay());
+                self.settings.pacer.throttled(sent_at, &error, policy.max_delay);
             }
             return Err(error);
         }
@@ -197,7 +188,7 @@ impl Pipeline {
         let headers = request.headers_mut();
         headers.insert(http::header::ACCEPT, HeaderValue::from_static("application/json"));
         if let Some(preview) = &self.settings.preview {
-            headers.insert(PREVIEW_HEADER, preview.header());
+            headers.insert(PREVIEW_HEADER, preview.clone());
         }
         headers.extend(call.headers.clone());
         // Tokens are checked where they come in (`build()`, token responses); one that still
@@ -211,18 +202,19 @@ impl Pipeline {
     }
 }
 
-/// Chooses the variant for an API error response, `successor` the link its headers announce.
+/// Chooses the variant for an API error response, `successor` the link of its `Link` header
+/// when it carries no [`DeprecationNotice`].
 ///
 /// Any 410, and any `version_sunset` code, is [`Error::Sunset`], with the date and the successor
 /// link when the headers give them, even without a `Deprecation` or `Sunset` header (and so
-/// without a [`DeprecationNotice`]). Another error whose `Sunset` date has passed is a sunset
-/// too, except a transient one ([`Error::is_retryable`]): that stays retryable and carries the
-/// notice.
+/// without a notice). Another error whose `Sunset` date has passed is a sunset too, except a
+/// transient one ([`Error::is_retryable`]): that stays retryable and carries the notice.
 fn classify(error: ApiError, successor: Option<Url>) -> Error {
     let sunset_passed =
         error.deprecation().and_then(|n| n.sunset).is_some_and(|date| date <= chrono::Utc::now());
     let gone = error.status() == 410 || error.code() == Some(&ErrorCode::VersionSunset);
     if gone || (sunset_passed && !error.is_transient()) {
+        let successor = successor.or_else(|| error.deprecation()?.successor.clone());
         return Error::Sunset(Arc::new(SunsetError { successor, response: error }));
     }
     Error::Api(error)

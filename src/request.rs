@@ -87,9 +87,8 @@ impl Request {
     }
 
     /// Applies `change` unless an earlier setter failed; its error replaces the call.
-    fn with(mut self, change: impl FnOnce(&mut Call) -> Result<(), Error>) -> Self {
-        self.call = self.call.and_then(|mut call| change(&mut call).map(|()| call));
-        self
+    fn with(self, change: impl FnOnce(&mut Call) -> Result<(), Error>) -> Self {
+        Request { call: self.call.and_then(|mut call| change(&mut call).map(|()| call)), ..self }
     }
 
     /// Adds the query parameter `name=value` (encoded); a name may repeat.
@@ -106,10 +105,9 @@ impl Request {
 
     /// Sends `body` as JSON (`Content-Type: application/json`).
     pub fn json<B: Serialize + ?Sized>(self, body: &B) -> Self {
-        let json = serde_json::to_vec(body);
         self.with(|call| {
-            let json =
-                json.map_err(|e| Error::invalid("json", format!("the body does not serialize: {e}")))?;
+            let json = serde_json::to_vec(body)
+                .map_err(|e| Error::invalid("json", format!("the body does not serialize: {e}")))?;
             call.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
             call.body = Some(json);
             Ok(())
@@ -172,10 +170,7 @@ impl Request {
 
     /// The retry policy of this request, instead of the client's.
     pub fn retry(self, policy: RetryPolicy) -> Self {
-        self.with(|call| {
-            call.retry = Some(policy);
-            Ok(())
-        })
+        Request { call: self.call.map(|call| Call { retry: Some(policy), ..call }), ..self }
     }
 
     /// Sends the request and decodes the answer's JSON body into `T`.

@@ -44,7 +44,8 @@ use crate::pacing::Pacer;
 pub struct RetryPolicy {
     max_attempts: u32,
     initial_delay: Duration,
-    max_delay: Duration,
+    /// The largest wait between two attempts.
+    pub(crate) max_delay: Duration,
     max_elapsed: Duration,
     classifier: Option<Classifier>,
 }
@@ -88,15 +89,13 @@ impl RetryPolicy {
     }
 
     /// Attempts in all, the first one included (at least 1). Default: 4.
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.max_attempts = attempts.max(1);
-        self
+    pub fn max_attempts(self, attempts: u32) -> Self {
+        RetryPolicy { max_attempts: attempts.max(1), ..self }
     }
 
     /// Ceiling of the first backoff; it doubles with each retry. Default: 200 ms.
-    pub fn initial_delay(mut self, delay: Duration) -> Self {
-        self.initial_delay = delay;
-        self
+    pub fn initial_delay(self, delay: Duration) -> Self {
+        RetryPolicy { initial_delay: delay, ..self }
     }
 
     /// Largest wait between two attempts, `Retry-After` included: a server asking for a longer
@@ -105,16 +104,14 @@ impl RetryPolicy {
     /// that would wait longer end at once with the 429, and once `max_delay` is over, requests
     /// are sent again, however long the server asked for (the error's
     /// [`retry_after`](Error::retry_after) says that, at most a day). Default: 10 s.
-    pub fn max_delay(mut self, delay: Duration) -> Self {
-        self.max_delay = delay;
-        self
+    pub fn max_delay(self, delay: Duration) -> Self {
+        RetryPolicy { max_delay: delay, ..self }
     }
 
     /// Total time spent waiting between attempts of one request: backoff, `Retry-After`, and
     /// while the client paces itself, the wait for its budget after a failure. Default: 60 s.
-    pub fn max_elapsed(mut self, elapsed: Duration) -> Self {
-        self.max_elapsed = elapsed;
-        self
+    pub fn max_elapsed(self, elapsed: Duration) -> Self {
+        RetryPolicy { max_elapsed: elapsed, ..self }
     }
 
     /// Which failures are retried: `retry` answers for each error, in place of
@@ -132,12 +129,11 @@ impl RetryPolicy {
     /// let narrower = RetryPolicy::default().retry_if(|e: &Error| e.is_retryable() && e.status() != Some(429));
     /// # let _ = (wider, narrower);
     /// ```
-    pub fn retry_if<F>(mut self, retry: F) -> Self
+    pub fn retry_if<F>(self, retry: F) -> Self
     where
         F: Fn(&Error) -> bool + Send + Sync + 'static,
     {
-        self.classifier = Some(Classifier(Arc::new(retry)));
-        self
+        RetryPolicy { classifier: Some(Classifier(Arc::new(retry))), ..self }
     }
 
     /// Attempts in all.
@@ -147,15 +143,7 @@ impl RetryPolicy {
 
     /// Whether this policy retries `error` (attempts and time left aside).
     pub fn should_retry(&self, error: &Error) -> bool {
-        match &self.classifier {
-            Some(Classifier(retry)) => retry(error),
-            None => error.is_retryable(),
-        }
-    }
-
-    /// The largest wait between two attempts.
-    pub(crate) fn longest_delay(&self) -> Duration {
-        self.max_delay
+        self.classifier.as_ref().map_or_else(|| error.is_retryable(), |Classifier(retry)| retry(error))
     }
 
     /// Runs `send` (given the attempt's number, 1 for the first) until it succeeds, fails for
@@ -197,7 +185,7 @@ impl RetryPolicy {
 /// at `initial` and doubles up to `max` ("full jitter"), without end.
 pub(crate) fn backoff(initial: Duration, max: Duration) -> impl Iterator<Item = Duration> + Send + Sync {
     std::iter::successors(Some(1), |failures: &u32| Some(failures.saturating_add(1)))
-        .map(move |failures| jittered(ceiling(initial, max, failures)))
+        .map(move |failures| full_jitter(initial, max, failures))
 }
 
 /// Requests that failed in a row: the last error, the instant before which no new request is
@@ -227,17 +215,18 @@ impl Failures {
     ) {
         let (initial, max) = backoff;
         self.failures = self.failures.saturating_add(1);
-        let delay = jittered(ceiling(initial, max, self.failures)).max(floor).min(max);
+        let delay = full_jitter(initial, max, self.failures).max(floor).min(max);
         let retry_in_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
         tracing::warn!(error = %error, retry_in_ms, "{what} failed");
         self.last = Some((error.clone(), later(Instant::now(), delay)));
     }
 }
 
-/// The ceiling of the wait after `failures` failures in a row (from 1): `initial`, doubled for
-/// each failure after the first, at most `max`.
-fn ceiling(initial: Duration, max: Duration, failures: u32) -> Duration {
-    initial.saturating_mul(1 << failures.saturating_sub(1).min(31)).min(max)
+/// The wait after `failures` failures in a row (from 1), drawn uniformly from zero to a ceiling:
+/// `initial`, doubled for each failure after the first, at most `max`.
+fn full_jitter(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let ceiling = initial.saturating_mul(1 << failures.saturating_sub(1).min(31)).min(max);
+    ceiling.mul_f64(fastrand::f64())
 }
 
 /// What the calls of one listing cost beyond their requests: retries and waits for the budget.
@@ -314,16 +303,13 @@ impl<'p> Schedule<'p> {
                 Some(asked) => (Duration::ZERO, asked),
                 None => {
                     self.throttled = self.throttled.saturating_add(1);
-                    (
-                        jittered(ceiling(policy.initial_delay, policy.max_delay, self.throttled)),
-                        Duration::ZERO,
-                    )
+                    (full_jitter(policy.initial_delay, policy.max_delay, self.throttled), Duration::ZERO)
                 }
             }
         } else if self.retried + 1 < policy.max_attempts {
             self.throttled = 0;
             self.retried += 1;
-            let delay = jittered(ceiling(policy.initial_delay, policy.max_delay, self.retried));
+            let delay = full_jitter(policy.initial_delay, policy.max_delay, self.retried);
             (delay.max(error.retry_after().unwrap_or_default()), Duration::ZERO)
         } else {
             return None;
@@ -344,10 +330,6 @@ impl<'p> Schedule<'p> {
             error
         }
     }
-}
-
-fn jittered(ceiling: Duration) -> Duration {
-    ceiling.mul_f64(fastrand::f64())
 }
 
 #[cfg(test)]

@@ -92,18 +92,16 @@ pub(crate) fn is_credential(name: &str) -> bool {
         || ["auth", "code", "sig", "pwd", "jwt"].contains(&name.as_str())
 }
 
-/// `url` as an error message or `Debug` shows it: see [`shown_raw_url`].
-pub(crate) fn shown_url(url: &Url) -> String {
-    shown(url.as_str(), false)
+/// A URL, parsed or as someone typed it (which may not parse), as an error message or `Debug`
+/// shows it: anything before an `@` in its authority (between `//` and the next `/`, `?` or `#`)
+/// left out, every query value `…` (names are kept: `?state=…&code=…`; a part without `=`
+/// becomes `…`), and so is the fragment (`#…`); cut to [`MAX_URL`] bytes.
+pub(crate) fn shown_url(url: impl AsRef<str>) -> String {
+    shown(url.as_ref(), false)
 }
 
-/// A URL as someone typed it, which may not parse, as an error message or `Debug` shows it:
-/// anything before an `@` in its authority (between `//` and the next `/`, `?` or `#`) left out,
-/// every query value `…` (names are kept: `?state=…&code=…`; a part without `=` becomes `…`), and
-/// so is the fragment (`#…`); cut to [`MAX_URL`] bytes.
-pub(crate) fn shown_raw_url(raw: &str) -> String {
-    shown(raw, false)
-}
+/// The former name of [`shown_url`] for a URL as typed, kept for the modules that still use it.
+pub(crate) use shown_url as shown_raw_url;
 
 /// `url` as a span shows it (`url.full`): as [`shown_url`], but with the query values kept,
 /// except those of parameters named like credentials ([`is_credential`]), which are `REDACTED`.
@@ -117,7 +115,7 @@ pub(crate) fn shown_path(path: &str) -> String {
 }
 
 /// `raw` without user information, fragment or the query values [`traced_url`] (`values`) or
-/// [`shown_raw_url`] leave out, cut to [`MAX_URL`] bytes.
+/// [`shown_url`] leave out, cut to [`MAX_URL`] bytes.
 fn shown(raw: &str, values: bool) -> String {
     let raw = without_user_information(raw);
     let (before, fragment) = raw.split_once('#').map_or((&*raw, ""), |(before, _)| (before, "#…"));
@@ -206,22 +204,22 @@ mod tests {
     fn urls_are_shown_without_user_information() {
         let url = |s: &str| Url::parse(s).unwrap();
         assert_eq!(
-            shown_url(&url("https://user:pass@auth.example.com/x?q=1")),
+            shown_url(url("https://user:pass@auth.example.com/x?q=1")),
             "https://auth.example.com/x?q=…"
         );
         assert_eq!(
-            shown_url(&url("http://127.0.0.1:8400/callback?code=c1&state=s1&flag&&iss=x#frag")),
+            shown_url(url("http://127.0.0.1:8400/callback?code=c1&state=s1&flag&&iss=x#frag")),
             "http://127.0.0.1:8400/callback?code=…&state=…&…&&iss=…#…"
         );
-        assert_eq!(shown_raw_url("https://a.example/p#access_token=t"), "https://a.example/p#…");
-        assert_eq!(shown_url(&url("https://user@auth.example.com/")), "https://auth.example.com/");
-        assert_eq!(shown_url(&url("https://auth.example.com/a@b")), "https://auth.example.com/a@b");
-        assert_eq!(shown_raw_url("https://user:p@ss@host with space/a@b"), "https://host with space/a@b");
-        assert_eq!(shown_raw_url("http://u:p@[::1"), "http://[::1");
-        assert_eq!(shown_raw_url("https://host/path@x?u=a@b"), "https://host/path@x?u=…");
-        assert_eq!(shown_raw_url("not a url"), "not a url");
-        assert_eq!(shown_raw_url("mailto:someone@example.com"), "mailto:someone@example.com");
-        assert_eq!(shown_raw_url("https://a.example/\nx"), "https://a.example/\\nx");
+        assert_eq!(shown_url("https://a.example/p#access_token=t"), "https://a.example/p#…");
+        assert_eq!(shown_url(url("https://user@auth.example.com/")), "https://auth.example.com/");
+        assert_eq!(shown_url(url("https://auth.example.com/a@b")), "https://auth.example.com/a@b");
+        assert_eq!(shown_url("https://user:p@ss@host with space/a@b"), "https://host with space/a@b");
+        assert_eq!(shown_url("http://u:p@[::1"), "http://[::1");
+        assert_eq!(shown_url("https://host/path@x?u=a@b"), "https://host/path@x?u=…");
+        assert_eq!(shown_url("not a url"), "not a url");
+        assert_eq!(shown_url("mailto:someone@example.com"), "mailto:someone@example.com");
+        assert_eq!(shown_url("https://a.example/\nx"), "https://a.example/\\nx");
     }
 
     #[test]
@@ -302,7 +300,7 @@ mod tests {
         assert_eq!(quotes.len(), MAX_SERVER_TEXT / 2 + '…'.len_utf8());
         assert_eq!(shown_path(&"/v1/companies".repeat(1000)).len(), MAX_URL + '…'.len_utf8());
         let long_url = format!("https://a.example/{}?key=s3cret", "p".repeat(100_000));
-        assert_eq!(shown_raw_url(&long_url).len(), MAX_URL + '…'.len_utf8());
+        assert_eq!(shown_url(&long_url).len(), MAX_URL + '…'.len_utf8());
         assert_eq!(quoted(&"ü".repeat(100)), "ü".repeat(MAX_QUOTED), "characters, not bytes");
         assert_eq!(quoted("kid\n1\u{1b}"), "kid\\n1\\u{1b}");
     }
@@ -368,7 +366,7 @@ mod tests {
         #[test]
         fn any_url_is_shown_within_the_bound(raw in any::<String>(), times in 1..200usize) {
             let raw = format!("https://u:p@h.example/{}", raw.repeat(times));
-            for shown in [shown_raw_url(&raw), Url::parse(&raw).map(|url| traced_url(&url)).unwrap_or_default()] {
+            for shown in [shown_url(&raw), Url::parse(&raw).map(|url| traced_url(&url)).unwrap_or_default()] {
                 let debug = format!("{shown:?}");
                 prop_assert!(debug.len() <= debug_bound(MAX_URL), "{}", shown.len());
                 prop_assert!(!shown.contains("u:p@"));
@@ -390,7 +388,7 @@ mod tests {
             let url = Url::parse(&raw).expect("a URL");
             let traced = traced_url(&url);
             prop_assert!(traced.contains("cursor=c1&") && traced.ends_with("=REDACTED&limit=5"), "{traced}");
-            for shown in [traced, shown_raw_url(&raw), shown_url(&url)] {
+            for shown in [traced, shown_url(&raw), shown_url(&url)] {
                 prop_assert!(!shown.contains("V4LUE"), "{shown}");
             }
         }

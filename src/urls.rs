@@ -2,10 +2,10 @@
 //! no user information, and the version segment added exactly once. Messages show URLs without
 //! their user information.
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use url::{Host, Url};
 
-use crate::text::{shown_path, shown_raw_url, shown_url};
+use crate::text::{shown_path, shown_url};
 use crate::{ApiVersion, Error};
 
 /// Parses an address given by the user: `https`, or `http` on a loopback host only; no user
@@ -15,10 +15,10 @@ pub(crate) fn parse_service_url(argument: &'static str, raw: &str) -> Result<Url
 }
 
 /// Parses an absolute URL given by the user as `argument`, spaces around it ignored; the error
-/// shows it as [`shown_raw_url`] does.
+/// shows it as [`shown_url`] does.
 pub(crate) fn parse_absolute(argument: &'static str, raw: &str) -> Result<Url, Error> {
     Url::parse(raw.trim()).map_err(|e| {
-        Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_raw_url(raw)))
+        Error::invalid(argument, format!("expected an absolute URL, got {:?} ({e})", shown_url(raw)))
     })
 }
 
@@ -29,9 +29,7 @@ pub(crate) fn check_service_url(argument: &'static str, url: Url) -> Result<Url,
     refuse_user_information(argument, &url)?;
     let expected = match url.scheme() {
         "http" if !is_loopback(&url) => "an https URL (http is allowed only on loopback hosts)",
-        "http" | "https" if url.query().is_some() || url.fragment().is_some() => {
-            "a URL without query or fragment"
-        }
+        "http" | "https" if url.query().or(url.fragment()).is_some() => "a URL without query or fragment",
         "http" | "https" if url.host().is_some() => return Ok(url),
         "http" | "https" => "a URL with a host",
         _ => "an https URL",
@@ -45,10 +43,8 @@ pub(crate) fn refuse_user_information(argument: &'static str, url: &Url) -> Resu
     if url.username().is_empty() && url.password().is_none() {
         return Ok(());
     }
-    Err(Error::invalid(
-        argument,
-        format!("expected a URL without user information (no `user:password@`), got {}", shown_url(url)),
-    ))
+    let expected = "expected a URL without user information (no `user:password@`)";
+    Err(Error::invalid(argument, format!("{expected}, got {}", shown_url(url))))
 }
 
 /// `base` with `path` appended below its own path: `https://a.example/auth` + `oauth2/token`
@@ -63,16 +59,12 @@ pub(crate) fn join_path(base: &Url, path: &str) -> Url {
 /// A scope token of RFC 6749 section 3.3: one or more printable ASCII characters other than
 /// space, `"` and `\`.
 pub(crate) fn check_scope(scope: &str) -> Result<(), Error> {
-    let valid = !scope.is_empty()
-        && scope.bytes().all(|b| b == 0x21 || (0x23..=0x5B).contains(&b) || (0x5D..=0x7E).contains(&b));
-    if valid {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            "scopes",
-            format!("expected scope tokens without spaces, quotes or backslashes, got {scope:?}"),
-        ))
+    let valid = !scope.is_empty() && scope.bytes().all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E));
+    if !valid {
+        let expected = "expected scope tokens without spaces, quotes or backslashes";
+        return Err(Error::invalid("scopes", format!("{expected}, got {scope:?}")));
     }
+    Ok(())
 }
 
 /// True for `localhost`, `127.0.0.0/8` and `::1`.
@@ -96,12 +88,9 @@ pub(crate) fn api_root(base: &Url, version: ApiVersion) -> Result<Url, Error> {
     match segments.last().map(|last| last.parse::<ApiVersion>()) {
         Some(Ok(ending)) if ending == version => drop(segments.pop()),
         Some(Ok(ending)) => {
-            return Err(Error::invalid(
-                "base_url",
-                format!(
-                    "the base URL ends in /{ending} but the client is set to {version}; drop the version from the base URL or set api_version"
-                ),
-            ));
+            let fix = "drop the version from the base URL or set api_version";
+            let message = format!("the base URL ends in /{ending} but the client is set to {version}; {fix}");
+            return Err(Error::invalid("base_url", message));
         }
         _ => {}
     }
@@ -185,8 +174,7 @@ impl ApiPath {
 /// segment).
 impl From<&str> for ApiPath {
     fn from(literal: &str) -> Self {
-        let decoded: Vec<_> =
-            literal.split('/').map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy()).collect();
+        let decoded: Vec<_> = literal.split('/').map(|s| percent_decode_str(s).decode_utf8_lossy()).collect();
         let refused = if literal.contains(['?', '#', '\\']) {
             Some("expected no query, fragment or backslash")
         } else if literal.starts_with('/')
@@ -199,7 +187,7 @@ impl From<&str> for ApiPath {
             None
         };
         match refused {
-            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", shown_raw_url(literal))) },
+            Some(why) => ApiPath { segments: Err(format!("{why}, got {:?}", shown_url(literal))) },
             None => ApiPath::from_segments(decoded),
         }
     }
@@ -407,5 +395,16 @@ mod tests {
         let root = Url::parse("https://api.example.com/v1/").expect("a root");
         let (_, route) = ApiPath::from("a".repeat(400 * 1024)).locate(&root).expect("a long path is sent");
         assert!(route.len() <= crate::text::MAX_URL + 3, "{}", route.len());
+    }
+
+    #[test]
+    fn a_scope_is_printable_ascii_without_space_quote_or_backslash() {
+        for scope in ["api/read", "openid", "!", "#[]~", "a:b"] {
+            assert!(check_scope(scope).is_ok(), "{scope}");
+        }
+        for scope in ["", "a b", "a\"b", "a\\b", "caf\u{e9}", "a\tb", "\u{7f}"] {
+            let err = check_scope(scope).expect_err(scope);
+            assert!(matches!(&err, Error::InvalidArgument(e) if e.argument() == "scopes"), "{err:?}");
+        }
     }
 }

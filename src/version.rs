@@ -55,41 +55,23 @@ impl FromStr for ApiVersion {
     fn from_str(s: &str) -> Result<Self, Error> {
         // Digits only: `u32`'s parser would take a `+` too.
         let digits = s.strip_prefix(['v', 'V']).filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
-        match digits.and_then(|d| d.parse().ok()) {
-            Some(n) => ApiVersion::new(n),
-            None => {
-                Err(Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}")))
-            }
-        }
+        let refused =
+            || Error::invalid("api_version", format!("expected `v` and a number like `v1`, got {s:?}"));
+        ApiVersion::new(digits.and_then(|d| d.parse().ok()).ok_or_else(refused)?)
     }
 }
 
-/// A preview label for `X-API-Preview`: a year and month, `YYYY-MM` (API Part 9.6).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Preview(HeaderValue);
-
-impl Preview {
-    /// Checks a label; the error names `preview`.
-    pub(crate) fn new(label: impl AsRef<str>) -> Result<Self, Error> {
-        let label = label.as_ref();
-        let bytes = label.as_bytes();
-        let well_formed = bytes.len() == 7
-            && bytes[4] == b'-'
-            && bytes[..4].iter().chain(&bytes[5..]).all(u8::is_ascii_digit);
-        let month_ok = well_formed && matches!(label[5..].parse::<u8>(), Ok(1..=12));
-        match HeaderValue::from_str(label) {
-            Ok(value) if month_ok => Ok(Preview(value)),
-            _ => Err(Error::invalid(
-                "preview",
-                format!("expected a `YYYY-MM` label with month 01 to 12, got {label:?}"),
-            )),
-        }
-    }
-
-    /// The label as a header value.
-    pub(crate) fn header(&self) -> HeaderValue {
-        self.0.clone()
-    }
+/// The `X-API-Preview` header of a preview label: a year and month, `YYYY-MM` (API Part 9.6);
+/// the error names `preview`.
+pub(crate) fn preview_header(label: impl AsRef<str>) -> Result<HeaderValue, Error> {
+    let label = label.as_ref();
+    let bytes = label.as_bytes();
+    let well_formed =
+        bytes.len() == 7 && bytes[4] == b'-' && bytes[..4].iter().chain(&bytes[5..]).all(u8::is_ascii_digit);
+    let month_ok = well_formed && matches!(label[5..].parse::<u8>(), Ok(1..=12));
+    let expected = "expected a `YYYY-MM` label with month 01 to 12";
+    let refused = || Error::invalid("preview", format!("{expected}, got {label:?}"));
+    HeaderValue::from_str(label).ok().filter(|_| month_ok).ok_or_else(refused)
 }
 
 #[cfg(test)]
@@ -108,10 +90,10 @@ mod tests {
     #[test]
     fn preview_labels() {
         for good in ["2026-01", "2026-12", "1999-09"] {
-            assert!(Preview::new(good).is_ok(), "{good}");
+            assert!(preview_header(good).is_ok(), "{good}");
         }
         for bad in ["2026-00", "2026-13", "2026-1", "26-01", "2026/01", "2026-01-01", "abcd-ef", ""] {
-            let err = Preview::new(bad).unwrap_err();
+            let err = preview_header(bad).unwrap_err();
             assert!(err.to_string().contains("preview"), "{err}");
         }
     }

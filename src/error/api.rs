@@ -104,7 +104,7 @@ impl ApiError {
 
     /// The request path the error answered (no query string).
     pub fn endpoint(&self) -> &str {
-        self.0.endpoint.path()
+        &self.0.endpoint.path
     }
 
     /// `Retry-After`, as a duration from when the response arrived, at most a day (a longer
@@ -116,6 +116,11 @@ impl ApiError {
     /// Deprecation headers on the error response.
     pub fn deprecation(&self) -> Option<&DeprecationNotice> {
         self.0.deprecation.as_ref()
+    }
+
+    /// A 401 `invalid_token`: the access token was refused.
+    pub(crate) fn is_invalid_token(&self) -> bool {
+        self.0.status == Some(401) && self.0.code == Some(ErrorCode::InvalidToken)
     }
 
     /// A 429, or a `rate_limited` code: the server asks the client to slow down.

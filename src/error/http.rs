@@ -133,23 +133,17 @@ impl TransportError {
     }
 
     fn kind(&self) -> Option<HttpErrorKind> {
-        match self.0.failure {
-            Failure::Http(kind) => Some(kind),
-            _ => None,
-        }
+        if let Failure::Http(kind) = self.0.failure { Some(kind) } else { None }
     }
 
     /// The request path (no query string), or what the request was for.
     pub fn endpoint(&self) -> &str {
-        self.0.endpoint.path()
+        &self.0.endpoint.path
     }
 
     /// The status of the answer, when there was one (a redirect).
     pub fn status(&self) -> Option<u16> {
-        match self.kind() {
-            Some(HttpErrorKind::Redirect(status)) => status,
-            _ => None,
-        }
+        if let Some(HttpErrorKind::Redirect(status)) = self.kind() { status } else { None }
     }
 
     /// True when the request timed out.
@@ -177,19 +171,12 @@ impl TransportError {
     /// which body's limit, `page`, `error`, `token`, `discovery`, `introspection` or `jwks`;
     /// empty for other failures.
     pub fn body(&self) -> &'static str {
-        self.limit_passed().body
+        if let Failure::TooLarge(limit) = self.0.failure { limit.body } else { "" }
     }
 
     /// For a response larger than its limit: the limit, in bytes; 0 for other failures.
     pub fn limit(&self) -> u64 {
-        self.limit_passed().bytes
-    }
-
-    fn limit_passed(&self) -> BodyLimit {
-        match self.0.failure {
-            Failure::TooLarge(limit) => limit,
-            _ => BodyLimit { body: "", bytes: 0 },
-        }
+        if let Failure::TooLarge(limit) = self.0.failure { limit.bytes } else { 0 }
     }
 
     /// A failure that sending again may not repeat: a timeout, no connection, a connection
@@ -203,20 +190,12 @@ impl TransportError {
 /// True when `err`'s causes say the connection closed or reset in the middle of the exchange.
 fn connection_lost(err: &reqwest::Error) -> bool {
     use std::error::Error as _;
-    use std::io::ErrorKind;
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
     std::iter::successors(err.source(), |&e| e.source()).any(|e| {
         let hyper = e.downcast_ref::<hyper::Error>();
         let io = e.downcast_ref::<std::io::Error>().map(std::io::Error::kind);
         hyper.is_some_and(|e| e.is_incomplete_message() || e.is_closed() || e.is_canceled())
-            || matches!(
-                io,
-                Some(
-                    ErrorKind::ConnectionReset
-                        | ErrorKind::ConnectionAborted
-                        | ErrorKind::BrokenPipe
-                        | ErrorKind::UnexpectedEof
-                )
-            )
+            || matches!(io, Some(ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof))
     })
 }
 

@@ -108,7 +108,7 @@ pub struct UndecodableError {
 impl UndecodableError {
     /// The request path (no query string).
     pub fn endpoint(&self) -> &str {
-        self.endpoint.path()
+        &self.endpoint.path
     }
 
     /// The element: page, position, raw JSON and why.

@@ -212,10 +212,7 @@ impl Error {
 
     /// For a rejected cursor: how many items the listing had delivered.
     pub fn items_delivered(&self) -> Option<u64> {
-        match self {
-            Error::CursorRejected(e) => Some(e.items_delivered()),
-            _ => None,
-        }
+        if let Error::CursorRejected(e) = self { Some(e.items_delivered()) } else { None }
     }
 
     /// The error response behind this error, for API and authorization-server errors.
@@ -260,12 +257,11 @@ impl Error {
     /// the client had replaced it and sent the request again, or could not replace it (a
     /// static token).
     pub fn needs_reauthentication(&self) -> bool {
+        use ErrorCode::{InvalidClient, InvalidGrant};
         match self {
             Error::Api(r) => match r.origin() {
-                Origin::Api => r.status() == 401 && r.code() == Some(&ErrorCode::InvalidToken),
-                Origin::AuthorizationServer => {
-                    matches!(r.code(), Some(ErrorCode::InvalidGrant | ErrorCode::InvalidClient))
-                }
+                Origin::Api => r.is_invalid_token(),
+                Origin::AuthorizationServer => matches!(r.code(), Some(InvalidGrant | InvalidClient)),
             },
             Error::ReauthenticationRequired(_) => true,
             _ => false,
@@ -313,6 +309,7 @@ type Cause = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
     server: Option<String>,
+    /// The path, or what the request was for.
     path: String,
 }
 
@@ -321,11 +318,6 @@ impl Endpoint {
     pub(crate) fn of(url: &url::Url, server: Origin) -> Self {
         let origin = (server != Origin::Api).then(|| shown_path(&url.origin().ascii_serialization()));
         Endpoint { server: origin, path: shown_path(url.path()) }
-    }
-
-    /// The path, or what the request was for.
-    pub(crate) fn path(&self) -> &str {
-        &self.path
     }
 }
 
@@ -347,10 +339,7 @@ struct Part<T>(&'static str, Option<T>, &'static str);
 
 impl<T: fmt::Display> fmt::Display for Part<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.1 {
-            Some(value) => write!(f, "{}{value}{}", self.0, self.2),
-            None => Ok(()),
-        }
+        self.1.as_ref().map_or(Ok(()), |value| write!(f, "{}{value}{}", self.0, self.2))
     }
 }
 

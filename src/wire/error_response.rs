@@ -5,7 +5,6 @@ use std::time::Duration;
 use http::header::{HeaderMap, RETRY_AFTER};
 
 use crate::bounds::MAX_SERVER_WAIT;
-use crate::deprecation::DeprecationNotice;
 use crate::error::{ApiError, Endpoint, ErrorCode};
 
 /// The wire shape of an error body (API Part 7).
@@ -16,28 +15,20 @@ struct ErrorBody {
 }
 
 /// Builds an [`ApiError`](crate::error::ApiError) from an error response, whatever its body looks like.
-pub(crate) fn api_error(
-    status: u16,
-    headers: &HeaderMap,
-    body: &[u8],
-    endpoint: &Endpoint,
-    deprecation: Option<DeprecationNotice>,
-) -> ApiError {
+pub(crate) fn api_error(status: u16, headers: &HeaderMap, body: &[u8], endpoint: &Endpoint) -> ApiError {
     // A body in another shape has neither.
     let ErrorBody { error, error_description } = serde_json::from_slice(body).unwrap_or_default();
     let code = error.map(|code| ErrorCode::parse(&code)).or_else(|| www_authenticate_error(headers));
     ApiError::new(status, code, endpoint.clone())
         .with_description(error_description.as_deref().map(crate::text::server_text))
         .with_retry_after(headers.get(RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after))
-        .with_deprecation(deprecation)
 }
 
 /// The `error="..."` parameter of a `WWW-Authenticate: Bearer` challenge (RFC 6750 3).
 fn www_authenticate_error(headers: &HeaderMap) -> Option<ErrorCode> {
     let value = headers.get(http::header::WWW_AUTHENTICATE)?.to_str().ok()?;
-    let start = value.find("error=\"")? + "error=\"".len();
-    let end = value[start..].find('"')? + start;
-    Some(ErrorCode::parse(&value[start..end]))
+    let (_, error) = value.split_once("error=\"")?;
+    Some(ErrorCode::parse(error.split_once('"')?.0))
 }
 
 /// `Retry-After` as delay-seconds or an HTTP-date (RFC 9110 10.2.3), at most
@@ -100,7 +91,7 @@ mod tests {
     fn server_text_is_bounded_and_escaped() {
         let description = format!("line one\nline two\u{1b}[31m{}", "x".repeat(100 * 1024));
         let body = serde_json::json!({"error": format!("weird\n{}", "c".repeat(5000)), "error_description": description});
-        let e = api_error(400, &HeaderMap::new(), body.to_string().as_bytes(), &"/v1/companies".into(), None);
+        let e = api_error(400, &HeaderMap::new(), body.to_string().as_bytes(), &"/v1/companies".into());
         let text = e.description().unwrap_or_default();
         assert!(
             text.starts_with("line one\\nline two\\u{1b}[31mxxx") && text.len() <= 1027,
@@ -119,17 +110,16 @@ mod tests {
             &headers,
             br#"{"error":"invalid_cursor","error_description":"bad"}"#,
             &"/v1/companies".into(),
-            None,
         );
         assert_eq!((e.code(), e.description()), (Some(&ErrorCode::InvalidCursor), Some("bad")));
-        let e = api_error(502, &headers, b"<html>bad gateway</html>", &"/v1/companies".into(), None);
+        let e = api_error(502, &headers, b"<html>bad gateway</html>", &"/v1/companies".into());
         assert_eq!((e.status(), e.code(), e.description()), (502, None, None));
         let mut headers = HeaderMap::new();
         headers.insert(
             http::header::WWW_AUTHENTICATE,
             HeaderValue::from_static(r#"Bearer realm="api", error="insufficient_scope", scope="api/read""#),
         );
-        let e = api_error(403, &headers, b"", &"/v1/companies".into(), None);
+        let e = api_error(403, &headers, b"", &"/v1/companies".into());
         assert_eq!(e.code(), Some(&ErrorCode::InsufficientScope));
     }
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 use http::header::{ACCEPT, HeaderMap, HeaderValue, USER_AGENT};
+use reqwest::Response;
 use reqwest_middleware::ClientWithMiddleware;
 use serde::de::DeserializeOwned;
 use tracing::Instrument;
@@ -53,27 +54,20 @@ pub(crate) struct HttpSender {
 
 impl HttpSender {
     /// A sender over `http`, every request passing through `layers` (none: straight to the
-    /// wire).
-    pub(crate) fn new(
-        http: reqwest::Client,
-        layers: Layers,
-        timeout: Duration,
-        user_agent: HeaderValue,
-    ) -> Self {
+    /// wire), with the crate's timeout ([`with_timeout`](Self::with_timeout) sets another).
+    pub(crate) fn new(http: reqwest::Client, layers: Layers, user_agent: HeaderValue) -> Self {
         let http = ClientWithMiddleware::new(http, layers);
-        HttpSender { http, timeout, user_agent, retry: RetryPolicy::default() }
+        HttpSender { http, timeout: DEFAULT_TIMEOUT, user_agent, retry: RetryPolicy::default() }
     }
 
     /// The same sender, with `policy` for the requests that retry outside the API pipeline.
-    pub(crate) fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
+    pub(crate) fn with_retry(self, policy: RetryPolicy) -> Self {
+        HttpSender { retry: policy, ..self }
     }
 
     /// The same sender, each request waiting at most `timeout` for its answer.
-    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    pub(crate) fn with_timeout(self, timeout: Duration) -> Self {
+        HttpSender { timeout, ..self }
     }
 
     /// How requests outside the API pipeline are retried.
@@ -88,7 +82,7 @@ impl HttpSender {
 
     /// A sender over the caller's `reqwest::Client`, with the crate's timeout and user agent.
     pub(crate) fn with_client(http: reqwest::Client) -> Self {
-        HttpSender::new(http, Layers::new(), DEFAULT_TIMEOUT, HeaderValue::from_static(DEFAULT_USER_AGENT))
+        HttpSender::new(http, Layers::new(), HeaderValue::from_static(DEFAULT_USER_AGENT))
     }
 
     /// The crate-wide sender of everything sent outside a [`Client`](crate::Client) (a flow,
@@ -121,9 +115,7 @@ impl HttpSender {
     ) -> Result<Vec<u8>, Error> {
         let endpoint = Endpoint::of(request.url(), expect.origin);
         let span = telemetry::request_span(request.method(), request.url(), expect.route, attempt);
-        if !request.headers().contains_key(USER_AGENT) {
-            request.headers_mut().insert(USER_AGENT, self.user_agent.clone());
-        }
+        request.headers_mut().entry(USER_AGENT).or_insert_with(|| self.user_agent.clone());
         request.timeout_mut().get_or_insert(self.timeout);
         let sent = self.http.execute(request).instrument(span.clone()).await;
         let mut response = sent
@@ -143,9 +135,8 @@ impl HttpSender {
             Err(Error::ResponseTooLarge(_)) => Vec::new(),
             other => other?,
         };
-        Err(Error::Api(
-            api_error(status.as_u16(), &headers, &body, &endpoint, deprecation).with_origin(expect.origin),
-        ))
+        let refused = api_error(status.as_u16(), &headers, &body, &endpoint).with_deprecation(deprecation);
+        Err(Error::Api(refused.with_origin(expect.origin)))
     }
 
     /// GETs a document of the authorization server (discovery, JWKS) in one attempt: its body,
@@ -193,21 +184,17 @@ pub(crate) fn http_client(
     })
 }
 
-/// The crate's own HTTP client, for every path where the caller configured none: [`builder`]
-/// with redirects off.
+/// The crate's own HTTP client, for every path where the caller configured none: [`builder`].
 ///
 /// # Errors
 ///
 /// [`Error::Http`] with reqwest's error as the source when it cannot be built (no TLS backend
 /// starts): the caller gave no argument that could be wrong.
 pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
-    builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| Error::from_reqwest("the default HTTP client", e))
+    builder().build().map_err(|e| Error::from_reqwest("the default HTTP client", e))
 }
 
-/// reqwest's builder with the proxies of the environment, read as reqwest reads them
+/// reqwest's builder with redirects off and the proxies of the environment, read as reqwest reads them
 /// (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, their lower-case forms, and `NO_PROXY`; none in a
 /// CGI process, where `HTTP_PROXY` comes from a request header), except that they never serve a
 /// loopback host (`localhost`, `127.0.0.0/8`, `::1`): what a client sends in clear text to a
@@ -215,7 +202,7 @@ pub(crate) fn default_http_client() -> Result<reqwest::Client, Error> {
 /// `http_config` come after these; its `no_proxy()` turns these off.
 fn builder() -> reqwest::ClientBuilder {
     let var = |names: [&str; 2]| names.into_iter().find_map(|name| std::env::var(name).ok());
-    let builder = reqwest::Client::builder().no_proxy();
+    let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy();
     if std::env::var_os("REQUEST_METHOD").is_some() {
         return builder;
     }
@@ -231,11 +218,7 @@ fn builder() -> reqwest::ClientBuilder {
 /// Reads a response body, every one the crate reads: chunk by chunk, stopping as soon as it
 /// passes `limit` (or at once when `Content-Length` says it will), so an oversized body is
 /// never held in memory.
-async fn read_body(
-    endpoint: &Endpoint,
-    mut response: reqwest::Response,
-    limit: BodyLimit,
-) -> Result<Vec<u8>, Error> {
+async fn read_body(endpoint: &Endpoint, mut response: Response, limit: BodyLimit) -> Result<Vec<u8>, Error> {
     let too_large = || Error::too_large(endpoint.clone(), limit);
     let announced = response.content_length();
     if announced.is_some_and(|length| length > limit.bytes) {
@@ -255,4 +238,25 @@ async fn read_body(
 /// `body`, an answer of `endpoint`, as JSON into `T`; [`Error::Decode`] when it is not one.
 pub(crate) fn decode<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T, Error> {
     serde_json::from_slice(body).map_err(|e| Error::decode(endpoint, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_default_client_follows_no_redirect() {
+        let elsewhere = MockServer::start().await;
+        Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).expect(0).mount(&elsewhere).await;
+        let server = MockServer::start().await;
+        let moved = ResponseTemplate::new(302).insert_header("location", format!("{}/x", elsewhere.uri()));
+        Mock::given(method("GET")).respond_with(moved).mount(&server).await;
+        let sender = HttpSender::shared_default().expect("the default sender");
+        let url = Url::parse(&server.uri()).expect("a url");
+        let err = sender.get_document(url, BodyLimit::DISCOVERY).await.expect_err("a redirect");
+        assert!(matches!(&err, Error::Http(e) if e.is_redirect() && e.status() == Some(302)), "{err:?}");
+    }
 }
