@@ -67,7 +67,7 @@ pub(crate) use report::{DeprecationCallback, DeprecationReporter};
 /// }
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeprecationNotice {
     /// The request's method.
@@ -181,6 +181,24 @@ impl fmt::Display for DeprecationNotice {
     }
 }
 
+/// Its links as errors show URLs: no user information, no query values.
+impl fmt::Debug for DeprecationNotice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let link = |url: &Option<Url>| url.as_ref().map(shown_url);
+        f.debug_struct("DeprecationNotice")
+            .field("method", &self.method)
+            .field("endpoint", &self.endpoint)
+            .field("deprecation", &self.deprecation)
+            .field("sunset", &self.sunset)
+            .field("successor", &link(&self.successor))
+            .field("latest_version", &link(&self.latest_version))
+            .field("documentation", &link(&self.documentation))
+            .field("sunset_policy", &link(&self.sunset_policy))
+            .field("diagnostic", &self.diagnostic)
+            .finish()
+    }
+}
+
 /// The links of every `Link` field line of a response to a request for `url`, lines that are
 /// not UTF-8 read lossily.
 fn links(headers: &HeaderMap, url: &Url) -> Vec<Link> {
@@ -243,6 +261,23 @@ mod tests {
         let Some(Deprecation::Unrecognized(raw)) = &n.deprecation else { panic!("{:?}", n.deprecation) };
         assert!(raw.starts_with("xxx") && raw.len() <= crate::text::MAX_SERVER_TEXT + 3, "{}", raw.len());
         assert!(format!("{n:?}").len() < 3 * 1024 && n.to_string().len() < 1024, "{n:?}");
+    }
+
+    #[test]
+    fn links_show_no_user_information_or_query_values() {
+        let n = notice(&[
+            ("sunset", "Wed, 01 Jul 2026 00:00:00 GMT"),
+            ("link", "<https://user:pw@api.example.com/v2/companies?key=s3cret>; rel=successor-version"),
+            ("link", "<https://docs.example.com/sunset?token=t0k3n#frag>; rel=sunset"),
+        ])
+        .expect("a notice");
+        for shown in [format!("{n:?}"), n.to_string()] {
+            assert!(
+                !shown.contains("pw") && !shown.contains("s3cret") && !shown.contains("t0k3n"),
+                "{shown}"
+            );
+        }
+        assert!(format!("{n:?}").contains("https://api.example.com/v2/companies?key=…"), "{n:?}");
     }
 
     #[test]
