@@ -100,9 +100,6 @@ pub(crate) fn shown_url(url: impl AsRef<str>) -> String {
     shown(url.as_ref(), false)
 }
 
-/// The former name of [`shown_url`] for a URL as typed, kept for the modules that still use it.
-pub(crate) use shown_url as shown_raw_url;
-
 /// `url` as a span shows it (`url.full`): as [`shown_url`], but with the query values kept,
 /// except those of parameters named like credentials ([`is_credential`]), which are `REDACTED`.
 pub(crate) fn traced_url(url: &Url) -> String {

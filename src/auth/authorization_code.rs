@@ -22,7 +22,7 @@ use super::pkce::constant_time_eq;
 use super::seal::Sealer;
 use super::{TokenSet, TokenVerifier, check_client, non_empty};
 use crate::error::{AuthorizationError, CallbackError, Endpoint, ErrorCode, Origin};
-use crate::text::shown_raw_url;
+use crate::text::shown_url;
 use crate::wire::HttpSender;
 use crate::{Error, urls};
 
@@ -89,7 +89,7 @@ impl fmt::Debug for AuthorizationCodeFlow {
         f.debug_struct("AuthorizationCodeFlow")
             .field("issuer", &c.issuer)
             .field("client_id", &self.client_id())
-            .field("redirect_uri", &shown_raw_url(self.redirect_uri()))
+            .field("redirect_uri", &shown_url(self.redirect_uri()))
             .field("scopes", &c.scopes)
             .field("authorize_url", &c.authorize_url.as_str())
             .field("token_url", &c.token_url.as_str())

@@ -9,7 +9,7 @@ use super::oauth::{ClientAuth, Refreshed, request_tokens};
 use super::token_manager::Grant;
 use super::{ClientSecret, TokenStore, check_client};
 use crate::Error;
-use crate::text::shown_raw_url;
+use crate::text::shown_url;
 use crate::urls;
 use crate::wire::HttpSender;
 
@@ -45,8 +45,8 @@ pub struct ClientCredentials {
 impl std::fmt::Debug for ClientCredentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientCredentials")
-            .field("auth_url", &shown_raw_url(&self.auth_url))
-            .field("token_url", &self.token_url.as_deref().map(shown_raw_url))
+            .field("auth_url", &shown_url(&self.auth_url))
+            .field("token_url", &self.token_url.as_deref().map(shown_url))
             .field("client_id", &self.client_id)
             .field("client_secret", &self.client_secret)
             .field("scopes", &self.scopes)

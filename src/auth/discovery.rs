@@ -13,7 +13,7 @@ use url::Url;
 use super::oauth::{ClientAuth, INTROSPECTION_NUMBERS, post_form, read_answer};
 use super::{ClientSecret, check_client};
 use crate::limits::BodyLimit;
-use crate::text::{shown_raw_url, shown_url};
+use crate::text::shown_url;
 use crate::wire::{HttpSender, decode};
 use crate::{Error, urls};
 
@@ -159,7 +159,7 @@ impl AuthServerMetadata {
 impl fmt::Debug for AuthServerMetadata {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("AuthServerMetadata");
-        debug.field("issuer", &shown_raw_url(&self.issuer));
+        debug.field("issuer", &shown_url(&self.issuer));
         for (name, url) in self.endpoints() {
             debug.field(name, &url.as_ref().map(shown_url));
         }
