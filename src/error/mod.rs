@@ -92,7 +92,7 @@ pub enum Error {
     Callback(Arc<CallbackError>),
 
     /// The user must sign in again: the client holds no refresh token, or its tokens cannot be
-    /// renewed any more. The variant holds the reason, e.g. `no refresh token was issued`.
+    /// renewed any more. The variant holds the reason, e.g. `the user signed out`.
     #[error("sign-in required: {0}")]
     ReauthenticationRequired(&'static str),
 
