@@ -67,8 +67,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // 4. Keep the tokens (JSON, mode 0600, replaced atomically). Renewed tokens are saved there
     //    by the client before it uses them.
-    let path =
-        std::env::temp_dir().join(format!("business-records-desktop-login-{}.json", std::process::id()));
+    //    The folder is the app's own (created owner-only): a shared one such as /tmp is refused.
+    let folder = std::env::temp_dir().join(format!("business-records-desktop-login-{}", std::process::id()));
+    let path = folder.join("tokens.json");
     let store = FileTokenStore::new(&path);
     store.save(&tokens).await.map_err(Error::TokenStore)?;
 
@@ -95,6 +96,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("a later run, from {}: {} companies", path.display(), page.data.len());
     }
     store.remove().await.map_err(Error::TokenStore)?;
+    std::fs::remove_dir(&folder)?;
     Ok(())
 }
 

@@ -32,7 +32,8 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(10);
 /// file of at most 256 KiB is read, every load, save and removal gives up after 10 seconds (one
 /// given up on does not replace or delete the file afterwards, unless its rename or removal had
 /// already begun), and a folder others may write to is made owner-only, or refused when it is
-/// not the user's.
+/// not the user's; a folder shared by design (others may write, sticky bit set, as `/tmp`) is
+/// refused and left as it is.
 ///
 /// Safe to share between processes, and between clients of one process that each have their
 /// own store object for the file: before a refresh, the client takes an exclusive lock on
@@ -303,7 +304,7 @@ fn folder(path: &Path) -> &Path {
 
 /// Makes sure no one but the user may write to `dir`: created owner-only (`0700` on Unix) when
 /// `create` and missing; one others may write to is made owner-only, or refused when that
-/// fails (it is not the user's).
+/// fails (it is not the user's) or when it is shared by design (sticky, as `/tmp` is).
 fn private_dir(dir: &Path, create: bool) -> io::Result<()> {
     if create {
         let mut builder = std::fs::DirBuilder::new();
@@ -312,10 +313,18 @@ fn private_dir(dir: &Path, create: bool) -> io::Result<()> {
         builder.recursive(true).create(dir)?;
     }
     #[cfg(unix)]
-    if std::fs::metadata(dir)?.permissions().mode() & 0o022 != 0 {
-        let refused = |_| io::Error::other("others may write to its folder, which is not the user's");
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(refused)?;
-        tracing::warn!(dir = %dir.display(), "others could write to the token folder; it is now owner-only");
+    {
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o022 != 0 && mode & 0o1000 != 0 {
+            return Err(io::Error::other(
+                "its folder is shared by all users (sticky, as /tmp is): use one of its own",
+            ));
+        }
+        if mode & 0o022 != 0 {
+            let refused = |_| io::Error::other("others may write to its folder, which is not the user's");
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(refused)?;
+            tracing::warn!(dir = %dir.display(), "others could write to the token folder; it is now owner-only");
+        }
     }
     Ok(())
 }

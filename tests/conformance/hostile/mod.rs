@@ -58,13 +58,14 @@ crate::cases! {
         a_short_secret_is_refused_for_sealing_and_for_shared_user_stores;
 }
 
-/// A directory of its own under the system's temporary directory, removed on drop.
+/// A directory of its own under the target's temporary directory (which, unlike `/tmp` on some
+/// machines, a child process run as another user can reach), removed on drop.
 pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     pub fn new(name: &str) -> Scratch {
         let unique = format!("business-records-hostile-{name}-{}-{}", std::process::id(), fastrand::u64(..));
-        Scratch(std::env::temp_dir().join(unique))
+        Scratch(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(unique))
     }
 }
 

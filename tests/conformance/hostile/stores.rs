@@ -27,6 +27,7 @@ crate::cases! {
         a_token_file_of_a_gibibyte_is_refused_unread,
         a_symbolic_link_at_the_lock_path_is_never_followed,
         a_folder_open_to_everyone_is_made_owner_only,
+        a_folder_shared_by_all_users_is_refused_and_left_as_it_is,
         a_read_only_folder_keeps_the_sign_in,
         a_truncated_token_file_is_rewritten_by_the_next_refresh;
     Anywhere:
@@ -180,6 +181,31 @@ async fn a_folder_open_to_everyone_is_made_owner_only() {
     client.companies().limit(1).send().await.expect("the refresh");
     assert_eq!(mode(&scratch.0), 0o700, "the refresh made it owner-only");
     the_sign_in_lives_in(&server, &file).await;
+}
+
+/// A folder others may write to by design (sticky, as `/tmp`) is never made owner-only: loads,
+/// saves and refreshes there are refused, naming the folder's reason, and its mode stays.
+async fn a_folder_shared_by_all_users_is_refused_and_left_as_it_is() {
+    let server = ReferenceServer::builder().companies(3).start().await;
+    let (scratch, file) = folder("sticky");
+    let (flow, tokens) = sign_in(&server).await;
+    set_mode(&scratch.0, 0o1777);
+    let refused = |err: &dyn std::error::Error| {
+        let text = chain(err);
+        assert!(text.contains(&file.display().to_string()) && text.contains("shared by all users"), "{text}");
+    };
+    refused(&FileTokenStore::new(&file).save(&tokens).await.expect_err("a save"));
+    refused(&FileTokenStore::new(&file).load().await.expect_err("a load"));
+    let client = user_client(&server, &flow, tokens, &file);
+    server.expire_tokens();
+    let err = client.companies().limit(1).send().await.expect_err("the refresh's save");
+    assert!(matches!(err, Error::TokenStore(_)), "{err:?}");
+    let meta = std::fs::metadata(&scratch.0).expect("metadata");
+    assert_eq!(
+        (meta.permissions().mode() & 0o7777, std::fs::read_dir(&scratch.0).expect("dir").count()),
+        (0o1777, 0)
+    );
+    set_mode(&scratch.0, 0o700);
 }
 
 /// A process holds the refresh lock of a file; another waits for it; the holder is killed with
