@@ -221,6 +221,21 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_the_method_and_route_and_nothing_sent() {
+        let client = Client::builder()
+            .base_url("http://127.0.0.1:9")
+            .auth(Auth::static_token("s3cret-token"))
+            .build()
+            .expect("client");
+        let shown =
+            format!("{:?}", client.request(Method::PATCH, ["notes", "n_1"]).header("X-Trace", "t-77"));
+        assert!(shown.contains("PATCH") && shown.contains("\"/v1/notes/{}\""), "{shown}");
+        assert!(!shown.contains("s3cret") && !shown.contains("n_1") && !shown.contains("t-77"), "{shown}");
+        let refused = format!("{:?}", client.get("notes").idempotency_key(""));
+        assert!(refused.contains("Err") && refused.contains("idempotency_key"), "{refused}");
+    }
+
+    #[test]
     fn headers_the_client_owns_or_that_frame_the_request_are_refused_in_any_case() {
         for name in [
             "Authorization",

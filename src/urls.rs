@@ -378,6 +378,26 @@ mod tests {
     }
 
     #[test]
+    fn an_absolute_path_a_scheme_or_a_url_is_refused_as_such() {
+        for literal in
+            ["/companies", "urn:companies", "https://api.example.com/v1/companies", "cmp:1/contacts"]
+        {
+            let message = located(literal).expect_err(literal);
+            assert!(message.starts_with("expected a path below the version root"), "{literal}: {message}");
+        }
+        assert_eq!(located("companies/cmp:1"), Ok("/v1/companies/cmp%3A1".to_owned()), "a colon further on");
+    }
+
+    #[test]
+    fn a_route_leaves_out_every_second_segment() {
+        let root = Url::parse("https://api.example.com/v1/").expect("a root");
+        let route = |path: ApiPath| path.locate(&root).map(|(_, route)| route).expect("sent");
+        assert_eq!(route(["companies"].into()), "/v1/companies");
+        assert_eq!(route(["companies", "cmp_1"].into()), "/v1/companies/{}");
+        assert_eq!(route("companies/cmp_1/contacts/c_2/notes".into()), "/v1/companies/{}/contacts/{}/notes");
+    }
+
+    #[test]
     fn a_refused_path_shows_no_credential_and_stays_short() {
         for literal in [
             "https://user:PASSWORD@evil.example/x",
