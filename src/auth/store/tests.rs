@@ -324,10 +324,30 @@ async fn only_a_save_makes_an_entry_and_a_clear_removes_it() {
     assert!(stores.is_empty(), "{stores:?}");
     let alice = stores.for_user("alice");
     alice.save(&TokenSet::new("t")).await.expect("save");
-    assert_eq!(stores.len(), 1);
+    assert_eq!((stores.len(), stores.is_empty()), (1, false));
     assert_eq!(format!("{stores:?}"), "MemoryKeyedStore { users: 1 }", "no session key in Debug");
     alice.clear().await.expect("clear");
     assert!(stores.is_empty());
+}
+
+/// `release` runs the store's release before it returns; a lock dropped unreleased (a
+/// cancelled refresh) is released on the runtime.
+#[tokio::test]
+async fn a_lock_is_released_when_awaited_or_dropped() {
+    let released = Arc::new(AtomicUsize::new(0));
+    let lock = || {
+        let released = released.clone();
+        RefreshLock::new(async move {
+            released.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    lock().release().await;
+    assert_eq!(released.load(Ordering::SeqCst), 1, "released before release() returned");
+    let turn = RefreshTurn::locked(lock());
+    assert_eq!(format!("{turn:?}"), "RefreshTurn { newer: None, lock: Some(RefreshLock { held: true }) }");
+    drop(turn);
+    tokio::task::yield_now().await;
+    assert_eq!(released.load(Ordering::SeqCst), 2, "a dropped lock is released on the runtime");
 }
 
 /// Directory file names and Redis key names come from the crate's one hash, and are the names
