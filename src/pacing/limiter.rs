@@ -357,8 +357,12 @@ mod tests {
         let cause = Error::invalid("x", "cause");
         limiter.pause_until(4.0, Some(cause));
         limiter.pause_until(3.5, None);
+        limiter.pause_until(4.0, None);
         assert_eq!(limiter.take(3.0), 4.0, "a shorter pause does not shorten it");
-        assert!(limiter.pause(3.9).is_some_and(|pause| pause.cause.is_some()));
+        assert!(
+            limiter.pause(3.9).is_some_and(|pause| pause.cause.is_some()),
+            "nor one made up lose its cause"
+        );
         assert!(limiter.pause(4.0).is_none());
     }
 
@@ -387,6 +391,25 @@ mod tests {
         limiter.throttled(2.1, 2.09, Some(1.0), None);
         let rate = limiter.rate(3.1).unwrap_or_default();
         assert!(rate <= 0.95f64.mul_add(40.0, 1e-9) && rate > 20.0, "{rate}");
+    }
+
+    #[test]
+    fn answers_to_the_refused_burst_read_after_its_refusal_count_in_its_rate() {
+        let mut limiter = Limiter::new(f64::INFINITY, 1);
+        send(&mut limiter, 0.0, 8);
+        for _ in 0..3 {
+            limiter.accepted(0.01, 0.0);
+        }
+        // `Retry-After: 2`: three per two seconds so far, and a burst of two.
+        limiter.throttled(0.01, 0.0, Some(2.0), None);
+        assert!(close(limiter.rate(1.0), 1.5) && limiter.bucket.size == 2.0, "{limiter:?}");
+        // Two more answers to the burst: five per two seconds, as if read before the refusal.
+        limiter.accepted(0.02, 0.0);
+        limiter.accepted(0.03, 0.0);
+        assert!(close(limiter.rate(1.0), 2.5) && limiter.bucket.size == 4.0, "{limiter:?}");
+        // An answer to a request sent after the refusal is not of the burst.
+        limiter.accepted(2.5, 2.01);
+        assert!(close(limiter.rate(1.0), 2.5) && limiter.bucket.size == 4.0, "{limiter:?}");
     }
 
     #[test]
@@ -422,6 +445,33 @@ mod tests {
         // backs off from is what the server accepted, which is nothing.
         limiter.throttled(0.6, 0.59, Some(0.0), None);
         assert!(close(limiter.rate(0.6), MIN_RATE), "{:?}", limiter.rate(0.6));
+
+        // A client that sent unpaused for longer than a window, refused with `Retry-After: 0`
+        // within the last one (no pause: the meter goes on), backs off from what the server
+        // accepted over the last half second: four answers, eight a second.
+        let mut steady = Limiter::new(f64::INFINITY, 1);
+        for n in 0..6 {
+            let at = f64::from(n) * 0.125;
+            steady.take(at);
+            steady.accepted(at, at);
+            if n == 3 {
+                steady.throttled(at, at, Some(0.0), None);
+            }
+        }
+        steady.take(0.75);
+        steady.throttled(0.75, 0.75, Some(1.0), None);
+        assert!(close(steady.rate(1.75), 0.95 * 4.0 / 0.5), "{:?}", steady.rate(1.75));
+    }
+
+    #[test]
+    fn a_client_waiting_for_its_rate_backs_off_from_that_rate() {
+        // Backlogged at an advertised 50 a second, the client waited for the rate a moment
+        // ago: the rate it held is its sustained one, whatever the meter counted since.
+        let mut limiter = Limiter::new(f64::INFINITY, 1);
+        limiter.advertise(50.0, 0.0);
+        drive(&mut limiter, 0.0, 2.0);
+        limiter.throttled(2.0, 1.99, Some(1.0), None);
+        assert!(close(limiter.rate(3.0), 0.95 * 50.0), "{:?}", limiter.rate(3.0));
     }
 
     #[test]

@@ -87,6 +87,26 @@ async fn file_store_round_trip_and_missing_file() {
     store.remove().await.expect("remove");
     store.remove().await.expect("removing twice is fine");
     assert!(store.load().await.expect("load").is_none());
+    std::fs::create_dir(store.path()).expect("a folder at the token path");
+    let err = store.remove().await.expect_err("a folder is not removed as a file");
+    assert!(err.to_string().contains(&store.path().display().to_string()), "{err}");
+}
+
+/// A token file is read up to 256 KiB, and refused one byte past it.
+#[tokio::test]
+async fn a_token_file_is_read_up_to_256_kib() {
+    let dir = TempDir::new("largest");
+    let store = FileTokenStore::new(dir.0.join("tokens.json"));
+    let json = serde_json::to_string(&sample(1)).expect("json");
+    let padded = |len: usize| format!("{json}{}", " ".repeat(len - json.len()));
+    std::fs::write(store.path(), padded(256 * 1024)).expect("write");
+    assert!(store.load().await.expect("256 KiB is read").is_some());
+    std::fs::write(store.path(), padded(256 * 1024 + 1)).expect("write");
+    let err = store.load().await.expect_err("one byte more");
+    assert!(
+        std::error::Error::source(&err).is_some_and(|e| e.to_string() == "larger than 256 KiB"),
+        "{err:?}"
+    );
 }
 
 #[cfg(unix)]
