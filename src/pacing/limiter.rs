@@ -465,13 +465,20 @@ mod tests {
 
     #[test]
     fn a_client_waiting_for_its_rate_backs_off_from_that_rate() {
-        // Backlogged at an advertised 50 a second, the client waited for the rate a moment
-        // ago: the rate it held is its sustained one, whatever the meter counted since.
+        // Backlogged at an advertised 50 a second, half of its answers not back yet: it waited
+        // for the rate a moment ago, so the rate it held is its sustained one, not the 25 a
+        // second the meter counted.
         let mut limiter = Limiter::new(f64::INFINITY, 1);
         limiter.advertise(50.0, 0.0);
-        drive(&mut limiter, 0.0, 2.0);
-        limiter.throttled(2.0, 1.99, Some(1.0), None);
-        assert!(close(limiter.rate(3.0), 0.95 * 50.0), "{:?}", limiter.rate(3.0));
+        let mut last = 0.0;
+        for n in 0..100 {
+            last = send(&mut limiter, last, 1)[0];
+            if n % 2 == 0 {
+                limiter.accepted(last, last);
+            }
+        }
+        limiter.throttled(last + 0.01, last, Some(1.0), None);
+        assert!(close(limiter.rate(last + 1.01), 0.95 * 50.0), "{:?}", limiter.rate(last + 1.01));
     }
 
     #[test]
