@@ -17,6 +17,7 @@ crate::cases! {
         ids_of_any_character_reach_the_server_as_one_segment,
         paths_that_leave_the_version_root_are_refused_with_nothing_sent,
         a_post_without_a_key_is_sent_once_and_with_one_retried_and_created_once,
+        a_requests_own_retry_policy_takes_the_place_of_the_clients,
         a_declared_list_with_an_empty_middle_page_arrives_once_in_order,
         a_410_from_any_endpoint_is_a_sunset,
         a_deprecated_endpoint_of_any_method_says_so,
@@ -133,6 +134,24 @@ async fn a_post_without_a_key_is_sent_once_and_with_one_retried_and_created_once
     let id = created["id"].as_str().expect("an id");
     client.request(Method::DELETE, ["notes", id]).send_empty().await.expect("deleted");
     assert!(server.dataset().records("notes").is_empty());
+}
+
+/// A request's own retry policy takes the place of the client's: with none, the first 503 is
+/// the answer; without one, the client's retries it.
+async fn a_requests_own_retry_policy_takes_the_place_of_the_clients() {
+    let faults = Faults::new().on(Endpoint::Company, 1, Fault::Status(503)).on(
+        Endpoint::Company,
+        2,
+        Fault::Status(503),
+    );
+    let company = json!({"id": "cmp_1", "name": "Acme", "status": "active"});
+    let server = ReferenceServer::builder().company(company).faults(faults).start().await;
+    let client = client(&server);
+    let once = client.get(["companies", "cmp_1"]).retry(RetryPolicy::none()).send::<Company>().await;
+    assert_eq!(once.expect_err("503").status(), Some(503));
+    client.get(["companies", "cmp_1"]).send::<Company>().await.expect("retried by the client's policy");
+    let statuses: Vec<u16> = sent(&server, Endpoint::Company).iter().map(JournalEntry::status).collect();
+    assert_eq!(statuses, [503, 503, 200]);
 }
 
 async fn a_declared_list_with_an_empty_middle_page_arrives_once_in_order() {
