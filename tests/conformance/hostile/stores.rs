@@ -184,7 +184,8 @@ async fn a_folder_open_to_everyone_is_made_owner_only() {
 }
 
 /// A folder others may write to by design (sticky, as `/tmp`) is never made owner-only: loads,
-/// saves and refreshes there are refused, naming the folder's reason, and its mode stays.
+/// saves and refreshes there are refused, naming the folder's reason, and its mode stays. A
+/// sticky folder only its owner may write to is the owner's own.
 async fn a_folder_shared_by_all_users_is_refused_and_left_as_it_is() {
     let server = ReferenceServer::builder().companies(3).start().await;
     let (scratch, file) = folder("sticky");
@@ -205,6 +206,9 @@ async fn a_folder_shared_by_all_users_is_refused_and_left_as_it_is() {
         (meta.permissions().mode() & 0o7777, std::fs::read_dir(&scratch.0).expect("dir").count()),
         (0o1777, 0)
     );
+    set_mode(&scratch.0, 0o1700);
+    let kept = TokenSet::new("a").with_refresh_token("r");
+    FileTokenStore::new(&file).save(&kept).await.expect("sticky but owner-only: a folder of its own");
     set_mode(&scratch.0, 0o700);
 }
 
