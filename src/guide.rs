@@ -187,7 +187,8 @@
 //! [Many processes](crate::auth#many-processes).
 //!
 //! **A desktop app** listens on loopback for the redirect (RFC 8252) and keeps the tokens in a
-//! file:
+//! file, in a folder of the app's own (one others may write to is made owner-only; one shared by
+//! design, as `/tmp`, is refused):
 //!
 //! ```no_run
 //! use business_records::auth::{AuthorizationCodeFlow, FileTokenStore, LoopbackRedirect, TokenStore};
