@@ -51,7 +51,7 @@ pub enum SyncError {
         restarts: u32,
     },
     /// The server broke the pagination contract (API Part 4.1): `hasMore` without a cursor,
-    /// the same cursor again, or too many empty pages in a row.
+    /// a cursor it had given before in the same pass, or too many empty pages in a row.
     #[error("page {page} breaks the pagination contract: {message}")]
     Pagination {
         /// The page, from 1 in its pass.

@@ -45,12 +45,16 @@ pub(crate) struct Walked {
     pub(crate) total_changed: bool,
 }
 
-/// The cursor of the page after `page`, if the pagination contract holds: a cursor, not the
-/// one just used, and not too many empty pages in a row.
-fn following(page: &Page<Value>, used: Option<&Cursor>, empty_in_a_row: u32) -> Result<Cursor, &'static str> {
+/// The cursor of the page after `page`, if the pagination contract holds: a cursor, none the
+/// pass has used already, and not too many empty pages in a row.
+fn following(
+    page: &Page<Value>,
+    used: &HashSet<Cursor>,
+    empty_in_a_row: u32,
+) -> Result<Cursor, &'static str> {
     match &page.next_cursor {
         None => Err("`hasMore` is true without a cursor"),
-        Some(next) if used == Some(next) => Err("the same cursor again"),
+        Some(next) if used.contains(next) => Err("a cursor the pass has used already"),
         Some(_) if empty_in_a_row > MAX_EMPTY_PAGES => Err("too many empty pages in a row"),
         Some(next) => Ok(next.clone()),
     }
@@ -91,6 +95,7 @@ pub(crate) async fn walk(
     let mut rescanned = false;
     'pass: loop {
         let (mut cursor, mut number, mut empty_in_a_row) = (None::<Cursor>, 0_u64, 0_u32);
+        let mut used = HashSet::new();
         let (mut first_total, mut largest_total) = (None, None);
         let mut pending: Option<Pending> = None;
         let mut next = Some(Fetch::start(ctx, &pass.sort, None));
@@ -141,9 +146,10 @@ pub(crate) async fn walk(
             ctx.tell();
             // The next page is requested before this one's records are made and committed.
             if page.has_more && !reached && !rescan {
-                match following(&page, cursor.as_ref(), empty_in_a_row) {
+                match following(&page, &used, empty_in_a_row) {
                     Ok(following) => {
                         next = Some(Fetch::start(ctx, &pass.sort, Some(&following)));
+                        used.insert(following.clone());
                         cursor = Some(following);
                     }
                     Err(message) => {

@@ -16,6 +16,7 @@ crate::cases!(
     records_without_updated_at_are_stored_by_content_and_never_move_the_mark,
     records_without_an_id_are_skipped_and_counted,
     unknown_fields_are_kept_as_served,
+    cursors_that_come_round_again_end_the_run_with_a_pagination_error,
 );
 
 fn page(data: Value) -> Fault {
@@ -174,4 +175,28 @@ async fn unknown_fields_are_kept_as_served(db: Db) {
     let server = ReferenceServer::builder().company(record.clone()).start().await;
     run(&db, &db.mirror(&client(&server)).stream(Stream::companies()), "companies").await;
     assert_eq!(db.live("companies").await["a"], record);
+}
+
+/// A server whose cursors come round again (A, B, then A) ends the run with a pagination error
+/// on the page that repeats one, instead of walking the circle for ever.
+async fn cursors_that_come_round_again_end_the_run_with_a_pagination_error(db: Db) {
+    let server = ReferenceServer::builder().faults(Faults::none()).start().await;
+    let page = |n: u32, next: Option<&str>| {
+        let data = json!([{"id": format!("c{n}"), "updatedAt": at(10 - n)}]);
+        let pagination = json!({"hasMore": next.is_some(), "nextCursor": next});
+        Fault::Body(json!({"data": data, "pagination": pagination}).to_string().into_bytes())
+    };
+    let faults = Faults::new().on(Endpoint::Companies, 1, page(1, Some("A"))).on(
+        Endpoint::Companies,
+        2,
+        page(2, Some("B")),
+    );
+    server.set_faults(faults.on(Endpoint::Companies, 3, page(3, Some("A"))).on(
+        Endpoint::Companies,
+        4,
+        page(4, None),
+    ));
+    let mirror = db.mirror(&client(&server)).stream(Stream::companies());
+    let report = run(&db, &mirror, "companies").await;
+    assert!(matches!(&report.error, Some(SyncError::Pagination { page: 3, .. })), "{:?}", report.error);
 }
