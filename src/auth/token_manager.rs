@@ -364,7 +364,7 @@ impl Manager {
     }
 
     /// Renews `current` with the grant, keeps the new set and saves it. After a failure that
-    /// asks for a new sign-in (the refresh token was refused, or may be spent), the set keeps
+    /// says the refresh token is spent (`invalid_grant`, or its answer lost), the set keeps
     /// no refresh token, here and in the store, so that no process presents it again.
     async fn renew(self: &Arc<Self>, current: &mut TokenSet) -> Result<Issued, Error> {
         let answer = match &self.grant {
@@ -377,7 +377,10 @@ impl Manager {
         let Refreshed { tokens, expires_in, new_id_token } = match answer {
             Ok(refreshed) => refreshed,
             Err(error) => {
-                if error.needs_reauthentication() && current.refresh_token.take().is_some() {
+                // `invalid_client` refuses the client's settings, not the refresh token: kept.
+                let spent = matches!(error, Error::ReauthenticationRequired(_))
+                    || error.code() == Some(&crate::error::ErrorCode::InvalidGrant);
+                if spent && current.refresh_token.take().is_some() {
                     self.save(current).await;
                 }
                 return Err(error);

@@ -236,6 +236,23 @@ async fn a_refused_refresh_token_ends_the_sign_in_at_once() {
     assert_eq!(script.presented(), ["r0", "r-t1"]);
 }
 
+/// `invalid_client` refuses the client's settings, not its refresh token: the token is kept,
+/// in the set and the store, and presented again after the backoff.
+#[tokio::test(start_paused = true)]
+async fn a_refused_client_keeps_its_refresh_token() {
+    let invalid_client = ApiError::new(401, Some(ErrorCode::InvalidClient), "/token");
+    let invalid_client = Error::Api(invalid_client.with_origin(Origin::AuthorizationServer));
+    let script = Scripted::new([failure(invalid_client, 0), token("t1", 3600, 0)]);
+    let store = MemoryTokenStore::new();
+    let manager = scripted(&script, due(), Some(store.clone()), 30);
+    let error = secret(&manager).await.expect_err("invalid_client");
+    assert_eq!(error.code(), Some(&ErrorCode::InvalidClient));
+    assert!(store.get().is_none(), "no set without its refresh token was saved");
+    advance(FAILURE_BACKOFF.1.as_millis() as u64).await;
+    assert_eq!(secret(&manager).await.expect("t1"), "t1");
+    assert_eq!(script.presented(), ["r0", "r0"]);
+}
+
 /// Refreshing → FailedUntil: the failure goes to every caller, and holds the next request back
 /// for the backoff, doubling.
 #[tokio::test(start_paused = true)]
