@@ -248,8 +248,7 @@ impl CallStats {
     }
 }
 
-/// The retry state of one call. The backoff is set up at the first failure, so a call that
-/// succeeds at once costs nothing more.
+/// The retry state of one call.
 struct Schedule<'p> {
     policy: &'p RetryPolicy,
     /// The client paces itself: 429s use up no attempt.

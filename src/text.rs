@@ -4,8 +4,7 @@
 //! - **Redaction**: a URL is shown without its user information (`user:password@`) and its
 //!   fragment (`#…`); error messages and `Debug` show its query names without their values
 //!   (`?state=…&code=…`), spans keep the values except those of parameters named like
-//!   credentials ([`is_credential`]), which become `REDACTED`. The same rule names the headers
-//!   whose values are never shown.
+//!   credentials ([`is_credential`]), which become `REDACTED`.
 //! - **Length**: text from a server or a user (an `error_description`, an unknown error code, a
 //!   header value) is cut to [`MAX_SERVER_TEXT`] bytes, and a URL or a path to [`MAX_URL`]
 //!   bytes, both counted as `Debug` writes them, control characters escaped; a link a server

@@ -128,8 +128,8 @@ impl<T: DeserializeOwned> Page<T> {
     /// # Errors
     ///
     /// [`Error::Decode`] when the body is not a page envelope (no `data` array, no
-    /// `pagination.hasMore`, not JSON, not UTF-8); the error holds the parser's position,
-    /// never the body.
+    /// `pagination.hasMore`, not JSON, not UTF-8); the error holds the parser's reason and
+    /// position (cut to 1 KiB), never the whole body.
     pub fn from_json(body: &[u8]) -> Result<Page<T>, Error> {
         Self::read(body, "page")
     }
@@ -163,8 +163,7 @@ impl<T: DeserializeOwned> Page<T> {
     /// The page in `body`, an answer of `endpoint`, read in one pass: each element of `data` is
     /// taken as its JSON text and read as a `T` on its own (see [`Elements`]).
     fn read(body: &[u8], endpoint: &str) -> Result<Page<T>, Error> {
-        let envelope = serde_json::from_slice::<Envelope<T>>(body).map_err(|e| Error::decode(endpoint, e))?;
-        let Envelope { data: Elements(mut page), pagination } = envelope;
+        let Envelope { data: Elements(mut page), pagination } = crate::wire::decode(endpoint, body)?;
         page.has_more = pagination.has_more;
         let cursor = pagination.next_cursor.as_ref().and_then(Value::as_str).filter(|c| !c.is_empty());
         page.next_cursor = cursor.map(Cursor::from);
@@ -228,16 +227,14 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for Elements<T> {
             let Some(raw) = seq.next_element::<&RawValue>()? else { break };
             match serde_json::from_str::<T>(raw.get()) {
                 Ok(item) => page.data.push(item),
-                Err(error) if page.undecodable.len() < KEPT_UNDECODABLE => {
+                Err(error) => {
                     page.undecodable_total += 1;
-                    page.undecodable.push(Undecodable {
-                        page: 1,
-                        position,
-                        raw: text::server_text(raw.get()),
-                        reason: text::server_text(&reason(&error)),
-                    });
+                    if page.undecodable.len() < KEPT_UNDECODABLE {
+                        let reason = text::server_text(&reason(&error));
+                        let raw = text::server_text(raw.get());
+                        page.undecodable.push(Undecodable { page: 1, position, raw, reason });
+                    }
                 }
-                Err(_) => page.undecodable_total += 1,
             }
         }
         Ok(self)
