@@ -285,12 +285,12 @@ mod tests {
 
     #[test]
     fn an_idempotency_key_is_1_to_255_visible_characters() {
-        let too_long = "k".repeat(MAX_IDEMPOTENCY_KEY + 1);
+        let too_long = "k".repeat(256);
         for key in ["", " ", "two words", " k", "caf\u{e9}", "k\n", too_long.as_str()] {
             let refused = outcome(request(Method::POST).idempotency_key(key)).err();
             assert_eq!(refused, Some("idempotency_key"), "{key:?}");
         }
-        let longest = "k".repeat(MAX_IDEMPOTENCY_KEY);
+        let longest = "k".repeat(255);
         for key in ["k", "note-7f3a", "!~{}", longest.as_str()] {
             let headers = outcome(request(Method::POST).idempotency_key(key)).expect(key);
             assert_eq!(headers[IDEMPOTENCY_KEY], key);
