@@ -76,7 +76,10 @@ async fn records_change_while_the_server_runs() {
 async fn a_fault_on_one_endpoint_and_a_retry_in_milliseconds() {
     let faults = Faults::new().on(Endpoint::Companies, 1, Fault::RateLimited(RetryAfter::Seconds(0)));
     let server = ReferenceServer::builder().companies(3).faults(faults).start().await;
-    let client = Client::builder().settings(server.settings()).build().unwrap();
+    // A backoff of up to a minute: a client that ignored `Retry-After: 0` would wait for it.
+    let minute = Duration::from_secs(60);
+    let backoff = RetryPolicy::default().initial_delay(minute).max_delay(minute);
+    let client = Client::builder().settings(server.settings()).retry(backoff).build().unwrap();
     assert_eq!(client.companies().send().await.unwrap().data.len(), 3);
     let asked: Vec<_> =
         server.journal().into_iter().filter(|entry| entry.endpoint() == Some(Endpoint::Companies)).collect();
