@@ -16,8 +16,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::harness;
-
 crate::cases! {
     ServerControl:
         control_characters_and_dots_in_any_encoding_are_refused_and_semicolons_encoded,
@@ -415,19 +413,13 @@ async fn loopback_requests_never_go_through_a_proxy_from_the_environment() {
             let _ = reader.get_mut().write_all(refusal).await;
         }
     });
-    let settings = [
-        server.base_url(),
-        server.auth_url(),
-        server.client_id().to_owned(),
-        server.client_secret().to_owned(),
-    ];
-    let exe = std::env::current_exe().expect("the test binary");
-    let mut command = std::process::Command::new(exe);
+    let values =
+        [server.base_url(), server.auth_url(), server.client_id().into(), server.client_secret().into()];
+    let settings: Vec<(&str, String)> = CHILD_SETTINGS.into_iter().zip(values).collect();
+    let mut command =
+        super::child_process("hostile::gate::a_process_with_proxies_in_its_environment", &settings);
     command
-        .args(["--exact", "hostile::gate::a_process_with_proxies_in_its_environment", "--ignored"])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(harness::CHILD, "1")
-        .envs(CHILD_SETTINGS.iter().zip(&settings))
+        .arg("--test-threads=1")
         .env_remove("NO_PROXY")
         .env_remove("no_proxy")
         .env_remove("REQUEST_METHOD");
