@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::record::{element, key};
+use crate::record::{as_served, element, key};
 use crate::report::{Phase, Progress, StreamReport};
 use crate::sink::{Commit, Policy, Record, Sink, State, Written};
 use crate::{Missing, SinkError, Stream, SyncError, time};
@@ -79,7 +79,7 @@ impl Context<'_> {
                 && instant > before
                 && facts.disorder.is_none()
             {
-                facts.disorder = Some((text(before_raw), text(raw)));
+                facts.disorder = Some((as_served(before_raw), as_served(raw)));
             }
             facts.newest = facts.newest.max(Some(instant));
             facts.oldest = Some(facts.oldest.map_or(instant, |oldest| oldest.min(instant)));
@@ -190,14 +190,6 @@ impl Context<'_> {
 pub(crate) fn lease_until(lease: Duration) -> String {
     let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
     time::format(Utc::now().checked_add_signed(lease).unwrap_or(DateTime::<Utc>::MAX_UTC))
-}
-
-/// A timestamp field as text, as served.
-fn text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// Waits for a commit under way, if any.

@@ -14,9 +14,17 @@ pub(crate) struct Fields {
     pub(crate) created: String,
 }
 
-/// The element as the sink stores it; `None` for an element without a key. The key is a non-empty string, or an integer written
-/// as text; `updated_at` is the updated field read as a timestamp (NULL when it is absent or
-/// unreadable), `updated_at_raw` the field as served.
+/// A field's value as served: a string's text, any other value's JSON.
+pub(crate) fn as_served(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The element as the sink stores it; `None` for an element without a key. The key is a
+/// non-empty string, or an integer written as text; `updated_at` is the updated field read as a
+/// timestamp (NULL when it is absent or unreadable), `updated_at_raw` the field as served.
 pub(crate) fn element(value: Value, fields: &Fields) -> Option<Record> {
     let id = key(&value, &fields.key)?;
     let Value::Object(object) = &value else { return None };
@@ -24,10 +32,7 @@ pub(crate) fn element(value: Value, fields: &Fields) -> Option<Record> {
     Some(Record {
         id,
         updated_at: raw.and_then(time::parse).map(time::format),
-        updated_at_raw: raw.map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }),
+        updated_at_raw: raw.map(as_served),
         digest: digest(&value),
         body: value.to_string(),
     })

@@ -129,6 +129,19 @@ pub struct State {
     pub missing: Vec<String>,
 }
 
+impl State {
+    /// The state kept in a database's `state` column (JSON text), if any.
+    pub(crate) fn read(text: Option<String>) -> Result<Option<State>, SinkError> {
+        let read = text.map(|text| serde_json::from_str(&text)).transpose();
+        read.map_err(|e| SinkError::new("reading a stream's state", e))
+    }
+
+    /// `state` as the `state` column keeps it, for the commit `doing`.
+    pub(crate) fn text(state: Option<&State>, doing: &'static str) -> Result<Option<String>, SinkError> {
+        state.map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))
+    }
+}
+
 /// How a commit treats a record whose stored version is newer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -170,8 +170,7 @@ async fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkErr
                 .map_err(db(doing))?;
         }
     }
-    let state =
-        commit.state.as_ref().map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))?;
+    let state = State::text(commit.state.as_ref(), doing)?;
     tx.execute(
         "UPDATE br_sync_state SET lease_until = $2, state = coalesce($3, state) WHERE stream = $1",
         &[table, &commit.lease_until, &state],
@@ -179,12 +178,6 @@ async fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkErr
     .await
     .map_err(db(doing))?;
     Ok(written)
-}
-
-fn parse_state(text: Option<String>) -> Result<Option<State>, SinkError> {
-    text.map(|text| serde_json::from_str(&text))
-        .transpose()
-        .map_err(|e| SinkError::new("reading a stream's state", e))
 }
 
 impl Sink for PostgresSink {
@@ -195,7 +188,7 @@ impl Sink for PostgresSink {
                 .query_opt("SELECT state FROM br_sync_state WHERE stream = $1", &[&stream])
                 .await
                 .map_err(db("reading a stream's state"))?;
-            parse_state(row.and_then(|row| row.get(0)))
+            State::read(row.and_then(|row| row.get(0)))
         })
     }
 
@@ -321,7 +314,7 @@ impl Sink for PostgresSink {
                 .map(|row| {
                     Ok(StreamStatus {
                         stream: row.get(0),
-                        state: parse_state(row.get(1))?.unwrap_or_default(),
+                        state: State::read(row.get(1))?.unwrap_or_default(),
                         lease_holder: row.get(2),
                         lease_until: row.get(3),
                         last_run: row.get(4),

@@ -205,8 +205,7 @@ fn write(tx: &Transaction<'_>, commit: &Commit) -> Result<Written, SinkError> {
             change.execute(params![table, id, Op::Delete.as_str(), digest, commit.run]).map_err(db(doing))?;
         }
     }
-    let state =
-        commit.state.as_ref().map(serde_json::to_string).transpose().map_err(|e| SinkError::new(doing, e))?;
+    let state = State::text(commit.state.as_ref(), doing)?;
     tx.execute(
         "UPDATE br_sync_state SET lease_until = ?2, state = coalesce(?3, state) WHERE stream = ?1",
         params![table, commit.lease_until, state],
@@ -227,12 +226,6 @@ fn transaction<T>(
     Ok(value)
 }
 
-fn parse_state(text: Option<String>) -> Result<Option<State>, SinkError> {
-    text.map(|text| serde_json::from_str(&text))
-        .transpose()
-        .map_err(|e| SinkError::new("reading a stream's state", e))
-}
-
 impl Sink for SqliteSink {
     fn load<'a>(&'a self, stream: &'a str) -> SinkFuture<'a, Option<State>> {
         let stream = stream.to_owned();
@@ -241,7 +234,7 @@ impl Sink for SqliteSink {
                 .query_row("SELECT state FROM br_sync_state WHERE stream = ?1", [&stream], |row| row.get(0))
                 .optional()
                 .map_err(db("reading a stream's state"))?;
-            parse_state(text.flatten())
+            State::read(text.flatten())
         })
     }
 
@@ -356,7 +349,7 @@ impl Sink for SqliteSink {
             let mut statuses = Vec::new();
             for row in rows {
                 let (stream, state, lease_holder, lease_until, last_run, last_outcome) = row.map_err(db(doing))?;
-                let state = parse_state(state)?.unwrap_or_default();
+                let state = State::read(state)?.unwrap_or_default();
                 statuses.push(StreamStatus { stream, state, lease_holder, lease_until, last_run, last_outcome });
             }
             Ok(statuses)
