@@ -157,18 +157,8 @@ impl Context<'_> {
     /// Waits for `pending`, if any, so that the rows a failed run committed are counted, and
     /// returns `error`.
     pub(crate) async fn fail(&mut self, pending: Option<Pending>, error: SyncError) -> SyncError {
-        if let Ok(Some(written)) = settled(pending).await {
-            self.report.count(written);
-        }
+        let _ = self.settle(pending).await;
         error
-    }
-
-    /// Counts what a settled commit wrote.
-    pub(crate) fn count(&mut self, written: Result<Option<Written>, SyncError>) -> Result<(), SyncError> {
-        if let Some(written) = written? {
-            self.report.count(written);
-        }
-        Ok(())
     }
 
     /// Tells the progress callback where the run is.
@@ -190,12 +180,4 @@ impl Context<'_> {
 pub(crate) fn lease_until(lease: Duration) -> String {
     let lease = chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
     time::format(Utc::now().checked_add_signed(lease).unwrap_or(DateTime::<Utc>::MAX_UTC))
-}
-
-/// Waits for a commit under way, if any.
-pub(crate) async fn settled(pending: Option<Pending>) -> Result<Option<Written>, SyncError> {
-    match pending {
-        Some(pending) => pending.await.map(Some),
-        None => Ok(None),
-    }
 }

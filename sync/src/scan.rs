@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 
-use crate::context::{Context, Pending, settled};
+use crate::context::{Context, Pending};
 use crate::sink::Policy;
 use crate::{Disorder, SyncError};
 
@@ -108,7 +108,7 @@ pub(crate) async fn walk(
                             .fail(pending, SyncError::CursorExpired { restarts: ctx.report.restarts })
                             .await);
                     }
-                    ctx.count(settled(pending.take()).await)?;
+                    ctx.settle(pending.take()).await?;
                     ctx.report.restarts += 1;
                     tracing::info!(stream = %ctx.stream.table, restarts = ctx.report.restarts, "cursor refused; from the first page again");
                     continue 'pass;
@@ -164,7 +164,7 @@ pub(crate) async fn walk(
             if let Some(seen) = seen.as_deref_mut() {
                 seen.extend(records.iter().map(|record| record.id.clone()));
             }
-            ctx.count(settled(pending.take()).await)?;
+            ctx.settle(pending.take()).await?;
             pending = Some(ctx.commit(records, pass.policy, Vec::new(), None));
             if rescan {
                 tracing::info!(stream = %ctx.stream.table, "totalCount dropped during the scan; scanning once more");
