@@ -219,7 +219,9 @@ impl AuthorizationCodeFlow {
         let config = Arc::make_mut(&mut self.config);
         match value {
             Ok(value) => change(config, value),
-            Err(error) => config.invalid = config.invalid.take().or(Some(error)),
+            Err(error) => {
+                config.invalid.get_or_insert(error);
+            }
         }
         self
     }
