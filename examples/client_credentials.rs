@@ -48,7 +48,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
             );
             assert_eq!(err.code(), Some(&ErrorCode::InvalidClient));
         }
-        other => return Err(format!("expected invalid_client, got {other:?}").into()),
+        Err(other) => return Err(other.into()),
+        Ok(_) => return Err("expected invalid_client, got a page".into()),
     }
 
     // One page at a time, by hand: the contacts of the first company, sorted by name.

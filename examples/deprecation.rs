@@ -87,7 +87,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let strict = builder().deprecation_policy(DeprecationPolicy::Fail).build()?;
     match strict.companies().send().await {
         Err(Error::Deprecated(refused)) => println!("fail policy: {refused}"),
-        other => return Err(format!("expected a deprecation error, got {other:?}").into()),
+        Err(other) => return Err(other.into()),
+        Ok(_) => return Err("expected a deprecation error, got a page".into()),
     }
 
     // 5. After the sunset, v1 answers 410 and the error names the successor.
@@ -97,7 +98,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
     match client.companies().send().await {
         Err(error @ Error::Sunset(_)) => println!("after the sunset: {error}"),
-        other => return Err(format!("expected a sunset error, got {other:?}").into()),
+        Err(other) => return Err(other.into()),
+        Ok(_) => return Err("expected a sunset error, got a page".into()),
     }
     Ok(())
 }
